@@ -1,0 +1,5 @@
+"""Allow `python -m mobrl`."""
+
+from mobrl.cli import main
+
+main()

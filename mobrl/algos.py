@@ -1,0 +1,116 @@
+"""Registry of algorithms: name -> RLlib AlgorithmConfig builder and the action spaces it handles."""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from mobrl.errors import UserError, closest_first
+
+if TYPE_CHECKING:
+    from omegaconf import DictConfig
+    from ray.rllib.algorithms.algorithm_config import AlgorithmConfig
+
+
+@dataclass(frozen=True)
+class AlgoInfo:
+    """Where the RLlib config class lives and which action-space kinds the algorithm handles."""
+
+    config_class: str
+    action_spaces: frozenset[str]
+    min_env_runners: int = 0
+
+
+ALGORITHMS: dict[str, AlgoInfo] = {
+    "ppo": AlgoInfo(
+        "ray.rllib.algorithms.ppo:PPOConfig", frozenset({"discrete", "multidiscrete", "box"})
+    ),
+    "appo": AlgoInfo(
+        "ray.rllib.algorithms.appo:APPOConfig",
+        frozenset({"discrete", "multidiscrete", "box"}),
+        min_env_runners=1,
+    ),
+    "impala": AlgoInfo(
+        "ray.rllib.algorithms.impala:IMPALAConfig",
+        frozenset({"discrete", "multidiscrete", "box"}),
+        min_env_runners=1,
+    ),
+    "dqn": AlgoInfo("ray.rllib.algorithms.dqn:DQNConfig", frozenset({"discrete"})),
+}
+
+
+def config_class(name: str) -> type[AlgorithmConfig]:
+    module, _, attr = ALGORITHMS[name].config_class.partition(":")
+    return getattr(importlib.import_module(module), attr)
+
+
+def build_algorithm_config(cfg: DictConfig, env_name: str, env_config: dict) -> AlgorithmConfig:
+    """Translate the composed mobrl config into an RLlib AlgorithmConfig (new API stack)."""
+    from omegaconf import OmegaConf
+
+    from mobrl.envs.factory import policy_setup
+
+    algo = config_class(cfg.algo.name)()
+    res = cfg.run.resources
+    algo = (
+        algo.environment(env_name, env_config=env_config)
+        .framework("torch")
+        .env_runners(
+            num_env_runners=res.num_env_runners,
+            num_envs_per_env_runner=res.num_envs_per_env_runner,
+            num_cpus_per_env_runner=res.num_cpus_per_env_runner,
+        )
+        .learners(num_learners=res.num_learners, num_gpus_per_learner=res.num_gpus_per_learner)
+        .debugging(seed=cfg.run.seed, log_level="WARN")
+        .reporting(metrics_num_episodes_for_smoothing=20)
+    )
+
+    training: dict[str, Any] = OmegaConf.to_container(cfg.algo.training, resolve=True)  # type: ignore[assignment]
+    _check_training_keys(algo, training)
+    batch = cfg.run.batch
+    if batch.train_batch_size is not None:
+        training.setdefault("train_batch_size_per_learner", batch.train_batch_size)
+    if batch.minibatch_size is not None:
+        training.setdefault("minibatch_size", batch.minibatch_size)
+    if batch.num_epochs is not None:
+        training.setdefault("num_epochs", batch.num_epochs)
+    if batch.rollout_fragment_length is not None:
+        algo.env_runners(rollout_fragment_length=batch.rollout_fragment_length)
+    if cfg.algo.name == "dqn" and batch.train_batch_size is not None:
+        # small budgets must still learn: start updating once one batch has been sampled
+        training.setdefault("num_steps_sampled_before_learning_starts", batch.train_batch_size)
+    algo.training(**training)
+
+    model = OmegaConf.to_container(cfg.algo.model, resolve=True)
+    from ray.rllib.core.rl_module.default_model_config import DefaultModelConfig
+
+    _check_keys("algo.model", model, DefaultModelConfig.__dataclass_fields__)
+    algo.rl_module(model_config=DefaultModelConfig(**model))
+
+    policies, mapping = policy_setup(env_config)
+    if policies is not None:
+        algo.multi_agent(policies=set(policies), policy_mapping_fn=mapping)
+    return algo
+
+
+def _check_training_keys(algo: AlgorithmConfig, training: dict[str, Any]) -> None:
+    import inspect
+
+    # subclasses forward base settings through **kwargs: collect the whole MRO's parameters
+    accepted: set[str] = set()
+    for klass in type(algo).__mro__:
+        if "training" in vars(klass):
+            accepted |= set(inspect.signature(vars(klass)["training"]).parameters)
+    accepted -= {"self", "kwargs"}
+    _check_keys("algo.training", training, accepted)
+
+
+def _check_keys(where: str, given: dict[str, Any], accepted: Any) -> None:
+    for key in given:
+        if key not in accepted:
+            close = closest_first(key, accepted)[:3]
+            raise UserError(
+                f"'{where}.{key}' is not a setting of this algorithm. Did you mean "
+                f"'{where}.{close[0]}'? Closest: {', '.join(close)}. Remove or rename the key."
+            )

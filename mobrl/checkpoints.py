@@ -1,0 +1,111 @@
+"""Run-dir bookkeeping: the manifest, finding checkpoints, and restoring RLModules portably."""
+
+from __future__ import annotations
+
+import json
+import platform
+from datetime import datetime, timezone
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from mobrl.errors import UserError
+
+MANIFEST = "manifest.json"
+RESOLVED_CONFIG = "config.yaml"
+#: Tune's experiment dir inside a run dir
+TUNE_DIR = "tune"
+#: marker file RLlib writes into every algorithm checkpoint
+RLLIB_CHECKPOINT_MARKER = "rllib_checkpoint.json"
+#: where the trained RLModules sit inside an algorithm checkpoint
+RL_MODULE_SUBDIR = Path("learner_group") / "learner" / "rl_module"
+
+_PACKAGES = ("mobrl", "ray", "torch", "gymnasium", "mobile-env", "hydra-core", "numpy")
+
+
+def package_versions() -> dict[str, str | None]:
+    versions: dict[str, str | None] = {}
+    for name in _PACKAGES:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = None
+    return versions
+
+
+def build_manifest(
+    cfg: Any, env_config: dict[str, Any], policy_ids: list[str], command: list[str]
+) -> dict[str, Any]:
+    """Everything needed to rebuild env and policies of a run on another machine."""
+    return {
+        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "versions": package_versions(),
+        "python": platform.python_version(),
+        "scenario": cfg.scenario.name,
+        "scenario_kind": cfg.scenario.kind,
+        "scenario_id": cfg.scenario.id,
+        "env_mode": env_config["mode"],
+        "env_config": env_config,
+        "algo": cfg.algo.name,
+        "policy_ids": policy_ids,
+        "seed": cfg.run.seed,
+        "command": " ".join(command),
+    }
+
+
+def write_manifest(run_dir: Path, manifest: dict[str, Any]) -> Path:
+    path = run_dir / MANIFEST
+    path.write_text(json.dumps(manifest, indent=2, default=str) + "\n")
+    return path
+
+
+def find_manifest(path: Path) -> dict[str, Any] | None:
+    """The manifest of the run that `path` (a checkpoint, trial or run dir) belongs to."""
+    for folder in [path, *path.parents]:
+        candidate = folder / MANIFEST
+        if candidate.is_file():
+            try:
+                return json.loads(candidate.read_text())
+            except json.JSONDecodeError as err:
+                raise UserError(
+                    f"manifest '{candidate}' is not valid JSON ({err}). Restore it from a backup "
+                    "or name the scenario with overrides."
+                ) from err
+    return None
+
+
+def list_checkpoints(path: Path) -> list[Path]:
+    """All RLlib algorithm checkpoints at or below `path`, oldest first within each trial."""
+    path = Path(path)
+    if (path / RLLIB_CHECKPOINT_MARKER).is_file():
+        return [path]
+    found = sorted(p.parent for p in path.rglob(RLLIB_CHECKPOINT_MARKER))
+    return [p for p in found if p.name.startswith("checkpoint_")]
+
+
+def load_rl_modules(checkpoint: Path) -> dict[str, Any]:
+    """Restore the trained RLModules (policy id -> module) without starting Ray."""
+    checkpoint = Path(checkpoint).absolute()
+    if not checkpoint.exists():
+        raise UserError(f"checkpoint '{checkpoint}' does not exist. Check the path.")
+    module_dir = checkpoint / RL_MODULE_SUBDIR
+    if not module_dir.is_dir():
+        raise UserError(
+            f"'{checkpoint}' is not an RLlib algorithm checkpoint (no {RL_MODULE_SUBDIR}). "
+            "Point --checkpoint at a checkpoint_* dir or a run dir."
+        )
+    from ray.rllib.core.rl_module.multi_rl_module import MultiRLModule
+    from ray.rllib.core.rl_module.rl_module import RLModule
+
+    try:
+        module = RLModule.from_checkpoint(str(module_dir))
+    except Exception as err:
+        raise UserError(
+            f"checkpoint '{checkpoint}' could not be restored ({type(err).__name__}: "
+            f"{str(err).splitlines()[0] if str(err) else 'corrupt file'}). "
+            "Use another checkpoint of the run."
+        ) from err
+    if isinstance(module, MultiRLModule):
+        return {pid: module[pid] for pid in module.keys()}
+    return {"default_policy": module}
+

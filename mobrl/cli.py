@@ -1,0 +1,79 @@
+"""The `mobrl` command line (Typer); each command hands Hydra overrides on and prints a summary.
+
+Heavy libraries (Ray, torch, mobile-env) are imported inside the commands that need them, so
+`mobrl --help` and config errors stay fast.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from mobrl import __version__
+from mobrl.errors import USER_ERROR_EXIT, UserError
+
+app = typer.Typer(
+    name="mobrl",
+    help="Reinforcement learning on mobile networks: train, evaluate and sweep RLlib agents "
+    "on mobile-env scenarios and Gymnasium tasks.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+#: Typer passes Hydra's arguments (overrides, -m, --cfg, --help) through untouched
+_PASS_THROUGH = {"allow_extra_args": True, "ignore_unknown_options": True}
+
+
+def _fail(err: UserError) -> typer.Exit:
+    print(f"error: {err}", file=sys.stderr)
+    return typer.Exit(USER_ERROR_EXIT)
+
+
+def _version(value: bool) -> None:
+    if value:
+        print(f"mobrl {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def root(
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
+    ),
+) -> None:
+    """mobrl: one command each to configure, train, compare, evaluate, render and sweep."""
+
+
+@app.command(context_settings=_PASS_THROUGH, add_help_option=False)
+def train(ctx: typer.Context) -> None:
+    """Train with RLlib through Ray Tune: mobrl train GROUP=OPTION KEY=VALUE [-m] [--cfg job].
+
+    Groups: scenario, env, algo, run, tune. `mobrl train --help` lists their options and
+    every config key; Hydra's flags (-m/--multirun, --cfg, -cd, ...) keep their meaning.
+    """
+    from hydra._internal.utils import get_args_parser
+
+    from mobrl.config import run_hydra, validate_command_line
+
+    args = list(ctx.args)
+    parsed = get_args_parser().parse_args(args)
+    informational = parsed.help or parsed.hydra_help or parsed.shell_completion or parsed.info
+    if not informational:
+        try:
+            validate_command_line(parsed.overrides)
+        except UserError as err:
+            raise _fail(err) from None
+    from mobrl.train import train_task
+
+    run_hydra(train_task, args, prog="mobrl train")
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()
+
+
+if __name__ == "__main__":
+    main()

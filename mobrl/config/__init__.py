@@ -1,0 +1,223 @@
+"""The single place that composes and validates mobrl's Hydra config (no Ray imports here)."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Sequence
+from importlib import resources
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+from mobrl.config.schema import GROUPS, MobrlConfig, register_schema
+from mobrl.errors import UserError, closest_first, unknown_choice
+
+CONFIG_MODULE = "mobrl.conf"
+CONFIG_NAME = "config"
+VERSION_BASE = "1.3"
+
+#: composing the Cartesian product of group sweeps is cheap, but not unbounded
+_MAX_VALIDATED_COMBINATIONS = 64
+
+__all__ = [
+    "GROUPS",
+    "MobrlConfig",
+    "compose",
+    "group_options",
+    "run_hydra",
+    "validate_command_line",
+]
+
+
+def group_options(group: str) -> list[str]:
+    """Names of the options of a config group (the YAML files in `conf/<group>/`)."""
+    folder = resources.files(CONFIG_MODULE).joinpath(group)
+    return sorted(p.name[: -len(".yaml")] for p in folder.iterdir() if p.name.endswith(".yaml"))
+
+
+def compose(overrides: Sequence[str] = ()) -> DictConfig:
+    """Compose the config for `overrides` with Hydra's compose API (for tests and validation)."""
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_module
+    from hydra.core.global_hydra import GlobalHydra
+
+    register_schema()
+    GlobalHydra.instance().clear()
+    try:
+        with initialize_config_module(CONFIG_MODULE, version_base=VERSION_BASE):
+            return hydra_compose(CONFIG_NAME, overrides=list(overrides))
+    except Exception as err:  # Hydra's errors are many-lined; turn them into one line
+        raise _translate_compose_error(err, overrides) from err
+    finally:
+        GlobalHydra.instance().clear()
+
+
+def _leaf_keys(cfg: Any, prefix: str = "") -> list[str]:
+    keys = []
+    if isinstance(cfg, DictConfig):
+        for key in cfg.keys():
+            path = f"{prefix}{key}"
+            keys.append(path)
+            keys.extend(_leaf_keys(cfg._get_node(key), path + "."))
+    return keys
+
+
+def _translate_compose_error(err: Exception, overrides: Sequence[str]) -> UserError:
+    from hydra.errors import MissingConfigException
+
+    message = str(err).strip()
+    if isinstance(err, MissingConfigException):
+        return UserError(message.splitlines()[0] + ". Run `mobrl train --help` for the options.")
+    cause = err.__cause__
+    first = message.splitlines()[0] if message else type(err).__name__
+    if cause is not None:
+        detail = str(cause).strip().splitlines()[0]
+        return UserError(f"{first}: {detail}. Fix the value or see `mobrl train --cfg job`.")
+    return UserError(f"{first}. See `mobrl train --help`.")
+
+
+def _parse_overrides(overrides: Sequence[str]) -> list[Any]:
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.errors import OverrideParseException
+
+    parser = OverridesParser.create()
+    parsed = []
+    for text in overrides:
+        try:
+            parsed.extend(parser.parse_overrides([text]))
+        except OverrideParseException as err:
+            raise UserError(
+                f"malformed override '{text}': {str(err).splitlines()[0]}. "
+                "Write key=value or group=option (quote values with spaces)."
+            ) from err
+    return parsed
+
+
+def _choices(override: Any) -> list[Any]:
+    """The values an override takes: one for a plain override, several for a sweep."""
+    if override.is_sweep_override():
+        if override.is_discrete_sweep():
+            return list(override.sweep_iterator())
+        raise UserError(
+            f"override '{override.input_line}' sweeps a range; mobrl sweeps discrete values "
+            "(a,b,c) with -m, or ranges inside one experiment with a `tune` search space."
+        )
+    return [override.value()]
+
+
+def validate_command_line(overrides: Sequence[str]) -> DictConfig:
+    """Check every override (every value of a sweep) without running anything.
+
+    Returns the config composed from the first value of each sweep. Raises `UserError` with a
+    one-line message on unknown groups, options or keys, bad values and unsupported algorithm
+    and scenario combinations.
+    """
+    parsed = _parse_overrides(overrides)
+    for ov in parsed:
+        if ov.key_or_group.startswith("hydra"):
+            continue
+        if ov.key_or_group in GROUPS and not ov.is_delete():
+            for value in _choices(ov):
+                if str(value) not in group_options(ov.key_or_group):
+                    raise unknown_choice(
+                        ov.key_or_group,
+                        str(value),
+                        group_options(ov.key_or_group),
+                        f"Use {ov.key_or_group}=<option>.",
+                    )
+        elif "." not in ov.key_or_group and not ov.is_add() and ov.key_or_group != "ray":
+            if ov.key_or_group not in MobrlConfig.__dataclass_fields__:
+                raise unknown_choice(
+                    "config group",
+                    ov.key_or_group,
+                    GROUPS,
+                    "Use group=option or key.path=value.",
+                )
+
+    plain = [ov.input_line for ov in parsed if not ov.is_sweep_override()]
+    sweeps = [ov for ov in parsed if ov.is_sweep_override()]
+    group_sweeps = [ov for ov in sweeps if ov.key_or_group in GROUPS]
+    key_sweeps = [ov for ov in sweeps if ov.key_or_group not in GROUPS]
+
+    def line(ov: Any, value: Any) -> str:
+        prefix = "++" if ov.is_force_add() else ("+" if ov.is_add() else "")
+        return f"{prefix}{ov.key_or_group}={_format_value(value)}"
+
+    first_keys = [line(ov, _choices(ov)[0]) for ov in key_sweeps]
+    combos = list(
+        itertools.islice(
+            itertools.product(*[[line(ov, v) for v in _choices(ov)] for ov in group_sweeps]),
+            _MAX_VALIDATED_COMBINATIONS,
+        )
+    )
+    first_cfg = None
+    for combo in combos:
+        cfg = _compose_checked(plain + list(combo) + first_keys)
+        first_cfg = first_cfg if first_cfg is not None else cfg
+    base_groups = [line(ov, _choices(ov)[0]) for ov in group_sweeps]
+    for i, ov in enumerate(key_sweeps):
+        for value in _choices(ov)[1:]:
+            others = first_keys[:i] + first_keys[i + 1 :]
+            _compose_checked(plain + base_groups + others + [line(ov, value)])
+    assert first_cfg is not None
+    return first_cfg
+
+
+def _format_value(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if value is None:
+        return "null"
+    return str(value).replace("'", "") if isinstance(value, (list, dict)) else repr(value)
+
+
+def _compose_checked(overrides: list[str]) -> DictConfig:
+    _check_keys_exist(overrides)
+    cfg = compose(overrides)
+    from mobrl.spec import check_config
+
+    check_config(cfg)
+    return cfg
+
+
+def _check_keys_exist(overrides: list[str]) -> None:
+    """Name the closest existing key when an override sets a key the config does not have."""
+    parsed = _parse_overrides(overrides)
+    plain = [ov for ov in parsed if not ov.is_add() and not ov.is_delete()]
+    key_ovs = [
+        ov for ov in plain if ov.key_or_group not in GROUPS and not ov.key_or_group.startswith("hydra")
+    ]
+    if not key_ovs:
+        return
+    groups_only = [ov.input_line for ov in parsed if ov.key_or_group in GROUPS]
+    cfg = compose(groups_only)
+    known = _leaf_keys(cfg)
+    for ov in key_ovs:
+        if OmegaConf.select(cfg, ov.key_or_group, default="__missing__") == "__missing__" and (
+            ov.key_or_group not in known
+        ):
+            close = closest_first(ov.key_or_group, known)[:3]
+            raise UserError(
+                f"unknown config key '{ov.key_or_group}'. Did you mean '{close[0]}'? "
+                f"Closest keys: {', '.join(close)}. To add a new key write "
+                f"+{ov.input_line}; `mobrl train --cfg job` shows every key."
+            )
+
+
+def run_hydra(task: Callable[[DictConfig], Any], argv: Sequence[str], prog: str) -> None:
+    """Run `task` through Hydra's own runner, so -m, --cfg, sweepers and launchers keep their
+    Hydra meaning. `argv` are the arguments after the subcommand."""
+    import sys
+
+    import hydra
+
+    register_schema()
+    main = hydra.main(
+        config_path=f"pkg://{CONFIG_MODULE}", config_name=CONFIG_NAME, version_base=VERSION_BASE
+    )(task)
+    saved = sys.argv
+    sys.argv = [prog, *argv]
+    try:
+        main()
+    finally:
+        sys.argv = saved

@@ -1,0 +1,137 @@
+"""Structured-config dataclasses: the typed schema every composed mobrl config must fit."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from omegaconf import MISSING
+
+
+@dataclass
+class ScenarioConf:
+    """What the agents act in: a mobile-env layout or a Gymnasium task."""
+
+    name: str = MISSING
+    #: `mobile` (a mobile-env layout, wrapped according to `env.mode`) or `gym` (a Gymnasium id)
+    kind: str = MISSING
+    #: mobile-env layout name (small/medium/large) or Gymnasium environment id
+    id: str = MISSING
+    #: passed on: mobile-env's `config=` dict, or keyword arguments of `gymnasium.make`
+    kwargs: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class EnvConf:
+    """How a mobile-env scenario is exposed to RLlib (ignored by Gymnasium scenarios)."""
+
+    #: `ma`: one agent per UE, all sharing one policy; `central`: one agent controls all UEs
+    mode: str = MISSING
+
+
+@dataclass
+class AlgoConf:
+    """An RLlib algorithm and the settings handed to its `AlgorithmConfig.training(...)`."""
+
+    name: str = MISSING
+    #: keyword arguments of `AlgorithmConfig.training` (lr, gamma, ...)
+    training: dict[str, Any] = field(default_factory=dict)
+    #: RLModule model config (fcnet_hiddens, fcnet_activation, ...)
+    model: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class StopConf:
+    """Stop a trial when any criterion that is set is reached."""
+
+    iterations: Optional[int] = None
+    env_steps: Optional[int] = None
+    #: stop once the mean episode return reaches this value
+    return_mean: Optional[float] = None
+    time_s: Optional[float] = None
+
+
+@dataclass
+class CheckpointConf:
+    #: checkpoint every N training iterations (0: never, except at the end)
+    frequency: int = 10
+    at_end: bool = True
+    #: keep only the N best checkpoints by return (null: keep all)
+    keep: Optional[int] = None
+
+
+@dataclass
+class ResourcesConf:
+    num_env_runners: int = 1
+    num_envs_per_env_runner: int = 1
+    num_cpus_per_env_runner: int = 1
+    num_learners: int = 0
+    num_gpus_per_learner: float = 0
+
+
+@dataclass
+class BatchConf:
+    """Sample-size settings applied to whichever algorithm has them (null: algorithm default)."""
+
+    train_batch_size: Optional[int] = None
+    minibatch_size: Optional[int] = None
+    num_epochs: Optional[int] = None
+    rollout_fragment_length: Optional[int] = None
+
+
+@dataclass
+class RunConf:
+    """Budget, resources, checkpointing and where results go."""
+
+    name: str = "default"
+    seed: int = 0
+    #: Tune storage; null puts it inside the Hydra job dir (outputs/... or multirun/...)
+    storage_path: Optional[str] = None
+    stop: StopConf = field(default_factory=StopConf)
+    checkpoint: CheckpointConf = field(default_factory=CheckpointConf)
+    resources: ResourcesConf = field(default_factory=ResourcesConf)
+    batch: BatchConf = field(default_factory=BatchConf)
+
+
+@dataclass
+class TuneConf:
+    """Tune search settings (one trial by default)."""
+
+    name: str = "none"
+    num_samples: int = 1
+    metric: str = "env_runners/episode_return_mean"
+    mode: str = "max"
+    #: search space over algorithm keys, e.g. {training.lr: {grid: [1e-4, 1e-3]}}
+    param_space: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class RayConf:
+    #: null starts a local Ray sized to the run; `auto` or `ray://host:port` joins a cluster
+    address: Optional[str] = None
+    #: CPUs of the local Ray (null: all CPUs of this machine)
+    num_cpus: Optional[int] = None
+    object_store_memory: Optional[int] = None
+    #: stream worker logs to the terminal (useful for debugging an env)
+    log_to_driver: bool = False
+
+
+@dataclass
+class MobrlConfig:
+    scenario: ScenarioConf = field(default_factory=ScenarioConf)
+    env: EnvConf = field(default_factory=EnvConf)
+    algo: AlgoConf = field(default_factory=AlgoConf)
+    run: RunConf = field(default_factory=RunConf)
+    tune: TuneConf = field(default_factory=TuneConf)
+    ray: RayConf = field(default_factory=RayConf)
+
+
+GROUPS = ("scenario", "env", "algo", "run", "tune")
+
+
+def register_schema() -> None:
+    """Register the schema with Hydra's ConfigStore so `conf/config.yaml` can extend it."""
+    from hydra.core.config_store import ConfigStore
+
+    cs = ConfigStore.instance()
+    cs.store(name="mobrl_schema", node=MobrlConfig)

@@ -1,0 +1,1 @@
+"""Environments: the factory RLlib workers call, and the wrappers that adapt each scenario kind."""

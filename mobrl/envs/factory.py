@@ -1,0 +1,90 @@
+"""Env factory: build any scenario from a plain env_config dict (called inside RLlib workers)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+#: name under which mobrl registers its env creator with Ray Tune
+ENV_NAME = "mobrl"
+#: policy id of the policy all UEs share in `env=ma`
+SHARED_POLICY = "shared"
+#: RLlib's module id for single-agent envs
+DEFAULT_POLICY = "default_policy"
+
+MOBILE_LAYOUTS = ("small", "medium", "large")
+MOBILE_MODES = ("ma", "central")
+
+
+def env_config_from(cfg: Any, render_mode: str | None = None) -> dict[str, Any]:
+    """The plain, picklable dict that `make_env` needs, taken from the composed config."""
+    from omegaconf import OmegaConf
+
+    return {
+        "scenario": cfg.scenario.name,
+        "kind": cfg.scenario.kind,
+        "id": cfg.scenario.id,
+        "kwargs": OmegaConf.to_container(cfg.scenario.kwargs, resolve=True),
+        "mode": cfg.env.mode if cfg.scenario.kind == "mobile" else "gym",
+        "render_mode": render_mode,
+    }
+
+
+def make_env(env_config: dict[str, Any]) -> Any:
+    """Create the environment described by `env_config` (see `env_config_from`)."""
+    render_mode = env_config.get("render_mode")
+    kwargs = dict(env_config.get("kwargs") or {})
+    if env_config["kind"] == "mobile":
+        return _make_mobile(env_config["id"], env_config["mode"], kwargs, render_mode)
+    import gymnasium as gym
+
+    env = gym.make(env_config["id"], render_mode=render_mode, **kwargs)
+    if isinstance(env.observation_space, gym.spaces.Discrete):
+        from mobrl.envs.wrappers import OneHotObservation
+
+        env = OneHotObservation(env)
+    return env
+
+
+def _make_mobile(layout: str, mode: str, kwargs: dict[str, Any], render_mode: str | None) -> Any:
+    from mobile_env.handlers.central import MComCentralHandler
+    from mobile_env.handlers.multi_agent import MComMAHandler
+    from mobile_env.scenarios.large import MComLarge
+    from mobile_env.scenarios.medium import MComMedium
+    from mobile_env.scenarios.small import MComSmall
+
+    layouts = {"small": MComSmall, "medium": MComMedium, "large": MComLarge}
+    handlers = {"ma": MComMAHandler, "central": MComCentralHandler}
+    core = layouts[layout](config={**kwargs, "handler": handlers[mode]}, render_mode=render_mode)
+    if mode == "central":
+        return core
+    from mobrl.envs.wrappers import MobileMultiAgentEnv
+
+    return MobileMultiAgentEnv(core)
+
+
+def is_multi_agent(env_config: dict[str, Any]) -> bool:
+    return env_config["kind"] == "mobile" and env_config["mode"] == "ma"
+
+
+def shared_policy_mapping(agent_id: Any, episode: Any = None, **kwargs: Any) -> str:
+    """Policy mapping of `env=ma`: every UE acts with the one shared policy."""
+    return SHARED_POLICY
+
+
+def policy_setup(env_config: dict[str, Any]) -> tuple[list[str] | None, Any]:
+    """Policy ids and mapping function for RLlib's `multi_agent(...)` (None: single agent)."""
+    if is_multi_agent(env_config):
+        return [SHARED_POLICY], shared_policy_mapping
+    return None, None
+
+
+def policy_ids(env_config: dict[str, Any]) -> list[str]:
+    policies, _ = policy_setup(env_config)
+    return policies or [DEFAULT_POLICY]
+
+
+def register() -> None:
+    """Register `make_env` with Tune so every Ray worker can build the env by name."""
+    from ray.tune.registry import register_env
+
+    register_env(ENV_NAME, make_env)

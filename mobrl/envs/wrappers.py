@@ -1,0 +1,89 @@
+"""Wrappers: mobile-env as an RLlib multi-agent env (one agent per UE), and one-hot observations."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from ray.rllib.env.multi_agent_env import MultiAgentEnv
+
+
+def agent_id(ue_id: int) -> str:
+    """RLlib agent id of a UE (also the name used in per-agent metrics)."""
+    return f"ue_{ue_id}"
+
+
+def ue_id(agent: str) -> int:
+    return int(agent.removeprefix("ue_"))
+
+
+class MobileMultiAgentEnv(MultiAgentEnv):
+    """One agent per UE of a mobile-env core built with the multi-agent handler.
+
+    UEs that are inactive (not yet arrived or departed) do not act. A UE that leaves, or every
+    UE when the episode ends, gets a final zero observation and is marked truncated, as RLlib
+    needs a last observation to bootstrap from.
+    """
+
+    def __init__(self, core: Any):
+        super().__init__()
+        self.core = core
+        self.possible_agents = [agent_id(u) for u in sorted(core.users)]
+        self.agents = list(self.possible_agents)
+        self.observation_spaces = {
+            agent_id(u): s for u, s in core.observation_space.spaces.items()
+        }
+        self.action_spaces = {agent_id(u): s for u, s in core.action_space.spaces.items()}
+        self.max_episode_steps = core.EP_MAX_TIME
+        self.render_mode = core.render_mode
+        self._acting: set[str] = set()
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        obs, info = self.core.reset(seed=seed, options=options)
+        out = {agent_id(u): o for u, o in obs.items()}
+        self._acting = set(out)
+        self.agents = sorted(out)
+        return out, {}
+
+    def step(self, action_dict: dict[str, int]):
+        actions = {ue_id(a): int(act) for a, act in action_dict.items()}
+        obs, rewards, terminated, truncated, info = self.core.step(actions)
+        out_obs = {agent_id(u): o for u, o in obs.items()}
+        out_rew = {agent_id(u): float(r) for u, r in rewards.items()}
+        active = {agent_id(ue.ue_id) for ue in self.core.active}
+        done = set(self._acting) if truncated else self._acting - active
+        for a in self._acting:
+            if a not in out_obs:
+                space = self.observation_spaces[a]
+                out_obs[a] = np.zeros(space.shape, dtype=space.dtype)
+            out_rew.setdefault(a, 0.0)
+        # only agents that observe something may appear in the reward/done dicts
+        out_rew = {a: r for a, r in out_rew.items() if a in out_obs}
+        truncs = {a: a in done for a in out_obs}
+        truncs["__all__"] = bool(truncated)
+        terms = {a: False for a in out_obs}
+        terms["__all__"] = bool(terminated)
+        self._acting = set() if truncated else active
+        self.agents = sorted(self._acting)
+        return out_obs, out_rew, terms, truncs, {"__common__": info}
+
+    def render(self):
+        return self.core.render()
+
+    def close(self):
+        self.core.close()
+
+
+class OneHotObservation(gym.ObservationWrapper):
+    """Encode a Discrete observation (FrozenLake's cell index) as a one-hot float vector."""
+
+    def __init__(self, env: gym.Env):
+        super().__init__(env)
+        n = int(env.observation_space.n)
+        self.observation_space = gym.spaces.Box(0.0, 1.0, shape=(n,), dtype=np.float32)
+
+    def observation(self, observation: Any) -> np.ndarray:
+        out = np.zeros(self.observation_space.shape, dtype=np.float32)
+        out[int(observation)] = 1.0
+        return out

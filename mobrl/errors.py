@@ -1,0 +1,31 @@
+"""User-facing errors: one line naming the bad value, the closest valid choices and the fix."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+
+#: exit code for bad user input (the same one Click/Typer use for usage errors)
+USER_ERROR_EXIT = 2
+
+
+class UserError(Exception):
+    """Bad user input; the CLI prints the message as one line and exits with code 2."""
+
+
+def closest_first(value: str, choices: Iterable[str]) -> list[str]:
+    """Return `choices` sorted so that the ones most similar to `value` come first."""
+    choices = sorted(set(choices))
+    close = difflib.get_close_matches(value, choices, n=len(choices), cutoff=0.0)
+    return close + [c for c in choices if c not in close]
+
+
+def unknown_choice(what: str, value: str, choices: Iterable[str], fix: str) -> UserError:
+    """Build the standard 'unknown X' error: bad value, valid choices (closest first), fix."""
+    ordered = closest_first(value, choices)
+    hint = ""
+    if ordered and difflib.SequenceMatcher(None, value, ordered[0]).ratio() >= 0.6:
+        hint = f" Did you mean '{ordered[0]}'?"
+    return UserError(
+        f"unknown {what} '{value}'.{hint} Choose one of: {', '.join(ordered)}. {fix}".strip()
+    )

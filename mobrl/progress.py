@@ -1,0 +1,134 @@
+"""Live training progress: a Tune callback that shows each trial's latest numbers with rich."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from rich.console import Console
+from rich.live import Live
+from rich.table import Table
+from ray.tune import Callback
+
+from mobrl import metrics
+
+
+def _get(result: dict[str, Any], key: str) -> Any:
+    """Read a possibly nested result key written with '/' separators."""
+    if key in result:
+        return result[key]
+    node: Any = result
+    for part in key.split("/"):
+        if not isinstance(node, dict) or part not in node:
+            return None
+        node = node[part]
+    return node
+
+
+def _fmt(value: Any, digits: int = 2) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.{digits}f}"
+    return str(value)
+
+
+class ProgressCallback(Callback):
+    """One row per trial: status, iteration, env steps, return mean, elapsed seconds.
+
+    On a terminal the table updates in place; in logs (CI, redirected output) each result is
+    one line, so progress stays readable.
+    """
+
+    def __init__(self, metric: str = metrics.RETURN_MEAN):
+        self.metric = metric
+        self.rows: dict[str, dict[str, Any]] = {}
+        self._console: Console | None = None
+        self._live: Live | None = None
+
+    # rich objects hold locks and threads; Tune may pickle its callbacks with the experiment
+    def __getstate__(self) -> dict[str, Any]:
+        return {"metric": self.metric, "rows": self.rows}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["metric"])  # type: ignore[misc]
+        self.rows = state["rows"]
+
+    @property
+    def console(self) -> Console:
+        if self._console is None:
+            self._console = Console()
+        return self._console
+
+    def _table(self) -> Table:
+        table = Table(title="training", expand=False)
+        for col in ("trial", "status", "iter", "env steps", "return mean", "elapsed s"):
+            table.add_column(col, justify="left" if col in ("trial", "status") else "right")
+        for trial_id, row in self.rows.items():
+            table.add_row(
+                trial_id,
+                row.get("status", ""),
+                _fmt(row.get("iter")),
+                _fmt(row.get("steps")),
+                _fmt(row.get("return")),
+                _fmt(row.get("elapsed"), 1),
+            )
+        return table
+
+    def _refresh(self) -> None:
+        if self._live is not None:
+            self._live.update(self._table())
+
+    def setup(self, **info: Any) -> None:
+        if self.console.is_terminal:
+            self._live = Live(self._table(), console=self.console, refresh_per_second=4)
+            self._live.start()
+
+    def on_trial_start(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
+        self.rows.setdefault(str(trial), {})["status"] = "running"
+        self._refresh()
+
+    def on_trial_result(
+        self, iteration: int, trials: list, trial: Any, result: dict, **info: Any
+    ) -> None:
+        row = self.rows.setdefault(str(trial), {})
+        row.update(
+            status="running",
+            iter=_get(result, metrics.ITERATION),
+            steps=_int_or_none(_get(result, metrics.ENV_STEPS)),
+            elapsed=_get(result, metrics.TIME_TOTAL),
+        )
+        row["return"] = _float_or_none(_get(result, self.metric))
+        if self._live is not None:
+            self._refresh()
+        else:
+            self.console.print(
+                f"{trial} iter {_fmt(row['iter'])}  env steps {_fmt(row['steps'])}  "
+                f"return mean {_fmt(row['return'])}  elapsed {_fmt(row['elapsed'], 1)} s",
+                highlight=False,
+            )
+
+    def on_trial_complete(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
+        self.rows.setdefault(str(trial), {})["status"] = "done"
+        self._refresh()
+
+    def on_trial_error(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
+        self.rows.setdefault(str(trial), {})["status"] = "ERROR"
+        self._refresh()
+
+    def on_experiment_end(self, trials: list, **info: Any) -> None:
+        if self._live is not None:
+            self._live.stop()
+            self._live = None
+
+
+def _float_or_none(value: Any) -> float | None:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _int_or_none(value: Any) -> int | None:
+    number = _float_or_none(value)
+    return None if number is None or math.isnan(number) else int(number)

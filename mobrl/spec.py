@@ -1,0 +1,126 @@
+"""Checks of a composed config that Hydra's types cannot express (never imports Ray or torch)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+from mobrl.algos import ALGORITHMS
+from mobrl.envs.factory import MOBILE_LAYOUTS, MOBILE_MODES
+from mobrl.errors import UserError, unknown_choice
+
+SCENARIO_KINDS = ("mobile", "gym")
+TUNE_MODES = ("max", "min")
+
+
+def action_space_kind(cfg: DictConfig) -> str:
+    """`discrete`, `multidiscrete`, `box` or `other`: what the agents' actions look like."""
+    if cfg.scenario.kind == "mobile":
+        return "discrete" if cfg.env.mode == "ma" else "multidiscrete"
+    import gymnasium as gym
+
+    env = _make_gym(cfg)
+    space = env.action_space
+    env.close()
+    if isinstance(space, gym.spaces.Discrete):
+        return "discrete"
+    if isinstance(space, gym.spaces.MultiDiscrete):
+        return "multidiscrete"
+    if isinstance(space, gym.spaces.Box):
+        return "box"
+    return "other"
+
+
+def _make_gym(cfg: DictConfig) -> Any:
+    import gymnasium as gym
+
+    if OmegaConf.is_missing(cfg.scenario, "id"):
+        raise UserError(
+            f"scenario={cfg.scenario.name} needs a Gymnasium id. "
+            "Add scenario.id=<id>, e.g. scenario.id=MountainCar-v0."
+        )
+    env_id = cfg.scenario.id
+    if env_id not in gym.registry:
+        raise unknown_choice(
+            "Gymnasium id",
+            env_id,
+            [k for k in gym.registry if "/" not in k or k.startswith("mobrl/")],
+            "Set scenario.id to a registered Gymnasium id.",
+        )
+    kwargs = OmegaConf.to_container(cfg.scenario.kwargs, resolve=True)
+    try:
+        return gym.make(env_id, **kwargs)  # type: ignore[arg-type]
+    except TypeError as err:
+        raise UserError(
+            f"scenario.kwargs do not fit {env_id}: {err}. Fix or remove scenario.kwargs."
+        ) from err
+    except Exception as err:  # a registered env that cannot be built here (missing extra, ...)
+        raise UserError(
+            f"Gymnasium id '{env_id}' cannot be created here: {str(err).splitlines()[0]}. "
+            "Install what it needs or pick another scenario."
+        ) from err
+
+
+def check_config(cfg: DictConfig) -> None:
+    """Raise `UserError` (one line, with the fix) when the composed config cannot run."""
+    kind = cfg.scenario.kind
+    if kind not in SCENARIO_KINDS:
+        raise unknown_choice("scenario.kind", kind, SCENARIO_KINDS, "Fix scenario.kind.")
+    if kind == "mobile":
+        if cfg.scenario.id not in MOBILE_LAYOUTS:
+            raise unknown_choice(
+                "mobile-env layout", cfg.scenario.id, MOBILE_LAYOUTS, "Fix scenario.id."
+            )
+        if cfg.env.mode not in MOBILE_MODES:
+            raise unknown_choice("env mode", cfg.env.mode, MOBILE_MODES, "Use env=ma or env=central.")
+    algo = cfg.algo.name
+    if algo not in ALGORITHMS:
+        raise unknown_choice("algorithm", algo, ALGORITHMS, "Use algo=<name>.")
+    info = ALGORITHMS[algo]
+    space = action_space_kind(cfg)
+    if space not in info.action_spaces:
+        able = [name for name, a in ALGORITHMS.items() if space in a.action_spaces]
+        where = f"scenario={cfg.scenario.name}" + (
+            f" env={cfg.env.mode}" if kind == "mobile" else ""
+        )
+        alt = " or env=ma" if kind == "mobile" and cfg.env.mode == "central" else ""
+        raise UserError(
+            f"algo={algo} cannot handle the {space} action space of {where}. "
+            f"Use algo={' / algo='.join(able) or '?'}{alt}."
+        )
+    runners = cfg.run.resources.num_env_runners
+    if runners < info.min_env_runners:
+        raise UserError(
+            f"algo={algo} needs at least {info.min_env_runners} env runner(s), got "
+            f"run.resources.num_env_runners={runners}. "
+            f"Set run.resources.num_env_runners={info.min_env_runners}."
+        )
+    if runners < 0:
+        raise UserError("run.resources.num_env_runners must be >= 0.")
+    if cfg.tune.mode not in TUNE_MODES:
+        raise unknown_choice("tune.mode", cfg.tune.mode, TUNE_MODES, "Use tune.mode=max or min.")
+    stop = cfg.run.stop
+    if all(stop[k] is None for k in stop):
+        raise UserError(
+            "run.stop has no criterion, so training would never end. "
+            "Set one, e.g. run.stop.iterations=100."
+        )
+    if cfg.run.checkpoint.frequency < 0:
+        raise UserError("run.checkpoint.frequency must be >= 0 (0: only at the end).")
+    if cfg.run.storage_path is not None:
+        check_writable(Path(cfg.run.storage_path), "run.storage_path")
+
+
+def check_writable(path: Path, what: str) -> None:
+    """Fail early (before Ray starts) when results could not be written to `path`."""
+    probe = path.expanduser().absolute()
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    if not probe.is_dir() or not os.access(probe, os.W_OK | os.X_OK):
+        raise UserError(
+            f"{what} '{path}' is not writable ({probe} is not a writable directory). "
+            f"Choose another directory, e.g. {what}=./results."
+        )
