@@ -77,8 +77,10 @@ def build_algorithm_config(cfg: DictConfig, env_name: str, env_config: dict) -> 
         training.setdefault("num_epochs", batch.num_epochs)
     if batch.rollout_fragment_length is not None:
         algo.env_runners(rollout_fragment_length=batch.rollout_fragment_length)
-    if cfg.algo.name == "dqn" and batch.train_batch_size is not None:
-        # small budgets must still learn: start updating once one batch has been sampled
+    if batch.train_batch_size is not None and algo.min_sample_timesteps_per_iteration:
+        # off-policy algorithms (DQN) define an iteration by sampled steps: keep it one batch,
+        # and start learning once one batch is in the buffer, so small budgets still learn
+        algo.reporting(min_sample_timesteps_per_iteration=batch.train_batch_size)
         training.setdefault("num_steps_sampled_before_learning_starts", batch.train_batch_size)
     algo.training(**training)
 
@@ -91,6 +93,13 @@ def build_algorithm_config(cfg: DictConfig, env_name: str, env_config: dict) -> 
     policies, mapping = policy_setup(env_config)
     if policies is not None:
         algo.multi_agent(policies=set(policies), policy_mapping_fn=mapping)
+    try:
+        algo.validate()
+    except ValueError as err:  # RLlib's own checks of mutually dependent settings
+        first = str(err).strip().splitlines()[0]
+        raise UserError(
+            f"invalid {cfg.algo.name} settings: {first} Adjust algo.training.* or run.batch.*."
+        ) from err
     return algo
 
 

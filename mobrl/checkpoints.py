@@ -108,4 +108,3 @@ def load_rl_modules(checkpoint: Path) -> dict[str, Any]:
     if isinstance(module, MultiRLModule):
         return {pid: module[pid] for pid in module.keys()}
     return {"default_policy": module}
-

@@ -5,10 +5,10 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from ray.tune import Callback
 from rich.console import Console
 from rich.live import Live
 from rich.table import Table
-from ray.tune import Callback
 
 from mobrl import metrics
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import os
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -75,7 +75,9 @@ def check_config(cfg: DictConfig) -> None:
                 "mobile-env layout", cfg.scenario.id, MOBILE_LAYOUTS, "Fix scenario.id."
             )
         if cfg.env.mode not in MOBILE_MODES:
-            raise unknown_choice("env mode", cfg.env.mode, MOBILE_MODES, "Use env=ma or env=central.")
+            raise unknown_choice(
+                "env mode", cfg.env.mode, MOBILE_MODES, "Use env=ma or env=central."
+            )
     algo = cfg.algo.name
     if algo not in ALGORITHMS:
         raise unknown_choice("algorithm", algo, ALGORITHMS, "Use algo=<name>.")
@@ -114,12 +116,21 @@ def check_config(cfg: DictConfig) -> None:
         check_writable(Path(cfg.run.storage_path), "run.storage_path")
 
 
+def _can_create_file(folder: Path) -> bool:
+    # os.access says yes to root everywhere, even on read-only mounts: try for real
+    try:
+        with tempfile.TemporaryFile(dir=folder):
+            return True
+    except OSError:
+        return False
+
+
 def check_writable(path: Path, what: str) -> None:
     """Fail early (before Ray starts) when results could not be written to `path`."""
     probe = path.expanduser().absolute()
     while not probe.exists() and probe != probe.parent:
         probe = probe.parent
-    if not probe.is_dir() or not os.access(probe, os.W_OK | os.X_OK):
+    if not probe.is_dir() or not _can_create_file(probe):
         raise UserError(
             f"{what} '{path}' is not writable ({probe} is not a writable directory). "
             f"Choose another directory, e.g. {what}=./results."

@@ -60,12 +60,12 @@ def run_training(cfg: DictConfig, run_dir: Path | None = None) -> float | None:
         run_dir = Path(hydra_cfg.runtime.output_dir)
         overrides = list(hydra_cfg.overrides.task)
     run_dir = run_dir.absolute()
-    storage = Path(cfg.run.storage_path).expanduser().absolute() if cfg.run.storage_path else run_dir
+    storage = (
+        Path(cfg.run.storage_path).expanduser().absolute() if cfg.run.storage_path else run_dir
+    )
     check_writable(storage, "run.storage_path")
     experiment_name = TUNE_DIR if storage == run_dir else run_dir.name
     experiment_dir = storage / experiment_name
-    console.print(f"[bold]mobrl[/bold] run dir: {run_dir}")
-
     _quiet_ray()
     from mobrl.algos import build_algorithm_config
     from mobrl.envs import factory
@@ -79,6 +79,7 @@ def run_training(cfg: DictConfig, run_dir: Path | None = None) -> float | None:
     manifest = build_manifest(cfg, env_config, policy_ids, ["mobrl", "train", *overrides])
     manifest["experiment_dir"] = str(experiment_dir)
     write_manifest(run_dir, manifest)
+    console.print(f"[bold]mobrl[/bold] run dir: {run_dir}")
 
     import ray
 

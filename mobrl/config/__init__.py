@@ -185,7 +185,9 @@ def _check_keys_exist(overrides: list[str]) -> None:
     parsed = _parse_overrides(overrides)
     plain = [ov for ov in parsed if not ov.is_add() and not ov.is_delete()]
     key_ovs = [
-        ov for ov in plain if ov.key_or_group not in GROUPS and not ov.key_or_group.startswith("hydra")
+        ov
+        for ov in plain
+        if ov.key_or_group not in GROUPS and not ov.key_or_group.startswith("hydra")
     ]
     if not key_ovs:
         return

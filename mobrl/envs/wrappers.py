@@ -31,9 +31,7 @@ class MobileMultiAgentEnv(MultiAgentEnv):
         self.core = core
         self.possible_agents = [agent_id(u) for u in sorted(core.users)]
         self.agents = list(self.possible_agents)
-        self.observation_spaces = {
-            agent_id(u): s for u, s in core.observation_space.spaces.items()
-        }
+        self.observation_spaces = {agent_id(u): s for u, s in core.observation_space.spaces.items()}
         self.action_spaces = {agent_id(u): s for u, s in core.action_space.spaces.items()}
         self.max_episode_steps = core.EP_MAX_TIME
         self.render_mode = core.render_mode

@@ -1,0 +1,159 @@
+"""`mobrl train` end to end: real Ray, real RLlib, real files read back."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from mobrl import metrics
+from tests.conftest import run_mobrl
+from tests.e2e.conftest import train_smoke
+
+pytestmark = pytest.mark.slow
+
+
+def _scalars(trial_dir: Path, tag: str) -> list[float]:
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    acc = EventAccumulator(str(trial_dir), size_guidance={"scalars": 0})
+    acc.Reload()
+    assert tag in acc.Tags()["scalars"], sorted(acc.Tags()["scalars"])[:20]
+    return [event.value for event in acc.Scalars(tag)]
+
+
+def _trial_dirs(run_dir: Path) -> list[Path]:
+    return sorted(p for p in (run_dir / "tune").iterdir() if p.is_dir())
+
+
+def test_small_ma_run_dir_is_self_describing(small_ma_run: Path) -> None:
+    manifest = json.loads((small_ma_run / "manifest.json").read_text())
+    assert manifest["scenario"] == "small" and manifest["env_mode"] == "ma"
+    assert manifest["policy_ids"] == ["shared"]
+    assert manifest["seed"] == 0
+    for package in ("mobrl", "ray", "torch", "gymnasium", "mobile-env"):
+        assert manifest["versions"][package], package
+    assert manifest["command"].startswith("mobrl train")
+    assert "scenario=small" in manifest["command"]
+
+    resolved = yaml.safe_load((small_ma_run / "config.yaml").read_text())
+    assert resolved["scenario"]["name"] == "small" and resolved["run"]["name"] == "smoke"
+
+    (trial,) = _trial_dirs(small_ma_run)
+    checkpoints = sorted(trial.glob("checkpoint_*"))
+    assert len(checkpoints) == 2  # one per iteration (frequency 1, 2 iterations)
+    progress = (trial / "progress.csv").read_text().splitlines()
+    assert len(progress) == 3  # header + 2 iterations
+
+
+def test_tensorboard_return_tag_holds_finite_values(small_ma_run: Path) -> None:
+    (trial,) = _trial_dirs(small_ma_run)
+    returns = _scalars(trial, metrics.tensorboard_tag(metrics.RETURN_MEAN))
+    assert len(returns) == 2
+    assert all(math.isfinite(v) for v in returns)
+    # 5 UEs, 100 steps, per-step rewards in [-1, 1]: a summed return lies in [-500, 500]
+    assert all(-500 <= v <= 500 for v in returns)
+    per_agent = _scalars(trial, metrics.tensorboard_tag(f"{metrics.AGENT_RETURN_MEAN}/ue_0"))
+    assert all(math.isfinite(v) for v in per_agent)
+
+
+def test_summary_names_existing_checkpoints(small_ma_run: Path) -> None:
+    summary = json.loads((small_ma_run / "summary.json").read_text())
+    assert math.isfinite(summary["best_return"])
+    assert Path(summary["best_checkpoint"]).is_dir()
+    assert Path(summary["last_checkpoint"]).name == "checkpoint_000001"
+
+
+RESTORE = """
+import json, sys
+import numpy as np
+from mobrl.envs.factory import make_env
+from mobrl.policies import TrainedPolicy
+policy = TrainedPolicy.from_checkpoint(sys.argv[1])
+env = make_env(policy.env_config)
+obs, _ = env.reset(seed=7)
+total, steps, agents = 0.0, 0, set()
+while True:
+    action = policy.act(obs)
+    if isinstance(obs, dict):
+        assert set(action) == set(obs), (action, obs)
+        agents |= set(action)
+        for agent, a in action.items():
+            assert env.action_spaces[agent].contains(a), (agent, a)
+    else:
+        assert env.action_space.contains(np.asarray(action)), action
+    obs, rew, term, trunc, _ = env.step(action)
+    total += sum(rew.values()) if isinstance(rew, dict) else rew
+    steps += 1
+    done = term["__all__"] or trunc["__all__"] if isinstance(term, dict) else term or trunc
+    if done:
+        break
+import ray
+print(json.dumps({"steps": steps, "return": total, "agents": sorted(agents),
+                  "ray_started": ray.is_initialized()}))
+"""
+
+
+def _restore_and_roll_out(checkpoint: Path) -> dict:
+    out = subprocess.run(
+        [sys.executable, "-c", RESTORE, str(checkpoint)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_checkpoint_restores_in_fresh_process_and_acts_for_every_ue(small_ma_run: Path) -> None:
+    summary = json.loads((small_ma_run / "summary.json").read_text())
+    rollout = _restore_and_roll_out(Path(summary["best_checkpoint"]))
+    assert rollout["agents"] == [f"ue_{i}" for i in range(5)]
+    assert rollout["steps"] == 100
+    assert math.isfinite(rollout["return"])
+    assert rollout["ray_started"] is False
+
+
+def test_central_mode_trains_and_restores(small_central_run: Path) -> None:
+    manifest = json.loads((small_central_run / "manifest.json").read_text())
+    assert manifest["env_mode"] == "central" and manifest["policy_ids"] == ["default_policy"]
+    summary = json.loads((small_central_run / "summary.json").read_text())
+    assert math.isfinite(summary["best_return"])
+    # the central agent's reward is the mean UE utility in [-1, 1] per step
+    assert -100 <= summary["best_return"] <= 100
+    rollout = _restore_and_roll_out(Path(summary["last_checkpoint"]))
+    assert rollout["steps"] == 100
+
+
+def test_cartpole_trains(tmp_path: Path) -> None:
+    summary = train_smoke(tmp_path / "run", "scenario=cartpole")
+    assert 8 <= summary["best_return"] <= 500  # CartPole returns: 1 per step balanced
+    manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
+    assert manifest["env_config"]["id"] == "CartPole-v1"
+    rollout = _restore_and_roll_out(Path(summary["best_checkpoint"]))
+    assert rollout["steps"] >= 8
+
+
+def test_multirun_writes_one_experiment_per_job(tmp_path: Path) -> None:
+    sweep_dir = tmp_path / "sweep"
+    result = run_mobrl(
+        "train",
+        "-m",
+        "scenario=small,cartpole",
+        "run=smoke",
+        "run.stop.iterations=1",
+        f"hydra.sweep.dir={sweep_dir}",
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    jobs = sorted(p for p in sweep_dir.iterdir() if (p / "manifest.json").is_file())
+    assert [p.name for p in jobs] == ["0_small_ppo", "1_cartpole_ppo"]
+    for job, scenario in zip(jobs, ["small", "cartpole"]):
+        manifest = json.loads((job / "manifest.json").read_text())
+        assert manifest["scenario"] == scenario
+        (trial,) = [p for p in (job / "tune").iterdir() if p.is_dir()]
+        assert list(trial.glob("checkpoint_*"))

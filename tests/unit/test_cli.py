@@ -1,0 +1,73 @@
+"""The CLI stays light: help and config printing never import Ray, torch or mobile-env."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import yaml
+
+PROBE = """
+import sys
+from mobrl.cli import main
+sys.argv = {argv!r}
+try:
+    main()
+except SystemExit as exc:
+    code = exc.code
+else:
+    code = 0
+heavy = sorted(m for m in ("ray", "torch", "mobile_env") if m in sys.modules)
+print("HEAVY=" + ",".join(heavy), file=sys.stderr)
+print("CODE=" + str(code), file=sys.stderr)
+"""
+
+
+def _probe(argv: list[str], cwd) -> tuple[str, str]:
+    out = subprocess.run(
+        [sys.executable, "-c", PROBE.format(argv=["mobrl", *argv])],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=120,
+    )
+    return out.stdout, out.stderr
+
+
+def test_help_does_not_import_heavy_modules(tmp_path) -> None:
+    stdout, stderr = _probe(["--help"], tmp_path)
+    assert "train" in stdout
+    assert "HEAVY=\n" in stderr and "CODE=0" in stderr
+
+
+def test_cfg_job_prints_resolved_config_without_ray(tmp_path) -> None:
+    stdout, stderr = _probe(["train", "--cfg", "job", "scenario=medium", "env=central"], tmp_path)
+    assert "HEAVY=\n" in stderr, stderr
+    cfg = yaml.safe_load(stdout)
+    assert cfg["scenario"]["id"] == "medium"
+    assert cfg["env"]["mode"] == "central"
+    assert not (tmp_path / "outputs").exists()
+
+
+def test_config_error_does_not_import_heavy_modules(tmp_path) -> None:
+    _, stderr = _probe(["train", "scenario=nope"], tmp_path)
+    assert "HEAVY=\n" in stderr and "CODE=2" in stderr
+
+
+def test_train_help_lists_groups_and_options(mobrl_cli, tmp_path) -> None:
+    result = mobrl_cli("train", "--help", cwd=tmp_path)
+    assert result.returncode == 0
+    for line in (
+        "algo: appo, dqn, impala, ppo",
+        "env: central, ma",
+        "scenario: acrobot, cartpole, frozenlake, gym, large, medium, small",
+    ):
+        assert line in result.stdout
+    assert "mobrl train -m" in result.stdout
+
+
+def test_version(mobrl_cli) -> None:
+    from mobrl import __version__
+
+    result = mobrl_cli("--version")
+    assert result.returncode == 0 and result.stdout.strip() == f"mobrl {__version__}"
