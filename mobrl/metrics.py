@@ -16,3 +16,39 @@ TENSORBOARD_PREFIX = "ray/tune/"
 def tensorboard_tag(key: str) -> str:
     """The TensorBoard tag under which Tune logs result `key`."""
     return TENSORBOARD_PREFIX + key
+
+
+# --- coordination quality of mobile-env episodes (logged by mobrl.callbacks) ---------------
+# Across UEs: distribution of the UEs' episode-mean utility (scaled utility, -1..1)
+UTILITY_MEAN = "ue/utility/mean"
+UTILITY_MIN = "ue/utility/min"
+UTILITY_P5 = "ue/utility/p5"
+UTILITY_MAX = "ue/utility/max"
+RATE_MEAN = "ue/rate/mean"
+HANDOVERS_MEAN = "ue/conn_changes/mean"
+# Jain's fairness index over UEs (utilities mapped to 0..1 first)
+JAIN_UTILITY = "fairness/jain_utility"
+JAIN_RATE = "fairness/jain_rate"
+# Network, averaged over steps
+NET_UTILITY = "network/utility"
+NET_CONNECTED = "network/connected_fraction"
+NET_CONNECTIONS_PER_BS = "network/connections_per_bs"
+NET_BS_BUSY = "network/bs_busy_fraction"
+
+# Per UE (tag: ue/<id>/<name>), episode means over the steps the UE is active
+UE_UTILITY = "utility"
+UE_RATE = "rate_mbps"
+UE_SNR = "snr_db"
+UE_CONNECTIONS = "connections"
+UE_CONNECTED = "connected_fraction"
+UE_CHANGES = "conn_changes"
+
+
+def ue_tag(ue_id: object, name: str) -> str:
+    """Tag of a per-UE metric, e.g. ue_tag(3, UE_UTILITY) == 'ue/3/utility'."""
+    return f"ue/{ue_id}/{name}"
+
+
+def result_key(tag: str) -> str:
+    """Where an env-runner metric lands in Tune's results (and progress.csv)."""
+    return f"env_runners/{tag}"

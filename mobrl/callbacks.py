@@ -1,0 +1,57 @@
+"""RLlib callbacks (new API stack): per-UE, fairness and network metrics of mobile-env episodes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ray.rllib.callbacks.callbacks import RLlibCallback
+
+from mobrl.netstats import EpisodeTracker, core_step_snapshot
+
+_TRACKER = "mobrl_tracker"
+
+
+def find_core(env: Any, env_index: int = 0) -> Any | None:
+    """The mobile-env core behind whatever RLlib hands a callback (vector env, wrappers)."""
+    from mobile_env.core.base import MComCore
+
+    node = env
+    envs = getattr(node, "envs", None)
+    if envs is not None:
+        node = envs[env_index]
+    for _ in range(8):  # unwrap gym wrappers and mobrl's multi-agent wrapper
+        if isinstance(node, MComCore):
+            return node
+        node = getattr(node, "core", None) or getattr(node, "env", None)
+        if node is None:
+            return None
+    return None
+
+
+class MobileMetricsCallback(RLlibCallback):
+    """Track every mobile-env episode and log its metrics when it ends.
+
+    Values are logged with `reduce="mean"`, so Tune's results (and TensorBoard) show the mean
+    over the episodes of an iteration under `env_runners/<tag>`.
+    """
+
+    def on_episode_start(self, *, episode, env=None, env_index: int = 0, **kwargs) -> None:
+        core = find_core(env, env_index)
+        if core is not None:
+            episode.custom_data[_TRACKER] = EpisodeTracker(core.NUM_STATIONS)
+
+    def on_episode_step(self, *, episode, env=None, env_index: int = 0, **kwargs) -> None:
+        tracker = episode.custom_data.get(_TRACKER)
+        if tracker is None:
+            return
+        core = find_core(env, env_index)
+        if core is not None:
+            tracker.record_step(*core_step_snapshot(core))
+
+    def on_episode_end(self, *, episode, metrics_logger=None, **kwargs) -> None:
+        tracker = episode.custom_data.pop(_TRACKER, None)
+        if tracker is None or metrics_logger is None:
+            return
+        for tag, value in tracker.summary().items():
+            if value == value:  # NaN (e.g. no serving link all episode) would poison the mean
+                metrics_logger.log_value(tag, value, reduce="mean", window=100)

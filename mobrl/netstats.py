@@ -1,0 +1,162 @@
+"""Coordination-quality statistics of mobile-network episodes: per UE, across UEs, per network.
+
+Pure numpy, no RLlib: the callbacks feed it one step at a time, and evaluation reuses it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from mobrl import metrics as keys
+
+
+def jain_index(values: Iterable[float]) -> float:
+    """Jain's fairness index (sum x)^2 / (n * sum x^2) of non-negative values: 1 is perfectly
+    fair, 1/n is one user getting everything. All zeros count as perfectly fair."""
+    x = np.asarray(list(values), dtype=float)
+    if x.size == 0:
+        return math.nan
+    if np.any(x < 0):
+        raise ValueError("Jain's index needs non-negative values")
+    squares = float(np.sum(x * x))
+    if squares == 0.0:
+        return 1.0
+    return float(np.sum(x) ** 2 / (x.size * squares))
+
+
+def percentile(values: Iterable[float], q: float) -> float:
+    """The q-th percentile (linear interpolation, numpy's default); NaN for no values."""
+    x = np.asarray(list(values), dtype=float)
+    return float(np.percentile(x, q)) if x.size else math.nan
+
+
+def utility_to_unit(u: float) -> float:
+    """Map a scaled utility in [-1, 1] to [0, 1] so Jain's index (non-negative inputs) applies."""
+    return (u + 1.0) / 2.0
+
+
+@dataclass
+class _UEStats:
+    steps: int = 0
+    utility: float = 0.0
+    rate: float = 0.0
+    snr_db: float = 0.0
+    snr_links: int = 0
+    connections: int = 0
+    connected_steps: int = 0
+    changes: int = 0
+    serving: frozenset = field(default_factory=frozenset)
+
+
+class EpisodeTracker:
+    """Accumulates one episode, step by step; UEs count only on steps they are active."""
+
+    def __init__(self, num_stations: int):
+        self.num_stations = num_stations
+        self.ues: dict[Any, _UEStats] = {}
+        self.steps = 0
+        self._utility_sum = 0.0
+        self._connected_fraction_sum = 0.0
+        self._connections_per_bs_sum = 0.0
+        self._busy_bs_fraction_sum = 0.0
+
+    def record_step(
+        self,
+        utilities: Mapping[Any, float],
+        rates: Mapping[Any, float],
+        serving: Mapping[Any, Iterable[Any]],
+        snr_db: Mapping[Any, Iterable[float]] | None = None,
+    ) -> None:
+        """One step of the active UEs: their scaled utility, data rate (Mbit/s), the base
+        stations serving them and the SNR (dB) of each serving link."""
+        if not utilities:
+            return
+        self.steps += 1
+        busy: set[Any] = set()
+        connected = 0
+        links = 0
+        for ue, utility in utilities.items():
+            stats = self.ues.setdefault(ue, _UEStats())
+            now = frozenset(serving.get(ue, ()))
+            stats.steps += 1
+            stats.utility += float(utility)
+            stats.rate += float(rates.get(ue, 0.0))
+            stats.connections += len(now)
+            if now:
+                stats.connected_steps += 1
+                connected += 1
+            stats.changes += len(now ^ stats.serving)
+            stats.serving = now
+            for value in (snr_db or {}).get(ue, ()):
+                stats.snr_db += float(value)
+                stats.snr_links += 1
+            busy |= now
+            links += len(now)
+        n = len(utilities)
+        self._utility_sum += sum(float(u) for u in utilities.values()) / n
+        self._connected_fraction_sum += connected / n
+        self._connections_per_bs_sum += links / max(self.num_stations, 1)
+        self._busy_bs_fraction_sum += len(busy) / max(self.num_stations, 1)
+
+    def per_ue(self) -> dict[Any, dict[str, float]]:
+        """Episode means per UE (over the steps it was active)."""
+        out = {}
+        for ue, s in self.ues.items():
+            out[ue] = {
+                keys.UE_UTILITY: s.utility / s.steps,
+                keys.UE_RATE: s.rate / s.steps,
+                keys.UE_SNR: s.snr_db / s.snr_links if s.snr_links else math.nan,
+                keys.UE_CONNECTIONS: s.connections / s.steps,
+                keys.UE_CONNECTED: s.connected_steps / s.steps,
+                keys.UE_CHANGES: float(s.changes),
+            }
+        return out
+
+    def summary(self, per_ue: bool = True) -> dict[str, float]:
+        """Every metric of the episode, keyed by the tag names of `mobrl.metrics`."""
+        if not self.steps:
+            return {}
+        ues = self.per_ue()
+        utilities = [v[keys.UE_UTILITY] for v in ues.values()]
+        rates = [v[keys.UE_RATE] for v in ues.values()]
+        out = {
+            keys.UTILITY_MEAN: float(np.mean(utilities)),
+            keys.UTILITY_MIN: float(np.min(utilities)),
+            keys.UTILITY_P5: percentile(utilities, 5),
+            keys.UTILITY_MAX: float(np.max(utilities)),
+            keys.RATE_MEAN: float(np.mean(rates)),
+            keys.JAIN_UTILITY: jain_index(utility_to_unit(u) for u in utilities),
+            keys.JAIN_RATE: jain_index(rates),
+            keys.NET_UTILITY: self._utility_sum / self.steps,
+            keys.NET_CONNECTED: self._connected_fraction_sum / self.steps,
+            keys.NET_CONNECTIONS_PER_BS: self._connections_per_bs_sum / self.steps,
+            keys.NET_BS_BUSY: self._busy_bs_fraction_sum / self.steps,
+            keys.HANDOVERS_MEAN: float(np.mean([v[keys.UE_CHANGES] for v in ues.values()])),
+        }
+        if per_ue:
+            for ue, values in ues.items():
+                for name, value in values.items():
+                    out[keys.ue_tag(ue, name)] = value
+        return out
+
+
+def core_step_snapshot(core: Any) -> tuple[dict, dict, dict, dict]:
+    """Read the last step of a mobile-env core: utilities, rates (Mbit/s), serving BSs and
+    serving-link SNRs (dB), keyed by UE id, for the UEs that were active in that step."""
+    serving: dict[int, list[int]] = {}
+    snr_db: dict[int, list[float]] = {}
+    utilities = {ue.ue_id: u for ue, u in (core.utilities or {}).items()}
+    for bs, ues in core.connections.items():
+        for ue in ues:
+            if ue.ue_id in utilities:
+                serving.setdefault(ue.ue_id, []).append(bs.bs_id)
+                snr = core.channel.snr(bs, ue)
+                snr_db.setdefault(ue.ue_id, []).append(10.0 * math.log10(max(snr, 1e-30)))
+    macro = getattr(core, "macro", {}) or {}
+    rates = {ue.ue_id: macro.get(ue, 0.0) / 1e6 for ue in core.utilities or {}}
+    return utilities, rates, serving, snr_db
