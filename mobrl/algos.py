@@ -90,6 +90,11 @@ def build_algorithm_config(cfg: DictConfig, env_name: str, env_config: dict) -> 
     _check_keys("algo.model", model, DefaultModelConfig.__dataclass_fields__)
     algo.rl_module(model_config=DefaultModelConfig(**model))
 
+    if env_config["kind"] == "mobile" and cfg.run.ue_metrics:
+        from mobrl.callbacks import MobileMetricsCallback
+
+        algo.callbacks(MobileMetricsCallback)
+
     policies, mapping = policy_setup(env_config)
     if policies is not None:
         algo.multi_agent(policies=set(policies), policy_mapping_fn=mapping)

@@ -37,7 +37,7 @@ NET_BS_BUSY = "network/bs_busy_fraction"
 
 # Per UE (tag: ue/<id>/<name>), episode means over the steps the UE is active
 UE_UTILITY = "utility"
-UE_RATE = "rate_mbps"
+UE_RATE = "rate"
 UE_SNR = "snr_db"
 UE_CONNECTIONS = "connections"
 UE_CONNECTED = "connected_fraction"

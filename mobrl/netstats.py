@@ -72,8 +72,8 @@ class EpisodeTracker:
         serving: Mapping[Any, Iterable[Any]],
         snr_db: Mapping[Any, Iterable[float]] | None = None,
     ) -> None:
-        """One step of the active UEs: their scaled utility, data rate (Mbit/s), the base
-        stations serving them and the SNR (dB) of each serving link."""
+        """One step of the active UEs: their scaled utility, data rate, the base stations
+        serving them and the SNR (dB) of each serving link."""
         if not utilities:
             return
         self.steps += 1
@@ -146,8 +146,12 @@ class EpisodeTracker:
 
 
 def core_step_snapshot(core: Any) -> tuple[dict, dict, dict, dict]:
-    """Read the last step of a mobile-env core: utilities, rates (Mbit/s), serving BSs and
-    serving-link SNRs (dB), keyed by UE id, for the UEs that were active in that step."""
+    """Read the last step of a mobile-env core: utilities, data rates, serving BSs and
+    serving-link SNRs (dB), keyed by UE id, for the UEs that were active in that step.
+
+    Rates are in mobile-env's own unit (its dashboard calls it MB/s); SNR is 10*log10 of
+    mobile-env's SNR value (received power over noise as mobile-env computes them), measured
+    at the UE positions at the end of the step."""
     serving: dict[int, list[int]] = {}
     snr_db: dict[int, list[float]] = {}
     utilities = {ue.ue_id: u for ue, u in (core.utilities or {}).items()}
@@ -158,5 +162,5 @@ def core_step_snapshot(core: Any) -> tuple[dict, dict, dict, dict]:
                 snr = core.channel.snr(bs, ue)
                 snr_db.setdefault(ue.ue_id, []).append(10.0 * math.log10(max(snr, 1e-30)))
     macro = getattr(core, "macro", {}) or {}
-    rates = {ue.ue_id: macro.get(ue, 0.0) / 1e6 for ue in core.utilities or {}}
+    rates = {ue.ue_id: float(macro.get(ue, 0.0)) for ue in core.utilities or {}}
     return utilities, rates, serving, snr_db

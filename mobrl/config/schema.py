@@ -91,6 +91,8 @@ class RunConf:
     checkpoint: CheckpointConf = field(default_factory=CheckpointConf)
     resources: ResourcesConf = field(default_factory=ResourcesConf)
     batch: BatchConf = field(default_factory=BatchConf)
+    #: log per-UE, fairness and network metrics of mobile-env scenarios
+    ue_metrics: bool = True
 
 
 @dataclass

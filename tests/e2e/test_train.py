@@ -157,3 +157,37 @@ def test_multirun_writes_one_experiment_per_job(tmp_path: Path) -> None:
         assert manifest["scenario"] == scenario
         (trial,) = [p for p in (job / "tune").iterdir() if p.is_dir()]
         assert list(trial.glob("checkpoint_*"))
+
+
+@pytest.mark.parametrize("run_fixture", ["small_ma_run", "small_central_run"])
+def test_tensorboard_holds_per_ue_and_fairness_metrics(run_fixture: str, request) -> None:
+    run_dir: Path = request.getfixturevalue(run_fixture)
+    (trial,) = _trial_dirs(run_dir)
+
+    def tag(key: str) -> str:
+        return metrics.tensorboard_tag(metrics.result_key(key))
+
+    for key in (
+        metrics.UTILITY_MEAN,
+        metrics.UTILITY_MIN,
+        metrics.UTILITY_P5,
+        metrics.UTILITY_MAX,
+        metrics.NET_UTILITY,
+        metrics.NET_CONNECTED,
+        metrics.NET_CONNECTIONS_PER_BS,
+        metrics.NET_BS_BUSY,
+    ):
+        values = _scalars(trial, tag(key))
+        assert len(values) == 2 and all(math.isfinite(v) for v in values), key
+    for key in (metrics.JAIN_UTILITY, metrics.JAIN_RATE):
+        assert all(0.2 - 1e-9 <= v <= 1 + 1e-9 for v in _scalars(trial, tag(key))), key
+    for ue in range(5):
+        utility = _scalars(trial, tag(metrics.ue_tag(ue, metrics.UE_UTILITY)))
+        assert all(-1 <= v <= 1 for v in utility)
+        connected = _scalars(trial, tag(metrics.ue_tag(ue, metrics.UE_CONNECTED)))
+        assert all(0 <= v <= 1 for v in connected)
+    low, mean, high = (
+        _scalars(trial, tag(k))[-1]
+        for k in (metrics.UTILITY_MIN, metrics.UTILITY_MEAN, metrics.UTILITY_MAX)
+    )
+    assert low <= mean <= high

@@ -1,0 +1,103 @@
+"""Sampling throughput of an RLlib env runner with mobrl's per-UE metrics callback on vs off.
+
+Both runners sample in alternation in one process (same machine, same moment), so the ratio is
+robust to machine noise. Usage:
+
+    python scripts/bench_metrics.py [--scenario small] [--mode ma] [--steps 2000] [--rounds 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+
+class _Clock:
+    seconds = 0.0
+
+
+def _timed_callback_class():
+    """mobrl's callback with a stopwatch around each hook (to report its share of sampling)."""
+    from mobrl.callbacks import MobileMetricsCallback
+
+    class Timed(MobileMetricsCallback):
+        pass
+
+    for hook in ("on_episode_start", "on_episode_step", "on_episode_end"):
+        original = getattr(MobileMetricsCallback, hook)
+
+        def timed(self, *args, _original=original, **kwargs):
+            start = time.perf_counter()
+            try:
+                return _original(self, *args, **kwargs)
+            finally:
+                _Clock.seconds += time.perf_counter() - start
+
+        setattr(Timed, hook, timed)
+    return Timed
+
+
+def make_runner(scenario: str, mode: str, metrics_on: bool):
+    from mobrl.algos import build_algorithm_config
+    from mobrl.config import compose
+    from mobrl.envs import factory
+
+    cfg = compose(
+        [
+            f"scenario={scenario}",
+            f"env={mode}",
+            "run.resources.num_env_runners=0",
+            f"run.ue_metrics={str(metrics_on).lower()}",
+        ]
+    )
+    env_config = factory.env_config_from(cfg)
+    factory.register()
+    algo_config = build_algorithm_config(cfg, factory.ENV_NAME, env_config)
+    if metrics_on:
+        algo_config.callbacks(_timed_callback_class())
+    if factory.is_multi_agent(env_config):
+        from ray.rllib.env.multi_agent_env_runner import MultiAgentEnvRunner as Runner
+    else:
+        from ray.rllib.env.single_agent_env_runner import SingleAgentEnvRunner as Runner
+    return Runner(config=algo_config)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--scenario", default="small")
+    parser.add_argument("--mode", default="ma")
+    parser.add_argument("--steps", type=int, default=2000)
+    parser.add_argument("--rounds", type=int, default=8)
+    args = parser.parse_args()
+
+    runners = {
+        "off": make_runner(args.scenario, args.mode, False),
+        "on": make_runner(args.scenario, args.mode, True),
+    }
+    rates: dict[str, list[float]] = {"off": [], "on": []}
+    on_seconds = 0.0
+    for runner in runners.values():  # warm-up: module, connectors, first episodes
+        runner.sample(num_timesteps=200, random_actions=False)
+    _Clock.seconds = 0.0
+    for i in range(args.rounds):
+        order = ["off", "on"] if i % 2 == 0 else ["on", "off"]  # ABBA: cancel drift
+        for name in order:
+            runner = runners[name]
+            start = time.perf_counter()
+            runner.sample(num_timesteps=args.steps, random_actions=False)
+            elapsed = time.perf_counter() - start
+            rates[name].append(args.steps / elapsed)
+            if name == "on":
+                on_seconds += elapsed
+    off, on = statistics.median(rates["off"]), statistics.median(rates["on"])
+    print(f"scenario={args.scenario} env={args.mode}, {args.rounds} rounds of {args.steps} steps")
+    print(f"metrics off: {off:8.1f} env steps/s (median)")
+    print(f"metrics on:  {on:8.1f} env steps/s (median)")
+    print(f"on/off throughput ratio: {on / off:.3f} (slowdown {100 * (1 - on / off):.1f} %)")
+    share = _Clock.seconds / on_seconds
+    print(f"time inside the metrics callback: {100 * share:.1f} % of sampling (stopwatch)")
+
+
+if __name__ == "__main__":
+    main()

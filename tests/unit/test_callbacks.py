@@ -1,0 +1,88 @@
+"""The metrics callback's view of a real mobile-env (no Ray started)."""
+
+from __future__ import annotations
+
+import math
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from mobrl import metrics as keys
+from mobrl.callbacks import MobileMetricsCallback, find_core
+from mobrl.envs.factory import make_env
+from mobrl.netstats import EpisodeTracker, core_step_snapshot
+
+
+def _env(mode: str):
+    return make_env({"kind": "mobile", "id": "small", "mode": mode, "kwargs": {}})
+
+
+@pytest.mark.parametrize("mode", ["ma", "central"])
+def test_find_core_through_vector_env_and_wrappers(mode: str) -> None:
+    env = _env(mode)
+    vector = SimpleNamespace(envs=[env])
+    core = find_core(vector, 0)
+    assert core is not None and core.NUM_USERS == 5
+    assert find_core(SimpleNamespace(envs=[make_env(_cartpole())]), 0) is None
+
+
+def _cartpole() -> dict:
+    return {"kind": "gym", "id": "CartPole-v1", "mode": "gym", "kwargs": {}}
+
+
+class _Logger:
+    def __init__(self) -> None:
+        self.logged: dict[str, list[float]] = {}
+
+    def log_value(self, key, value, **kwargs) -> None:
+        self.logged.setdefault(key, []).append(value)
+
+
+@pytest.mark.parametrize("mode", ["ma", "central"])
+def test_callback_logs_every_metric_for_a_whole_episode(mode: str) -> None:
+    env = _env(mode)
+    vector = SimpleNamespace(envs=[env])
+    callback = MobileMetricsCallback()
+    episode = SimpleNamespace(custom_data={})
+    logger = _Logger()
+    rng = np.random.default_rng(0)
+    obs, _ = env.reset(seed=3)
+    callback.on_episode_start(episode=episode, env=vector, env_index=0)
+    done = False
+    while not done:
+        if mode == "ma":
+            action = {agent: int(rng.integers(0, 4)) for agent in obs}
+        else:
+            action = env.action_space.sample()
+        obs, _, term, trunc, _ = env.step(action)
+        callback.on_episode_step(episode=episode, env=vector, env_index=0)
+        done = (term["__all__"] or trunc["__all__"]) if mode == "ma" else (term or trunc)
+    callback.on_episode_end(episode=episode, metrics_logger=logger)
+    for tag in (keys.UTILITY_MEAN, keys.UTILITY_P5, keys.JAIN_UTILITY, keys.NET_CONNECTED):
+        assert tag in logger.logged and math.isfinite(logger.logged[tag][0])
+    for ue in range(5):
+        assert -1 <= logger.logged[keys.ue_tag(ue, keys.UE_UTILITY)][0] <= 1
+        assert 0 <= logger.logged[keys.ue_tag(ue, keys.UE_CONNECTED)][0] <= 1
+    assert 0.2 <= logger.logged[keys.JAIN_UTILITY][0] <= 1.0
+    assert episode.custom_data == {}
+
+
+def test_snapshot_matches_the_core_state() -> None:
+    env = _env("ma")
+    env.reset(seed=1)
+    # connect every UE to base station 1 (action 2) where it is reachable
+    env.step({agent: 2 for agent in env.possible_agents})
+    core = env.core
+    utilities, rates, serving, snr_db = core_step_snapshot(core)
+    assert set(utilities) == {ue.ue_id for ue in core.active}
+    for ue_id, stations in serving.items():
+        assert stations == [1]
+        assert len(snr_db[ue_id]) == 1
+        assert rates[ue_id] > 0
+    unserved = set(utilities) - set(serving)
+    assert all(rates[u] == 0 for u in unserved)
+    tracker = EpisodeTracker(core.NUM_STATIONS)
+    tracker.record_step(utilities, rates, serving, snr_db)
+    expected = len(serving) / len(utilities)
+    assert tracker.summary()[keys.NET_CONNECTED] == pytest.approx(expected)

@@ -1,0 +1,82 @@
+"""Metric math on hand-made episodes with known answers."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from mobrl import metrics as keys
+from mobrl.netstats import EpisodeTracker, jain_index, percentile, utility_to_unit
+
+
+def test_jain_index_known_values() -> None:
+    assert jain_index([1, 1, 1, 1]) == pytest.approx(1.0)
+    assert jain_index([1, 0, 0, 0]) == pytest.approx(0.25)
+    assert jain_index([2, 2]) == pytest.approx(1.0)
+    # (1+3)^2 / (2 * (1+9)) = 16/20
+    assert jain_index([1, 3]) == pytest.approx(0.8)
+    assert jain_index([0, 0, 0]) == 1.0
+    assert math.isnan(jain_index([]))
+    with pytest.raises(ValueError):
+        jain_index([-1, 1])
+
+
+def test_percentile_interpolates() -> None:
+    values = list(range(21))  # 0..20: the 5th percentile is 1.0
+    assert percentile(values, 5) == pytest.approx(1.0)
+    assert percentile([3.0], 5) == 3.0
+    assert math.isnan(percentile([], 5))
+
+
+def test_utility_mapping() -> None:
+    assert utility_to_unit(-1) == 0 and utility_to_unit(1) == 1 and utility_to_unit(0) == 0.5
+
+
+def test_two_ues_two_steps() -> None:
+    t = EpisodeTracker(num_stations=2)
+    # step 1: UE 0 served by BS 0 (SNR 10 dB), UE 1 unserved
+    t.record_step({0: 0.5, 1: -1.0}, {0: 20.0, 1: 0.0}, {0: [0]}, {0: [10.0]})
+    # step 2: UE 0 hands over to BS 1 (-> 2 connection changes), UE 1 joins BS 1
+    t.record_step({0: 0.7, 1: 0.1}, {0: 10.0, 1: 10.0}, {0: [1], 1: [1]}, {0: [20.0], 1: [4.0]})
+    per_ue = t.per_ue()
+    assert per_ue[0][keys.UE_UTILITY] == pytest.approx(0.6)
+    assert per_ue[0][keys.UE_RATE] == pytest.approx(15.0)
+    assert per_ue[0][keys.UE_SNR] == pytest.approx(15.0)
+    assert per_ue[0][keys.UE_CONNECTED] == 1.0
+    assert per_ue[0][keys.UE_CHANGES] == 3  # connect to 0, then drop 0 and add 1
+    assert per_ue[1][keys.UE_CONNECTED] == 0.5
+    assert per_ue[1][keys.UE_SNR] == pytest.approx(4.0)
+    assert per_ue[1][keys.UE_CONNECTIONS] == 0.5
+
+    s = t.summary()
+    assert s[keys.UTILITY_MEAN] == pytest.approx((0.6 + -0.45) / 2)
+    assert s[keys.UTILITY_MIN] == pytest.approx(-0.45)
+    assert s[keys.UTILITY_MAX] == pytest.approx(0.6)
+    # two values: p5 interpolates 5 % of the way from min to max
+    assert s[keys.UTILITY_P5] == pytest.approx(-0.45 + 0.05 * 1.05)
+    assert s[keys.JAIN_RATE] == pytest.approx(jain_index([15.0, 5.0]))
+    assert s[keys.JAIN_UTILITY] == pytest.approx(jain_index([0.8, 0.275]))
+    assert s[keys.NET_CONNECTED] == pytest.approx((0.5 + 1.0) / 2)
+    assert s[keys.NET_CONNECTIONS_PER_BS] == pytest.approx((1 / 2 + 2 / 2) / 2)
+    assert s[keys.NET_BS_BUSY] == pytest.approx((1 / 2 + 1 / 2) / 2)
+    assert s[keys.NET_UTILITY] == pytest.approx(((0.5 - 1.0) / 2 + (0.7 + 0.1) / 2) / 2)
+    assert s[keys.ue_tag(1, keys.UE_UTILITY)] == pytest.approx(-0.45)
+
+
+def test_ue_that_leaves_counts_only_while_active() -> None:
+    t = EpisodeTracker(num_stations=1)
+    t.record_step({0: 1.0, 1: 0.0}, {0: 5.0, 1: 5.0}, {0: [0], 1: [0]})
+    t.record_step({0: 1.0}, {0: 10.0}, {0: [0]})  # UE 1 departed
+    t.record_step({0: 1.0}, {0: 10.0}, {0: [0]})
+    per_ue = t.per_ue()
+    assert per_ue[1][keys.UE_UTILITY] == 0.0  # one active step, not diluted by absent steps
+    assert per_ue[1][keys.UE_CONNECTED] == 1.0
+    assert per_ue[0][keys.UE_RATE] == pytest.approx(25 / 3)
+    assert t.summary()[keys.NET_CONNECTED] == 1.0
+
+
+def test_empty_steps_are_ignored() -> None:
+    t = EpisodeTracker(num_stations=3)
+    t.record_step({}, {}, {})
+    assert t.summary() == {}
