@@ -152,15 +152,26 @@ def core_step_snapshot(core: Any) -> tuple[dict, dict, dict, dict]:
     Rates are in mobile-env's own unit (its dashboard calls it MB/s); SNR is 10*log10 of
     mobile-env's SNR value (received power over noise as mobile-env computes them), measured
     at the UE positions at the end of the step."""
+    from mobile_env.core.schedules import ResourceFair
+
     serving: dict[int, list[int]] = {}
     snr_db: dict[int, list[float]] = {}
     utilities = {ue.ue_id: u for ue, u in (core.utilities or {}).items()}
+    # with resource-fair scheduling the step already holds every link's SNR implicitly:
+    # rate = bw * log2(1 + snr) / n_links(bs); inverting it avoids recomputing path losses
+    invert = type(core.scheduler) is ResourceFair
     for bs, ues in core.connections.items():
+        n = len(ues)
         for ue in ues:
-            if ue.ue_id in utilities:
-                serving.setdefault(ue.ue_id, []).append(bs.bs_id)
+            if ue.ue_id not in utilities:
+                continue
+            serving.setdefault(ue.ue_id, []).append(bs.bs_id)
+            rate = core.datarates.get((bs, ue)) if invert else None
+            if rate:
+                snr = math.expm1(rate * n * math.log(2.0) / bs.bw)
+            else:
                 snr = core.channel.snr(bs, ue)
-                snr_db.setdefault(ue.ue_id, []).append(10.0 * math.log10(max(snr, 1e-30)))
+            snr_db.setdefault(ue.ue_id, []).append(10.0 * math.log10(max(snr, 1e-30)))
     macro = getattr(core, "macro", {}) or {}
     rates = {ue.ue_id: float(macro.get(ue, 0.0)) for ue in core.utilities or {}}
     return utilities, rates, serving, snr_db

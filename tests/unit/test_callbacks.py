@@ -86,3 +86,20 @@ def test_snapshot_matches_the_core_state() -> None:
     tracker.record_step(utilities, rates, serving, snr_db)
     expected = len(serving) / len(utilities)
     assert tracker.summary()[keys.NET_CONNECTED] == pytest.approx(expected)
+
+
+def test_snr_from_rates_equals_channel_snr() -> None:
+    env = _env("central")
+    env.reset(seed=4)
+    rng = np.random.default_rng(4)
+    checked = 0
+    for _ in range(30):
+        env.step(rng.integers(0, 4, size=5))
+        _, _, serving, snr_db = core_step_snapshot(env)
+        for ue_id, stations in serving.items():
+            ue = env.users[ue_id]
+            for bs_id, value in zip(stations, snr_db[ue_id]):
+                direct = 10 * math.log10(env.channel.snr(env.stations[bs_id], ue))
+                assert value == pytest.approx(direct, abs=1e-6)
+                checked += 1
+    assert checked > 10
