@@ -233,7 +233,7 @@ def _summarize(cfg: DictConfig, results: Any, run_dir: Path, experiment_dir: Pat
     console.print(f"[bold]best {metric}:[/bold] {_show(summary['best_return'])}")
     console.print(f"[bold]best checkpoint:[/bold] {summary['best_checkpoint']}")
     console.print(f"[bold]last checkpoint:[/bold] {summary['last_checkpoint']}")
-    if summary["best_checkpoint"]:
+    if summary["best_checkpoint"] and _has_command("evaluate"):
         console.print(f"evaluate: mobrl evaluate --checkpoint {summary['best_checkpoint']}")
     console.print(f"tensorboard: tensorboard --logdir {run_dir}")
     console.print(f"results: {run_dir / SUMMARY}")
@@ -245,6 +245,12 @@ def _summarize(cfg: DictConfig, results: Any, run_dir: Path, experiment_dir: Pat
     if failed:
         raise SystemExit(1)
     return summary["best_return"]
+
+
+def _has_command(name: str) -> bool:
+    from mobrl.cli import app
+
+    return any((c.name or c.callback.__name__) == name for c in app.registered_commands)
 
 
 def _show(value: float | None) -> str:
