@@ -57,7 +57,7 @@ class ProgressCallback(Callback):
     @property
     def console(self) -> Console:
         if self._console is None:
-            self._console = Console()
+            self._console = Console(highlight=False, soft_wrap=True)
         return self._console
 
     def _table(self) -> Table:
