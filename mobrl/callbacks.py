@@ -2,30 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from ray.rllib.callbacks.callbacks import RLlibCallback
 
+from mobrl.envs.factory import find_core
 from mobrl.netstats import EpisodeTracker, core_step_snapshot
 
 _TRACKER = "mobrl_tracker"
-
-
-def find_core(env: Any, env_index: int = 0) -> Any | None:
-    """The mobile-env core behind whatever RLlib hands a callback (vector env, wrappers)."""
-    from mobile_env.core.base import MComCore
-
-    node = env
-    envs = getattr(node, "envs", None)
-    if envs is not None:
-        node = envs[env_index]
-    for _ in range(8):  # unwrap gym wrappers and mobrl's multi-agent wrapper
-        if isinstance(node, MComCore):
-            return node
-        node = getattr(node, "core", None) or getattr(node, "env", None)
-        if node is None:
-            return None
-    return None
 
 
 class MobileMetricsCallback(RLlibCallback):

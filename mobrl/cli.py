@@ -7,6 +7,7 @@ Heavy libraries (Ray, torch, mobile-env) are imported inside the commands that n
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import typer
 
@@ -68,6 +69,56 @@ def train(ctx: typer.Context) -> None:
     from mobrl.train import train_task
 
     run_hydra(train_task, args, prog="mobrl train")
+
+
+@app.command(context_settings=_PASS_THROUGH)
+def evaluate(
+    ctx: typer.Context,
+    checkpoint: Path = typer.Option(
+        ..., "--checkpoint", help="Checkpoint, trial, experiment, run or multirun dir."
+    ),
+    episodes: int = typer.Option(20, "--episodes", help="Episodes per policy."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the first episode (then seed+1, ...)."),
+    baselines: str = typer.Option(
+        None, "--baselines", help="Comma-separated: random,noop,greedy,full,pole_angle."
+    ),
+    pick: str = typer.Option("best", "--pick", help="best (by training return) or last."),
+    output: Path = typer.Option(None, "--output", help="Dir for summary.json, episodes.csv."),
+    explore: bool = typer.Option(False, "--explore/--no-explore", help="Sample actions."),
+    workers: int = typer.Option(None, "--workers", help="Parallel processes (default: CPUs)."),
+) -> None:
+    """Evaluate a checkpoint against heuristic baselines on the same episode seeds.
+
+    Extra GROUP=OPTION / KEY=VALUE overrides name the scenario for checkpoints without a
+    mobrl manifest (e.g. scenario=small env=ma).
+    """
+    from mobrl.evaluate import evaluate_command
+
+    try:
+        evaluate_command(
+            checkpoint, list(ctx.args), episodes, seed, baselines, pick, output, explore, workers
+        )
+    except UserError as err:
+        raise _fail(err) from None
+
+
+@app.command(context_settings=_PASS_THROUGH)
+def baselines(
+    ctx: typer.Context,
+    episodes: int = typer.Option(20, "--episodes", help="Episodes per policy."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the first episode (then seed+1, ...)."),
+    names: str = typer.Option(None, "--baselines", help="Comma-separated baselines."),
+    output: Path = typer.Option(None, "--output", help="Dir for summary.json, episodes.csv."),
+    workers: int = typer.Option(None, "--workers", help="Parallel processes (default: CPUs)."),
+) -> None:
+    """Evaluate heuristic baselines on a scenario, no checkpoint: mobrl baselines scenario=small."""
+    from mobrl.evaluate import evaluate_command
+
+    overrides = list(ctx.args) or ["scenario=small"]
+    try:
+        evaluate_command(None, overrides, episodes, seed, names, "best", output, False, workers)
+    except UserError as err:
+        raise _fail(err) from None
 
 
 def main() -> None:

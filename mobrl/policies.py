@@ -37,11 +37,43 @@ class TrainedPolicy:
         return cls(load_rl_modules(Path(checkpoint)), env_config, explore=explore)
 
     def module_for(self, agent_id: Any) -> Any:
-        if self._mapping is None:
+        if self._mapping is None or len(self.modules) == 1:
+            # single agent, or one module for all (also plain RLlib checkpoints of other names)
             return next(iter(self.modules.values()))
         return self.modules[self._mapping(agent_id, None)]
 
-    def act(self, observation: Any) -> Any:
+    def check_spaces(self, env: Any) -> None:
+        """Fail with a clear message when the checkpoint was trained on other spaces."""
+        if hasattr(env, "observation_spaces") and isinstance(env.observation_spaces, dict):
+            pairs = [
+                (a, env.observation_spaces[a], env.action_spaces[a]) for a in env.possible_agents
+            ]
+        else:
+            pairs = [(None, env.observation_space, env.action_space)]
+        for agent, obs_space, act_space in pairs:
+            try:
+                module = self.module_for(agent)
+            except KeyError as err:
+                raise UserError(
+                    f"the checkpoint has modules {sorted(self.modules)}, none for agent "
+                    f"{agent}. Evaluate it with the scenario and env mode it was trained on."
+                ) from err
+            m_obs, m_act = module.observation_space, module.action_space
+            if getattr(m_obs, "shape", None) != getattr(obs_space, "shape", None) or str(
+                m_act
+            ) != str(act_space):
+                raise UserError(
+                    f"the checkpoint's spaces (observation {m_obs}, action {m_act}) do not match "
+                    f"the scenario's ({obs_space}, {act_space}). Evaluate it with the scenario "
+                    "and env mode it was trained on."
+                )
+
+    name = "policy"
+
+    def reset(self, seed: int | None = None) -> None:
+        """Trained policies keep no per-episode state."""
+
+    def act(self, observation: Any, env: Any = None) -> Any:
         """Actions for one env step: a dict per agent for multi-agent envs, else one action."""
         if isinstance(observation, dict):
             by_module: dict[int, list[Any]] = {}
@@ -77,3 +109,128 @@ class TrainedPolicy:
                 actions = dist.sample()
         actions = actions.cpu().numpy()
         return [a.item() if a.ndim == 0 else a for a in actions]
+
+
+# --- heuristic baselines: the same `act(observation, env)` interface as TrainedPolicy ---------
+
+
+class Baseline:
+    """A heuristic policy; `reset(seed)` starts an episode, `act` reads the env's state."""
+
+    name = "baseline"
+
+    def reset(self, seed: int | None = None) -> None:
+        self.rng = np.random.default_rng(seed)
+
+    def act(self, observation: Any, env: Any = None) -> Any:
+        raise NotImplementedError
+
+
+class RandomPolicy(Baseline):
+    """Uniformly random actions from each agent's action space (seeded per episode)."""
+
+    name = "random"
+
+    def act(self, observation: Any, env: Any = None) -> Any:
+        if isinstance(observation, dict):
+            return {a: _sample(env.action_spaces[a], self.rng) for a in observation}
+        return _sample(env.action_space, self.rng)
+
+
+def _sample(space: Any, rng: np.random.Generator) -> Any:
+    space.seed(int(rng.integers(2**31)))
+    return space.sample()
+
+
+class _PerUEBaseline(Baseline):
+    """A rule applied to each active UE of a mobile-env scenario, in `ma` or `central` mode."""
+
+    def ue_action(self, core: Any, ue: Any) -> int:
+        raise NotImplementedError
+
+    def act(self, observation: Any, env: Any = None) -> Any:
+        from mobrl.envs.factory import find_core
+        from mobrl.envs.wrappers import ue_id
+
+        core = find_core(env)
+        if core is None:
+            raise UserError(f"baseline '{self.name}' needs a mobile-env scenario.")
+        if isinstance(observation, dict):
+            return {a: self.ue_action(core, core.users[ue_id(a)]) for a in observation}
+        active = set(core.active)
+        return np.asarray(
+            [
+                self.ue_action(core, ue) if ue in active else 0
+                for _, ue in sorted(core.users.items())
+            ]
+        )
+
+
+def _link_state(core: Any, ue: Any) -> tuple[list[Any], set[Any], dict[Any, float]]:
+    """Reachable stations (SNR above the UE's threshold), the UE's live connections, SNRs."""
+    snrs = {bs: core.channel.snr(bs, ue) for _, bs in sorted(core.stations.items())}
+    reachable = [bs for bs, snr in snrs.items() if snr > ue.snr_threshold]
+    connected = {bs for bs in reachable if ue in core.connections.get(bs, ())}
+    return reachable, connected, snrs
+
+
+class NoopPolicy(_PerUEBaseline):
+    """Never changes a connection (UEs stay unconnected)."""
+
+    name = "noop"
+
+    def ue_action(self, core: Any, ue: Any) -> int:
+        return 0
+
+
+class GreedyPolicy(_PerUEBaseline):
+    """Each UE keeps exactly one connection, to its strongest-SNR base station: connect to it,
+    then release any other connection (an action toggles one connection per step)."""
+
+    name = "greedy"
+
+    def ue_action(self, core: Any, ue: Any) -> int:
+        reachable, connected, snrs = _link_state(core, ue)
+        if not reachable:
+            return 0
+        best = max(reachable, key=lambda bs: snrs[bs])
+        if best not in connected:
+            return best.bs_id + 1
+        others = sorted(connected - {best}, key=lambda bs: bs.bs_id)
+        return others[0].bs_id + 1 if others else 0
+
+
+class FullPolicy(_PerUEBaseline):
+    """Each UE connects to every base station it can reach."""
+
+    name = "full"
+
+    def ue_action(self, core: Any, ue: Any) -> int:
+        reachable, connected, _ = _link_state(core, ue)
+        missing = [bs for bs in reachable if bs not in connected]
+        return missing[0].bs_id + 1 if missing else 0
+
+
+class PoleAnglePolicy(Baseline):
+    """CartPole: push the cart towards the side the pole is falling to (angle + angular
+    velocity), the classic hand-written controller."""
+
+    name = "pole_angle"
+
+    def act(self, observation: Any, env: Any = None) -> Any:
+        angle, angular_velocity = float(observation[2]), float(observation[3])
+        return int(angle + angular_velocity > 0)
+
+
+BASELINES: dict[str, type[Baseline]] = {
+    cls.name: cls for cls in (RandomPolicy, NoopPolicy, GreedyPolicy, FullPolicy, PoleAnglePolicy)
+}
+
+
+def baselines_for(env_config: dict[str, Any]) -> list[str]:
+    """Baselines that make sense for a scenario (the default set of `mobrl evaluate`)."""
+    if env_config["kind"] == "mobile":
+        return ["random", "noop", "greedy", "full"]
+    if env_config["id"].startswith("CartPole"):
+        return ["random", "pole_angle"]
+    return ["random"]

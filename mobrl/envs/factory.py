@@ -62,6 +62,23 @@ def _make_mobile(layout: str, mode: str, kwargs: dict[str, Any], render_mode: st
     return MobileMultiAgentEnv(core)
 
 
+def find_core(env: Any, env_index: int = 0) -> Any | None:
+    """The mobile-env core behind whatever RLlib hands a callback (vector env, wrappers)."""
+    from mobile_env.core.base import MComCore
+
+    node = env
+    envs = getattr(node, "envs", None)
+    if envs is not None:
+        node = envs[env_index]
+    for _ in range(8):  # unwrap gym wrappers and mobrl's multi-agent wrapper
+        if isinstance(node, MComCore):
+            return node
+        node = getattr(node, "core", None) or getattr(node, "env", None)
+        if node is None:
+            return None
+    return None
+
+
 def is_multi_agent(env_config: dict[str, Any]) -> bool:
     return env_config["kind"] == "mobile" and env_config["mode"] == "ma"
 

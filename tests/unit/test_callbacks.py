@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from mobrl import metrics as keys
-from mobrl.callbacks import MobileMetricsCallback, find_core
-from mobrl.envs.factory import make_env
+from mobrl.callbacks import MobileMetricsCallback
+from mobrl.envs.factory import find_core, make_env
 from mobrl.netstats import EpisodeTracker, core_step_snapshot
 
 

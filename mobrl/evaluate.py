@@ -1,0 +1,336 @@
+"""Evaluate policies on paired episode seeds: statistics (mean, 95 % CI), tables, JSON and CSV."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from mobrl.checkpoints import find_manifest, list_checkpoints
+from mobrl.errors import UserError, unknown_choice
+from mobrl.rollout import EPISODE_METRICS
+
+SUMMARY_FILE = "summary.json"
+EPISODES_FILE = "episodes.csv"
+TRAINED = "trained"
+COLUMNS = ("return", *EPISODE_METRICS)
+
+
+def mean_ci(values: list[float], confidence: float = 0.95) -> tuple[float, float, float]:
+    """Mean and the half-width of its Student-t confidence interval (NaN half-width for n<2)."""
+    from scipy import stats
+
+    x = np.asarray([v for v in values if not math.isnan(v)], dtype=float)
+    if x.size == 0:
+        return math.nan, math.nan, math.nan
+    mean = float(x.mean())
+    if x.size < 2:
+        return mean, math.nan, float(x.size)
+    sem = float(x.std(ddof=1) / math.sqrt(x.size))
+    half = float(stats.t.ppf(0.5 + confidence / 2, df=x.size - 1) * sem)
+    return mean, half, float(x.size)
+
+
+@dataclass
+class Target:
+    """What to evaluate: a checkpoint (or none, for baselines only) and the env to run it in."""
+
+    checkpoint: Path | None
+    env_config: dict[str, Any]
+    note: str
+
+
+def pick_checkpoint(path: Path, pick: str) -> tuple[Path, str]:
+    """Resolve a checkpoint, trial, experiment, run or multirun dir to one checkpoint."""
+    path = Path(path).expanduser().absolute()
+    if not path.exists():
+        raise UserError(f"--checkpoint '{path}' does not exist. Give a checkpoint or run dir.")
+    found = list_checkpoints(path)
+    if not found:
+        raise UserError(
+            f"no RLlib checkpoint under '{path}'. Point --checkpoint at a checkpoint_* dir, "
+            "a trial dir or a run dir that holds one."
+        )
+    if len(found) == 1:
+        return found[0], f"checkpoint {found[0]}"
+    if pick == "last":
+        latest = max(found, key=lambda p: (p.stat().st_mtime, p.name))
+        return latest, f"last checkpoint of {len(found)}: {latest}"
+    summaries = sorted({s for c in found for s in _summaries_above(c)})
+    best: tuple[float, Path] | None = None
+    for summary_path in summaries:
+        summary = json.loads(summary_path.read_text())
+        value, ckpt = summary.get("best_return"), summary.get("best_checkpoint")
+        if value is not None and ckpt and Path(ckpt).is_dir():
+            if best is None or value > best[0]:
+                best = (value, Path(ckpt))
+    if best is not None:
+        return best[1], f"best checkpoint by training return {best[0]:.3f}: {best[1]}"
+    latest = max(found, key=lambda p: (p.stat().st_mtime, p.name))
+    return latest, f"no training results to rank {len(found)} checkpoints; using the last: {latest}"
+
+
+def _summaries_above(checkpoint: Path) -> list[Path]:
+    return [p / SUMMARY_FILE for p in checkpoint.parents if (p / SUMMARY_FILE).is_file()][:1]
+
+
+def resolve_target(
+    checkpoint: Path | None, pick: str, override_env: dict[str, Any] | None
+) -> Target:
+    if checkpoint is None:
+        if override_env is None:
+            raise UserError("name a scenario, e.g. `mobrl baselines scenario=small env=ma`.")
+        return Target(None, override_env, "baselines only")
+    chosen, note = pick_checkpoint(checkpoint, pick)
+    manifest = find_manifest(chosen)
+    if override_env is not None:
+        return Target(chosen, override_env, note)
+    if manifest is None:
+        raise UserError(
+            f"'{chosen}' has no mobrl manifest, so mobrl cannot tell its env. Add the scenario "
+            "as overrides, e.g. `mobrl evaluate --checkpoint PATH scenario=small env=ma`."
+        )
+    return Target(chosen, manifest["env_config"], note)
+
+
+# --- running episodes (in worker processes when there is more than one CPU) ---------------
+
+_WORKER: dict[str, Any] = {}
+
+
+def _make_policy(name: str, checkpoint: str | None, env_config: dict, explore: bool) -> Any:
+    from mobrl.policies import BASELINES, TrainedPolicy
+
+    if name == TRAINED:
+        return TrainedPolicy.from_checkpoint(Path(checkpoint), env_config, explore=explore)
+    return BASELINES[name]()
+
+
+def _run(name: str, seed: int, checkpoint: str | None, env_config: dict, explore: bool) -> dict:
+    from mobrl.rollout import run_episode
+
+    key = (name, checkpoint, explore)
+    if _WORKER.get("key") != key:  # one policy load per worker and policy
+        _WORKER["key"], _WORKER["policy"] = key, _make_policy(name, checkpoint, env_config, explore)
+    return run_episode(env_config, _WORKER["policy"], seed)
+
+
+def run_all(
+    target: Target,
+    policies: list[str],
+    seeds: list[int],
+    explore: bool,
+    workers: int,
+    progress: Any = None,
+) -> list[dict[str, Any]]:
+    """Every policy on every seed; rows of (policy, episode, seed, return, metrics...)."""
+    tasks = [(name, i, seed) for name in policies for i, seed in enumerate(seeds)]
+    ckpt = str(target.checkpoint) if target.checkpoint else None
+    rows: list[dict[str, Any]] = []
+
+    def add(name: str, i: int, seed: int, result: dict) -> None:
+        rows.append({"policy": name, "episode": i, "seed": seed, **result})
+        if progress is not None:
+            progress()
+
+    if workers <= 1:
+        for name, i, seed in tasks:
+            add(name, i, seed, _run(name, seed, ckpt, target.env_config, explore))
+    else:
+        import multiprocessing
+
+        context = multiprocessing.get_context("spawn")  # torch and forked threads do not mix
+        with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+            futures = {
+                pool.submit(_run, name, seed, ckpt, target.env_config, explore): (name, i, seed)
+                for name, i, seed in tasks
+            }
+            for future in as_completed(futures):
+                add(*futures[future], future.result())
+    rows.sort(key=lambda r: (policies.index(r["policy"]), r["episode"]))
+    return rows
+
+
+def summarize(rows: list[dict[str, Any]], policies: list[str]) -> dict[str, Any]:
+    """Per policy: mean, 95 % CI half-width and n of every column; plus paired differences of
+    each baseline against the trained policy (same seeds)."""
+    out: dict[str, Any] = {"policies": {}, "paired_vs_trained": {}}
+    columns = [c for c in COLUMNS if any(c in r for r in rows)]
+    for name in policies:
+        mine = [r for r in rows if r["policy"] == name]
+        out["policies"][name] = {
+            col: dict(zip(("mean", "ci95", "n"), mean_ci([r[col] for r in mine])))
+            for col in columns
+        }
+    if TRAINED in policies:
+        trained = {r["seed"]: r for r in rows if r["policy"] == TRAINED}
+        for name in policies:
+            if name == TRAINED:
+                continue
+            diffs = [
+                trained[r["seed"]]["return"] - r["return"]
+                for r in rows
+                if r["policy"] == name and r["seed"] in trained
+            ]
+            mean, half, n = mean_ci(diffs)
+            out["paired_vs_trained"][name] = {"return_diff_mean": mean, "ci95": half, "n": n}
+    return out
+
+
+def default_output_dir(scenario: str) -> Path:
+    now = datetime.now()
+    return Path("evaluations") / now.strftime("%Y-%m-%d") / f"{now:%H-%M-%S}_{scenario}"
+
+
+def write_results(
+    output: Path, rows: list[dict[str, Any]], summary: dict[str, Any], meta: dict[str, Any]
+) -> None:
+    """Write summary.json and episodes.csv atomically (temporary file, then rename)."""
+    import pandas as pd
+
+    output.mkdir(parents=True, exist_ok=True)
+    frame = pd.DataFrame(rows)
+    _atomic_write(output / EPISODES_FILE, frame.to_csv(index=False))
+    payload = {**meta, **summary}
+    _atomic_write(output / SUMMARY_FILE, json.dumps(payload, indent=2, default=str) + "\n")
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def check_baselines(names: list[str], env_config: dict[str, Any]) -> None:
+    from mobrl.policies import BASELINES
+
+    for name in names:
+        if name not in BASELINES:
+            raise unknown_choice("baseline", name, BASELINES, "Fix --baselines.")
+        if env_config["kind"] != "mobile" and name in ("noop", "greedy", "full"):
+            raise UserError(
+                f"baseline '{name}' needs a mobile-env scenario; for {env_config['id']} use "
+                "--baselines random" + (",pole_angle" if "CartPole" in env_config["id"] else "")
+            )
+        if name == "pole_angle" and not env_config["id"].startswith("CartPole"):
+            raise UserError("baseline 'pole_angle' is for CartPole. Remove it from --baselines.")
+
+
+_LABELS = {
+    "return": "return",
+    EPISODE_METRICS[0]: "UE utility",
+    EPISODE_METRICS[1]: "connected",
+    EPISODE_METRICS[2]: "Jain (utility)",
+    EPISODE_METRICS[3]: "p5 UE utility",
+}
+
+
+def _cell(stats: dict[str, float]) -> str:
+    mean, half = stats["mean"], stats["ci95"]
+    if math.isnan(mean):
+        return "-"
+    return f"{mean:.3f}" if math.isnan(half) else f"{mean:.3f} ± {half:.3f}"
+
+
+def evaluate_command(
+    checkpoint: Path | None,
+    overrides: list[str],
+    episodes: int,
+    seed: int,
+    baselines: str | None,
+    pick: str,
+    output: Path | None,
+    explore: bool,
+    workers: int | None,
+) -> Path:
+    """`mobrl evaluate` / `mobrl baselines`: run, print the table, write the files."""
+    from rich.console import Console
+    from rich.progress import Progress
+    from rich.table import Table
+
+    console = Console(highlight=False, soft_wrap=True)
+    if episodes < 1:
+        raise UserError(f"--episodes must be at least 1, got {episodes}.")
+    if pick not in ("best", "last"):
+        raise unknown_choice("--pick", pick, ["best", "last"], "Use --pick best or --pick last.")
+    override_env = None
+    if overrides:
+        from mobrl.config import validate_command_line
+        from mobrl.envs.factory import env_config_from
+
+        override_env = env_config_from(validate_command_line(overrides))
+    target = resolve_target(checkpoint, pick, override_env)
+    from mobrl.policies import baselines_for
+
+    names = [b for b in (baselines.split(",") if baselines else []) if b]
+    if baselines is None:
+        names = baselines_for(target.env_config)
+    check_baselines(names, target.env_config)
+    policies = ([TRAINED] if target.checkpoint else []) + names
+    if not policies:
+        raise UserError("nothing to evaluate: give --checkpoint or --baselines.")
+    if target.checkpoint is not None:
+        from mobrl.envs.factory import make_env
+        from mobrl.policies import TrainedPolicy
+
+        trained = TrainedPolicy.from_checkpoint(target.checkpoint, target.env_config)
+        env = make_env(target.env_config)
+        trained.check_spaces(env)
+        env.close()
+        console.print(target.note)
+    scenario = target.env_config.get("scenario") or target.env_config["id"]
+    output = Path(output) if output else default_output_dir(scenario)
+    _check_output(output)
+
+    seeds = [seed + i for i in range(episodes)]
+    total = len(seeds) * len(policies)
+    if workers is None:
+        workers = min(os.cpu_count() or 1, 4) if total >= 8 else 1
+    with Progress(console=console, transient=True) as bar:
+        task = bar.add_task(f"{total} episodes ({', '.join(policies)})", total=total)
+        rows = run_all(
+            target, policies, seeds, explore, workers, progress=lambda: bar.advance(task)
+        )
+    summary = summarize(rows, policies)
+    meta = {
+        "checkpoint": str(target.checkpoint) if target.checkpoint else None,
+        "env_config": target.env_config,
+        "episodes": episodes,
+        "seeds": seeds,
+        "explore": explore,
+    }
+    write_results(output, rows, summary, meta)
+
+    table = Table(title=f"{scenario}: {episodes} episodes per policy, mean ± 95 % CI")
+    columns = [c for c in COLUMNS if c in next(iter(summary["policies"].values()))]
+    table.add_column("policy")
+    for col in columns:
+        table.add_column(_LABELS[col], justify="right")
+    for name in policies:
+        table.add_row(name, *(_cell(summary["policies"][name][c]) for c in columns))
+    console.print(table)
+    for name, diff in summary["paired_vs_trained"].items():
+        console.print(
+            f"trained − {name} (paired by seed): return {_cell({'mean': diff['return_diff_mean'], 'ci95': diff['ci95']})}"
+        )
+    console.print(f"results: {output / SUMMARY_FILE}, {output / EPISODES_FILE}")
+    return output
+
+
+def _check_output(output: Path) -> None:
+    from mobrl.spec import check_writable
+
+    check_writable(output, "--output")
+    existing = [output / f for f in (SUMMARY_FILE, EPISODES_FILE) if (output / f).exists()]
+    if existing:
+        raise UserError(
+            f"--output '{output}' already holds results ({existing[0].name}). "
+            "Choose a new --output dir; mobrl does not overwrite results."
+        )

@@ -1,0 +1,56 @@
+"""Run whole episodes with any policy (trained or baseline) and record what a paper reports."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mobrl import metrics as keys
+from mobrl.envs.factory import find_core, make_env
+from mobrl.netstats import EpisodeTracker, core_step_snapshot
+
+#: per-episode columns besides the return, for mobile-env scenarios
+EPISODE_METRICS = (
+    keys.UTILITY_MEAN,
+    keys.NET_CONNECTED,
+    keys.JAIN_UTILITY,
+    keys.UTILITY_P5,
+)
+
+
+def episode_env(env_config: dict[str, Any], seed: int) -> Any:
+    """A fresh env whose episode is fixed by `seed` (mobile-env draws movement and arrivals
+    from its config seed, not from reset(seed=...), so the seed goes into its config)."""
+    if env_config["kind"] == "mobile":
+        kwargs = {**(env_config.get("kwargs") or {}), "seed": seed}
+        return make_env({**env_config, "kwargs": kwargs})
+    return make_env(env_config)
+
+
+def run_episode(env_config: dict[str, Any], policy: Any, seed: int) -> dict[str, float]:
+    """One episode of `policy` with episode seed `seed`: return, length and, for mobile-env,
+    mean UE utility, connected fraction, Jain fairness and 5th-percentile UE utility."""
+    env = episode_env(env_config, seed)
+    policy.reset(seed)
+    obs, _ = env.reset(seed=seed)
+    core = find_core(env)
+    tracker = EpisodeTracker(core.NUM_STATIONS) if core is not None else None
+    total, steps = 0.0, 0
+    while True:
+        obs, reward, terminated, truncated, _ = env.step(policy.act(obs, env))
+        steps += 1
+        if isinstance(reward, dict):
+            total += float(sum(reward.values()))
+            done = terminated["__all__"] or truncated["__all__"]
+        else:
+            total += float(reward)
+            done = terminated or truncated
+        if tracker is not None:
+            tracker.record_step(*core_step_snapshot(core))
+        if done:
+            break
+    env.close()
+    row = {"return": total, "length": float(steps)}
+    if tracker is not None:
+        summary = tracker.summary(per_ue=False)
+        row.update({key: summary.get(key, float("nan")) for key in EPISODE_METRICS})
+    return row

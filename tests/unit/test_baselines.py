@@ -1,0 +1,113 @@
+"""Heuristic baselines on hand-made and real states."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+from mobrl.envs.factory import make_env
+from mobrl.policies import BASELINES, FullPolicy, GreedyPolicy, PoleAnglePolicy, baselines_for
+
+
+def _small(mode: str = "ma"):
+    env = make_env({"kind": "mobile", "id": "small", "mode": mode, "kwargs": {}})
+    env.reset(seed=0)
+    return env
+
+
+def _place(core, ue_id: int, xy: tuple[float, float]) -> None:
+    ue = core.users[ue_id]
+    ue.x, ue.y = xy
+
+
+def test_greedy_picks_the_max_snr_station_on_a_hand_made_state() -> None:
+    env = _small()
+    core = env.core
+    # put UE 0 right next to base station 2 (at (120, 30) in the small layout)
+    _place(core, 0, (121.0, 31.0))
+    snrs = [core.channel.snr(bs, core.users[0]) for _, bs in sorted(core.stations.items())]
+    assert int(np.argmax(snrs)) == 2
+    policy = GreedyPolicy()
+    policy.reset(0)
+    assert policy.act({"ue_0": None}, env) == {"ue_0": 3}  # action = station id + 1
+    # once connected to the best station it keeps it, and drops any other connection
+    core.connections[core.stations[2]].add(core.users[0])
+    core.connections[core.stations[1]].add(core.users[0])
+    near_one = core.channel.snr(core.stations[1], core.users[0]) > core.users[0].snr_threshold
+    expected = 2 if near_one else 0
+    assert policy.act({"ue_0": None}, env) == {"ue_0": expected}
+
+
+def test_full_connects_every_reachable_station_one_per_step() -> None:
+    env = _small()
+    core = env.core
+    _place(core, 0, (90.0, 80.0))
+    ue = core.users[0]
+    reachable = [
+        b for b, bs in sorted(core.stations.items()) if core.channel.snr(bs, ue) > ue.snr_threshold
+    ]
+    policy = FullPolicy()
+    policy.reset(0)
+    chosen = []
+    for _ in range(len(reachable) + 1):
+        action = policy.act({"ue_0": None}, env)["ue_0"]
+        if action:
+            chosen.append(action - 1)
+            core.connections[core.stations[action - 1]].add(ue)
+    assert chosen == reachable
+
+
+@pytest.mark.parametrize("mode", ["ma", "central"])
+@pytest.mark.parametrize("name", ["random", "noop", "greedy", "full"])
+def test_mobile_baselines_give_valid_actions_for_whole_episodes(mode: str, name: str) -> None:
+    env = _small(mode)
+    policy = BASELINES[name]()
+    policy.reset(1)
+    obs, _ = env.reset(seed=1)
+    steps = 0
+    while True:
+        action = policy.act(obs, env)
+        if mode == "ma":
+            assert set(action) == set(obs)
+            assert all(env.action_spaces[a].contains(v) for a, v in action.items())
+        else:
+            assert env.action_space.contains(np.asarray(action, dtype=np.int64))
+        obs, _, term, trunc, _ = env.step(action)
+        steps += 1
+        if (term["__all__"] or trunc["__all__"]) if mode == "ma" else (term or trunc):
+            break
+    assert steps == 100
+
+
+def test_greedy_beats_noop_on_small() -> None:
+    returns = {}
+    for name in ("noop", "greedy"):
+        env = _small("central")
+        policy = BASELINES[name]()
+        policy.reset(0)
+        obs, _ = env.reset(seed=0)
+        total, done = 0.0, False
+        while not done:
+            obs, reward, term, trunc, _ = env.step(policy.act(obs, env))
+            total += reward
+            done = term or trunc
+        returns[name] = total
+    assert returns["greedy"] > returns["noop"]
+
+
+def test_pole_angle_controller_balances_cartpole() -> None:
+    env = gym.make("CartPole-v1")
+    obs, _ = env.reset(seed=0)
+    policy, total, done = PoleAnglePolicy(), 0.0, False
+    while not done:
+        obs, reward, term, trunc, _ = env.step(policy.act(obs, env))
+        total += reward
+        done = term or trunc
+    assert total >= 150
+
+
+def test_default_baselines_per_scenario_kind() -> None:
+    assert baselines_for({"kind": "mobile", "id": "small"}) == ["random", "noop", "greedy", "full"]
+    assert baselines_for({"kind": "gym", "id": "CartPole-v1"}) == ["random", "pole_angle"]
+    assert baselines_for({"kind": "gym", "id": "Acrobot-v1"}) == ["random"]
