@@ -94,6 +94,10 @@ def load_rl_modules(checkpoint: Path) -> dict[str, Any]:
             f"'{checkpoint}' is not an RLlib algorithm checkpoint (no {RL_MODULE_SUBDIR}). "
             "Point --checkpoint at a checkpoint_* dir or a run dir."
         )
+    import logging
+
+    # RLlib's own checkpoints trigger its deprecation notice about RLModuleConfig on restore
+    logging.getLogger("ray.rllib.core.rl_module.rl_module").setLevel(logging.ERROR)
     from ray.rllib.core.rl_module.multi_rl_module import MultiRLModule
     from ray.rllib.core.rl_module.rl_module import RLModule
 

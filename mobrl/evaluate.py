@@ -60,6 +60,7 @@ def pick_checkpoint(path: Path, pick: str) -> tuple[Path, str]:
         )
     if len(found) == 1:
         return found[0], f"checkpoint {found[0]}"
+    _check_one_env(found)
     if pick == "last":
         latest = max(found, key=lambda p: (p.stat().st_mtime, p.name))
         return latest, f"last checkpoint of {len(found)}: {latest}"
@@ -75,6 +76,22 @@ def pick_checkpoint(path: Path, pick: str) -> tuple[Path, str]:
         return best[1], f"best checkpoint by training return {best[0]:.3f}: {best[1]}"
     latest = max(found, key=lambda p: (p.stat().st_mtime, p.name))
     return latest, f"no training results to rank {len(found)} checkpoints; using the last: {latest}"
+
+
+def _check_one_env(checkpoints: list[Path]) -> None:
+    """Ranking by training return only makes sense within one scenario and env mode."""
+    envs: dict[str, Path] = {}
+    for ckpt in checkpoints:
+        manifest = find_manifest(ckpt)
+        if manifest is not None:
+            env = f"scenario={manifest['scenario']} env={manifest['env_mode']}"
+            envs.setdefault(env, ckpt)
+    if len(envs) > 1:
+        listed = "; ".join(f"{env}: {path}" for env, path in sorted(envs.items()))
+        raise UserError(
+            f"the path holds runs of {len(envs)} scenarios ({listed}). "
+            "Point --checkpoint at one run dir."
+        )
 
 
 def _summaries_above(checkpoint: Path) -> list[Path]:

@@ -92,3 +92,19 @@ def test_baselines_command_writes_paired_episodes(mobrl_cli, tmp_path) -> None:
     noop = summary["policies"]["noop"]
     assert noop["network/connected_fraction"]["mean"] == 0.0
     assert summary["policies"]["greedy"]["return"]["mean"] > noop["return"]["mean"]
+
+
+def test_mixed_scenarios_under_one_path_are_refused(tmp_path) -> None:
+    from mobrl.errors import UserError
+    from mobrl.evaluate import pick_checkpoint
+
+    for job, scenario in (("0_small_ppo", "small"), ("1_cartpole_ppo", "cartpole")):
+        ckpt = tmp_path / job / "tune" / "PPO_x" / "checkpoint_000000"
+        ckpt.mkdir(parents=True)
+        (ckpt / "rllib_checkpoint.json").write_text("{}")
+        manifest = {"scenario": scenario, "env_mode": "ma", "env_config": {}}
+        (tmp_path / job / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(UserError, match="runs of 2 scenarios"):
+        pick_checkpoint(tmp_path, "best")
+    chosen, note = pick_checkpoint(tmp_path / "0_small_ppo", "best")
+    assert chosen.name == "checkpoint_000000" and "checkpoint" in note
