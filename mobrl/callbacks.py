@@ -19,21 +19,20 @@ class MobileMetricsCallback(RLlibCallback):
 
     def on_episode_start(self, *, episode, env=None, env_index: int = 0, **kwargs) -> None:
         core = find_core(env, env_index)
-        if core is not None:
-            episode.custom_data[_TRACKER] = EpisodeTracker(core.NUM_STATIONS)
+        if core is not None:  # the env (and its core) stays the same for the whole episode
+            episode.custom_data[_TRACKER] = (core, EpisodeTracker(core.NUM_STATIONS))
 
-    def on_episode_step(self, *, episode, env=None, env_index: int = 0, **kwargs) -> None:
-        tracker = episode.custom_data.get(_TRACKER)
-        if tracker is None:
-            return
-        core = find_core(env, env_index)
-        if core is not None:
+    def on_episode_step(self, *, episode, **kwargs) -> None:
+        tracked = episode.custom_data.get(_TRACKER)
+        if tracked is not None:
+            core, tracker = tracked
             tracker.record_step(*core_step_snapshot(core))
 
     def on_episode_end(self, *, episode, metrics_logger=None, **kwargs) -> None:
-        tracker = episode.custom_data.pop(_TRACKER, None)
-        if tracker is None or metrics_logger is None:
+        tracked = episode.custom_data.pop(_TRACKER, None)
+        if tracked is None or metrics_logger is None:
             return
+        _, tracker = tracked
         for tag, value in tracker.summary().items():
             if value == value:  # NaN (e.g. no serving link all episode) would poison the mean
                 metrics_logger.log_value(tag, value, reduce="mean", window=100)

@@ -12,6 +12,8 @@ from typing import Any
 from mobrl.errors import UserError
 
 MANIFEST = "manifest.json"
+#: a run's training outcome (best return, best and last checkpoints), written by `mobrl train`
+RUN_SUMMARY = "summary.json"
 RESOLVED_CONFIG = "config.yaml"
 #: Tune's experiment dir inside a run dir
 TUNE_DIR = "tune"

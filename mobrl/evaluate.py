@@ -13,7 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from mobrl.checkpoints import find_manifest, list_checkpoints
+from mobrl import metrics as keys
+from mobrl.checkpoints import RUN_SUMMARY, find_manifest, list_checkpoints
 from mobrl.errors import UserError, unknown_choice
 from mobrl.rollout import EPISODE_METRICS
 
@@ -62,9 +63,9 @@ def pick_checkpoint(path: Path, pick: str) -> tuple[Path, str]:
         return found[0], f"checkpoint {found[0]}"
     _check_one_env(found)
     if pick == "last":
-        latest = max(found, key=lambda p: (p.stat().st_mtime, p.name))
+        latest = _latest(found)
         return latest, f"last checkpoint of {len(found)}: {latest}"
-    summaries = sorted({s for c in found for s in _summaries_above(c)})
+    summaries = sorted({s for c in found for s in _run_summary_above(c)})
     best: tuple[float, Path] | None = None
     for summary_path in summaries:
         summary = json.loads(summary_path.read_text())
@@ -74,7 +75,7 @@ def pick_checkpoint(path: Path, pick: str) -> tuple[Path, str]:
                 best = (value, Path(ckpt))
     if best is not None:
         return best[1], f"best checkpoint by training return {best[0]:.3f}: {best[1]}"
-    latest = max(found, key=lambda p: (p.stat().st_mtime, p.name))
+    latest = _latest(found)
     return latest, f"no training results to rank {len(found)} checkpoints; using the last: {latest}"
 
 
@@ -94,8 +95,13 @@ def _check_one_env(checkpoints: list[Path]) -> None:
         )
 
 
-def _summaries_above(checkpoint: Path) -> list[Path]:
-    return [p / SUMMARY_FILE for p in checkpoint.parents if (p / SUMMARY_FILE).is_file()][:1]
+def _latest(checkpoints: list[Path]) -> Path:
+    return max(checkpoints, key=lambda p: (p.stat().st_mtime, p.name))
+
+
+def _run_summary_above(checkpoint: Path) -> list[Path]:
+    """The summary.json of the `mobrl train` run holding `checkpoint` (none for plain RLlib)."""
+    return [p / RUN_SUMMARY for p in checkpoint.parents if (p / RUN_SUMMARY).is_file()][:1]
 
 
 def resolve_target(
@@ -106,9 +112,9 @@ def resolve_target(
             raise UserError("name a scenario, e.g. `mobrl baselines scenario=small env=ma`.")
         return Target(None, override_env, "baselines only")
     chosen, note = pick_checkpoint(checkpoint, pick)
-    manifest = find_manifest(chosen)
     if override_env is not None:
         return Target(chosen, override_env, note)
+    manifest = find_manifest(chosen)
     if manifest is None:
         raise UserError(
             f"'{chosen}' has no mobrl manifest, so mobrl cannot tell its env. Add the scenario "
@@ -226,26 +232,25 @@ def _atomic_write(path: Path, text: str) -> None:
 
 
 def check_baselines(names: list[str], env_config: dict[str, Any]) -> None:
-    from mobrl.policies import BASELINES
+    from mobrl.policies import BASELINES, baselines_for
 
+    applicable = baselines_for(env_config)
     for name in names:
         if name not in BASELINES:
             raise unknown_choice("baseline", name, BASELINES, "Fix --baselines.")
-        if env_config["kind"] != "mobile" and name in ("noop", "greedy", "full"):
+        if name not in applicable:
             raise UserError(
-                f"baseline '{name}' needs a mobile-env scenario; for {env_config['id']} use "
-                "--baselines random" + (",pole_angle" if "CartPole" in env_config["id"] else "")
+                f"baseline '{name}' does not apply to {env_config['id']}. "
+                f"Use --baselines {','.join(applicable)}."
             )
-        if name == "pole_angle" and not env_config["id"].startswith("CartPole"):
-            raise UserError("baseline 'pole_angle' is for CartPole. Remove it from --baselines.")
 
 
 _LABELS = {
     "return": "return",
-    EPISODE_METRICS[0]: "UE utility",
-    EPISODE_METRICS[1]: "connected",
-    EPISODE_METRICS[2]: "Jain (utility)",
-    EPISODE_METRICS[3]: "p5 UE utility",
+    keys.UTILITY_MEAN: "UE utility",
+    keys.NET_CONNECTED: "connected",
+    keys.JAIN_UTILITY: "Jain (utility)",
+    keys.UTILITY_P5: "p5 UE utility",
 }
 
 
@@ -297,10 +302,12 @@ def evaluate_command(
         from mobrl.envs.factory import make_env
         from mobrl.policies import TrainedPolicy
 
-        trained = TrainedPolicy.from_checkpoint(target.checkpoint, target.env_config)
+        trained = TrainedPolicy.from_checkpoint(target.checkpoint, target.env_config, explore)
         env = make_env(target.env_config)
         trained.check_spaces(env)
         env.close()
+        # episodes run in this process reuse the policy just loaded
+        _WORKER["key"], _WORKER["policy"] = (TRAINED, str(target.checkpoint), explore), trained
         console.print(target.note)
     scenario = target.env_config.get("scenario") or target.env_config["id"]
     output = Path(output) if output else default_output_dir(scenario)

@@ -15,6 +15,8 @@ from mobrl.errors import UserError
 class TrainedPolicy:
     """A checkpoint's RLModules, run directly for inference (no Ray, no env runners)."""
 
+    name = "trained"
+
     def __init__(self, modules: dict[str, Any], env_config: dict[str, Any], explore: bool = False):
         self.modules = modules
         self.env_config = env_config
@@ -67,8 +69,6 @@ class TrainedPolicy:
                     f"the scenario's ({obs_space}, {act_space}). Evaluate it with the scenario "
                     "and env mode it was trained on."
                 )
-
-    name = "policy"
 
     def reset(self, seed: int | None = None) -> None:
         """Trained policies keep no per-episode state."""

@@ -14,11 +14,15 @@ from omegaconf import DictConfig, OmegaConf
 from rich.console import Console
 
 from mobrl import metrics
-from mobrl.checkpoints import RESOLVED_CONFIG, TUNE_DIR, build_manifest, write_manifest
+from mobrl.checkpoints import (
+    RESOLVED_CONFIG,
+    RUN_SUMMARY,
+    TUNE_DIR,
+    build_manifest,
+    write_manifest,
+)
 from mobrl.errors import USER_ERROR_EXIT, UserError
 from mobrl.spec import check_config, check_writable
-
-SUMMARY = "summary.json"
 
 console = Console(highlight=False, soft_wrap=True)
 
@@ -226,17 +230,17 @@ def _summarize(cfg: DictConfig, results: Any, run_dir: Path, experiment_dir: Pat
         "experiment_dir": str(experiment_dir),
         "trials": trials,
     }
-    (run_dir / SUMMARY).write_text(json.dumps(summary, indent=2) + "\n")
+    (run_dir / RUN_SUMMARY).write_text(json.dumps(summary, indent=2) + "\n")
 
     failed = [t for t in trials if t["error"]]
     console.print()
     console.print(f"[bold]best {metric}:[/bold] {_show(summary['best_return'])}")
     console.print(f"[bold]best checkpoint:[/bold] {summary['best_checkpoint']}")
     console.print(f"[bold]last checkpoint:[/bold] {summary['last_checkpoint']}")
-    if summary["best_checkpoint"] and _has_command("evaluate"):
+    if summary["best_checkpoint"]:
         console.print(f"evaluate: mobrl evaluate --checkpoint {summary['best_checkpoint']}")
     console.print(f"tensorboard: tensorboard --logdir {run_dir}")
-    console.print(f"results: {run_dir / SUMMARY}")
+    console.print(f"results: {run_dir / RUN_SUMMARY}")
     for trial in failed:
         print(
             f"trial failed: {trial['error']} (see {Path(trial['trial_dir']) / 'error.txt'})",
@@ -245,12 +249,6 @@ def _summarize(cfg: DictConfig, results: Any, run_dir: Path, experiment_dir: Pat
     if failed:
         raise SystemExit(1)
     return summary["best_return"]
-
-
-def _has_command(name: str) -> bool:
-    from mobrl.cli import app
-
-    return any((c.name or c.callback.__name__) == name for c in app.registered_commands)
 
 
 def _show(value: float | None) -> str:

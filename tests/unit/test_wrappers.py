@@ -56,7 +56,7 @@ def test_arrivals_and_departures() -> None:
         done_agents |= {a for a, v in truncs.items() if a != "__all__" and v}
         if truncs["__all__"]:
             break
-    tracker = episode.custom_data["mobrl_tracker"]
+    _, tracker = episode.custom_data["mobrl_tracker"]
     active_steps = {ue: stats.steps for ue, stats in tracker.ues.items()}
     callback.on_episode_end(episode=episode, metrics_logger=logger)
 
