@@ -152,6 +152,8 @@ def core_step_snapshot(core: Any) -> tuple[dict, dict, dict, dict]:
     Rates are in mobile-env's own unit (its dashboard calls it MB/s); SNR is 10*log10 of
     mobile-env's SNR value (received power over noise as mobile-env computes them), measured
     at the UE positions at the end of the step."""
+    if hasattr(core, "step_snapshot"):  # mobrl's fast engine reads its arrays directly
+        return core.step_snapshot()
     from mobile_env.core.schedules import ResourceFair
 
     serving: dict[int, list[int]] = {}

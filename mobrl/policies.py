@@ -168,7 +168,12 @@ class _PerUEBaseline(Baseline):
 
 def _link_state(core: Any, ue: Any) -> tuple[list[Any], set[Any], dict[Any, float]]:
     """Reachable stations (SNR above the UE's threshold), the UE's live connections, SNRs."""
-    snrs = {bs: core.channel.snr(bs, ue) for _, bs in sorted(core.stations.items())}
+    stations = [bs for _, bs in sorted(core.stations.items())]
+    if hasattr(core, "snr_matrix"):  # mobrl's fast engine has this step's SNRs already
+        column = core.snr_matrix()[:, core.ue_column(ue)].tolist()
+        snrs = dict(zip(stations, column))
+    else:
+        snrs = {bs: core.channel.snr(bs, ue) for bs in stations}
     reachable = [bs for bs, snr in snrs.items() if snr > ue.snr_threshold]
     connected = {bs for bs in reachable if ue in core.connections.get(bs, ())}
     return reachable, connected, snrs

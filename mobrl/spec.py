@@ -9,7 +9,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from mobrl.algos import ALGORITHMS
-from mobrl.envs.factory import MOBILE_LAYOUTS, MOBILE_MODES
+from mobrl.envs.factory import MOBILE_ENGINES, MOBILE_LAYOUTS, MOBILE_MODES
 from mobrl.errors import UserError, unknown_choice
 
 SCENARIO_KINDS = ("mobile", "gym")
@@ -78,6 +78,8 @@ def check_config(cfg: DictConfig) -> None:
             raise unknown_choice(
                 "env mode", cfg.env.mode, MOBILE_MODES, "Use env=ma or env=central."
             )
+        if cfg.engine not in MOBILE_ENGINES:
+            raise unknown_choice("engine", cfg.engine, MOBILE_ENGINES, "Use engine=fast or stock.")
     algo = cfg.algo.name
     if algo not in ALGORITHMS:
         raise unknown_choice("algorithm", algo, ALGORITHMS, "Use algo=<name>.")

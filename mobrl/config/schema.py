@@ -126,6 +126,9 @@ class MobrlConfig:
     run: RunConf = field(default_factory=RunConf)
     tune: TuneConf = field(default_factory=TuneConf)
     ray: RayConf = field(default_factory=RayConf)
+    #: mobile-env step implementation: `fast` (mobrl's array engine, same trajectories) or
+    #: `stock` (mobile-env's own)
+    engine: str = "fast"
 
 
 GROUPS = ("scenario", "env", "algo", "run", "tune")

@@ -13,6 +13,8 @@ DEFAULT_POLICY = "default_policy"
 
 MOBILE_LAYOUTS = ("small", "medium", "large")
 MOBILE_MODES = ("ma", "central")
+#: `fast`: mobrl's array engine (mobrl.envs.engine); `stock`: mobile-env's own step
+MOBILE_ENGINES = ("fast", "stock")
 
 
 def env_config_from(cfg: Any, render_mode: str | None = None) -> dict[str, Any]:
@@ -25,6 +27,7 @@ def env_config_from(cfg: Any, render_mode: str | None = None) -> dict[str, Any]:
         "id": cfg.scenario.id,
         "kwargs": OmegaConf.to_container(cfg.scenario.kwargs, resolve=True),
         "mode": cfg.env.mode if cfg.scenario.kind == "mobile" else "gym",
+        "engine": cfg.engine,
         "render_mode": render_mode,
     }
 
@@ -34,7 +37,13 @@ def make_env(env_config: dict[str, Any]) -> Any:
     render_mode = env_config.get("render_mode")
     kwargs = dict(env_config.get("kwargs") or {})
     if env_config["kind"] == "mobile":
-        return _make_mobile(env_config["id"], env_config["mode"], kwargs, render_mode)
+        engine = env_config.get("engine", "fast")
+        core = make_mobile_core(env_config["id"], env_config["mode"], engine, kwargs, render_mode)
+        if env_config["mode"] == "central":
+            return core
+        from mobrl.envs.wrappers import MobileMultiAgentEnv
+
+        return MobileMultiAgentEnv(core)
     import gymnasium as gym
 
     env = gym.make(env_config["id"], render_mode=render_mode, **kwargs)
@@ -45,21 +54,57 @@ def make_env(env_config: dict[str, Any]) -> Any:
     return env
 
 
-def _make_mobile(layout: str, mode: str, kwargs: dict[str, Any], render_mode: str | None) -> Any:
+def make_mobile_core(
+    layout: str,
+    mode: str,
+    engine: str = "fast",
+    kwargs: dict[str, Any] | None = None,
+    render_mode: str | None = None,
+) -> Any:
+    """A mobile-env core (`MComCore`) of a built-in layout with the handler of `mode`
+    (`ma`: dict observations per UE, `central`: one flat vector) on the chosen engine."""
     from mobile_env.handlers.central import MComCentralHandler
     from mobile_env.handlers.multi_agent import MComMAHandler
+
+    handlers = {"ma": MComMAHandler, "central": MComCentralHandler}
+    config = {**(kwargs or {})}
+    config.setdefault("handler", handlers[mode])
+    return _layout_class(layout, engine)(config=config, render_mode=render_mode)
+
+
+def _layout_class(layout: str, engine: str) -> Any:
+    if engine == "fast":
+        from mobrl.envs import engine as fast
+
+        return {"small": fast.FastSmall, "medium": fast.FastMedium, "large": fast.FastLarge}[layout]
     from mobile_env.scenarios.large import MComLarge
     from mobile_env.scenarios.medium import MComMedium
     from mobile_env.scenarios.small import MComSmall
 
-    layouts = {"small": MComSmall, "medium": MComMedium, "large": MComLarge}
-    handlers = {"ma": MComMAHandler, "central": MComCentralHandler}
-    core = layouts[layout](config={**kwargs, "handler": handlers[mode]}, render_mode=render_mode)
-    if mode == "central":
-        return core
-    from mobrl.envs.wrappers import MobileMultiAgentEnv
+    return {"small": MComSmall, "medium": MComMedium, "large": MComLarge}[layout]
 
-    return MobileMultiAgentEnv(core)
+
+def make_gym_env(
+    layout: str, mode: str, config: dict | None = None, render_mode: str | None = None
+) -> Any:
+    """Entry point of the Gymnasium ids `mobrl/mobile-{layout}-{mode}-v0` (fast engine): the
+    same arguments as mobile-env's `mobile-{layout}-{mode}-v0`."""
+    return make_mobile_core(layout, mode, "fast", config, render_mode)
+
+
+def register_gym_ids() -> None:
+    """Register `mobrl/mobile-{small,medium,large}-{ma,central}-v0` with Gymnasium."""
+    import gymnasium as gym
+
+    for layout in MOBILE_LAYOUTS:
+        for mode in MOBILE_MODES:
+            env_id = f"mobrl/mobile-{layout}-{mode}-v0"
+            if env_id not in gym.registry:
+                gym.register(
+                    env_id,
+                    entry_point="mobrl.envs.factory:make_gym_env",
+                    kwargs={"layout": layout, "mode": mode},
+                )
 
 
 def find_core(env: Any, env_index: int = 0) -> Any | None:

@@ -64,3 +64,19 @@ def test_schema_types_are_enforced() -> None:
 def test_new_keys_need_plus() -> None:
     cfg = validate_command_line(["+algo.training.clip_param=0.1"])
     assert cfg.algo.training.clip_param == 0.1
+
+
+def test_engine_key_switches_the_mobile_env_step() -> None:
+    from mobrl.envs.factory import env_config_from, find_core, make_env
+
+    fast = make_env(env_config_from(validate_command_line(["scenario=small"])))
+    stock = make_env(env_config_from(validate_command_line(["scenario=small", "engine=stock"])))
+    from mobrl.envs.engine import FastEngine
+
+    assert isinstance(find_core(fast), FastEngine)
+    assert not isinstance(find_core(stock), FastEngine)
+
+
+def test_unknown_engine_is_a_user_error() -> None:
+    with pytest.raises(UserError, match="unknown engine 'stok'. Did you mean 'stock'"):
+        validate_command_line(["engine=stok"])

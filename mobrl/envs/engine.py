@@ -1,0 +1,586 @@
+"""Fast mobile-env engine: each step computed once on BS x UE arrays, same trajectories as stock.
+
+Stock mobile-env recomputes every BS-UE path loss (with shapely points) many times per step in
+Python loops. `FastEngine` keeps the simulation state as arrays (UE positions, waypoints, a
+boolean connection matrix), computes the SNR matrix once per step with the same floating-point
+operations as mobile-env, and derives connectivity, data rates, utilities, rewards, metrics and
+observations from it. Random draws (arrivals, initial positions, waypoints) come from
+mobile-env's own RNG objects in the same order, so episodes are the same step for step.
+
+The stock attributes other code reads (`connections`, `datarates`, `macro`, `utilities`,
+`active`, UE positions) stay available as views built on access, so baselines, rendering and
+user metrics work unchanged.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from typing import Any
+
+import gymnasium
+import numpy as np
+from mobile_env.core import metrics as me_metrics
+from mobile_env.core.arrival import Arrival
+from mobile_env.core.base import MComCore
+from mobile_env.core.channels import EPSILON, OkumuraHata
+from mobile_env.core.movement import RandomWaypointMovement
+from mobile_env.core.schedules import ResourceFair
+from mobile_env.core.utilities import BoundedLogUtility
+from mobile_env.handlers.central import MComCentralHandler
+from mobile_env.handlers.multi_agent import MComMAHandler
+from mobile_env.scenarios.large import MComLarge
+from mobile_env.scenarios.medium import MComMedium
+from mobile_env.scenarios.small import MComSmall
+
+#: the simulation models the engine computes natively (exact classes: a subclass may change them)
+SUPPORTED_MODELS = {
+    "channel": OkumuraHata,
+    "scheduler": ResourceFair,
+    "movement": RandomWaypointMovement,
+    "utility": BoundedLogUtility,
+}
+
+_NATIVE_METRICS = (
+    me_metrics.number_connections,
+    me_metrics.number_connected,
+    me_metrics.mean_utility,
+    me_metrics.mean_datarate,
+)
+
+
+def _mean(values: np.ndarray) -> np.float64:
+    """np.mean of a 1-d float array (the same pairwise sum and division), without its overhead."""
+    return values.sum() / values.size
+
+
+class UnsupportedByEngine(ValueError):
+    """The scenario uses a model the fast engine does not compute; use `engine=stock`."""
+
+
+def unsupported_models(core: MComCore) -> list[str]:
+    """Names of the core's models the fast engine cannot reproduce (empty: supported)."""
+    bad = [
+        f"{name}={type(getattr(core, name)).__name__}"
+        for name, cls in SUPPORTED_MODELS.items()
+        if type(getattr(core, name)) is not cls
+    ]
+    if not isinstance(core.arrival, Arrival):
+        bad.append(f"arrival={type(core.arrival).__name__}")
+    if sorted(core.stations) != list(range(len(core.stations))):
+        bad.append("base station ids other than 0..n-1")
+    return bad
+
+
+class FastEngine:
+    """Mixin placed before a mobile-env scenario class: `class X(FastEngine, MComSmall)`."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self._conn = np.zeros((0, 0), dtype=bool)
+        self._views: dict[str, Any] = {}
+        super().__init__(*args, **kwargs)
+        core: MComCore = self  # type: ignore[assignment]
+        bad = unsupported_models(core)
+        if bad:
+            raise UnsupportedByEngine(
+                f"the fast engine does not support {', '.join(bad)}; use engine=stock"
+            )
+        self._bs_list = [core.stations[b] for b in sorted(core.stations)]
+        self._ue_list = [core.users[u] for u in sorted(core.users)]
+        self._ue_index = {ue.ue_id: i for i, ue in enumerate(self._ue_list)}
+        self._ue_ids = np.array([ue.ue_id for ue in self._ue_list])
+        bs, ues = self._bs_list, self._ue_list
+        # shapely points of mobile-env truncate coordinates to integers
+        self._bx = np.array([float(int(b.x)) for b in bs])[:, None]
+        self._by = np.array([float(int(b.y)) for b in bs])[:, None]
+        self._tx = np.array([b.tx_power for b in bs], dtype=float)[:, None]
+        self._bw = np.array([b.bw for b in bs], dtype=float)[:, None]
+        self._noise = np.array([ue.noise for ue in ues], dtype=float)[None, :]
+        self._thr = np.array([ue.snr_threshold for ue in ues], dtype=float)[None, :]
+        self._velocity = np.array([ue.velocity for ue in ues], dtype=float)
+        # path-loss terms that depend only on BS and UE parameters, as OkumuraHata computes them
+        self._t1 = np.empty((len(bs), len(ues)))
+        self._t2 = np.empty((len(bs), len(ues)))
+        for i, b in enumerate(bs):
+            for j, ue in enumerate(ues):
+                ch = (
+                    0.8
+                    + (1.1 * np.log10(b.frequency) - 0.7) * ue.height
+                    - 1.56 * np.log10(b.frequency)
+                )
+                self._t1[i, j] = (
+                    69.55 - ch + 26.16 * np.log10(b.frequency) - 13.82 * np.log10(b.height)
+                )
+                self._t2[i, j] = 44.9 - 6.55 * np.log10(b.height)
+        util = core.utility
+        self._idle = util.scale(util.lower)
+        self._log_w3 = np.log(util.coeffs[2])
+        self._conn = np.zeros((len(bs), len(ues)), dtype=bool)
+        self._native_metrics = dict(
+            zip(
+                _NATIVE_METRICS,
+                (
+                    self._number_connections,
+                    self._number_connected,
+                    self._mean_utility,
+                    self._mean_datarate,
+                ),
+            )
+        )
+
+    # --- state as arrays ----------------------------------------------------------------------
+
+    def _positions_from_ues(self) -> None:
+        self._x = np.array([float(ue.x) for ue in self._ue_list])
+        self._y = np.array([float(ue.y) for ue in self._ue_list])
+
+    def _compute_snr(self) -> None:
+        """SNR of every BS-UE pair at the current positions (OkumuraHata, same operations)."""
+        dx = self._bx - np.trunc(self._x)[None, :]
+        dy = self._by - np.trunc(self._y)[None, :]
+        distance = np.sqrt(dx * dx + dy * dy)
+        loss = self._t1 + self._t2 * np.log10(distance + EPSILON)
+        self._snr = 10 ** ((self._tx - loss) / 10) / self._noise
+        self._reach = self._snr > self._thr
+
+    def _set_active(self) -> None:
+        t = self.time
+        if self._active_mask is not None and t not in self._change_times:
+            return  # nobody arrives or leaves at this time
+        mask = (self._extime > t) & (self._stime <= t)
+        if not np.array_equal(mask, self._active_mask):
+            self._follow_active(mask)
+
+    def _follow_active(self, mask: np.ndarray) -> None:
+        self._active_mask = mask
+        self._active_idx = np.flatnonzero(mask)
+        self._idle_idx = np.flatnonzero(~mask)
+        self._active_list = [self._ue_list[i] for i in self._active_idx.tolist()]
+        # every UE active (the usual case): select with a slice, which copies nothing
+        self._sel = slice(None) if mask.all() else self._active_idx
+        self._first_exit = self._extime[mask].min() if mask.any() else np.inf
+
+    def _rates(self) -> np.ndarray:
+        """Resource-fair share of each connection's max. data rate (0 where not connected)."""
+        counts = self._conn.sum(axis=1, keepdims=True)
+        full = self._bw * np.log2(1 + self._snr) / np.maximum(counts, 1)
+        # a link that moved out of range keeps its share but carries nothing (as in mobile-env)
+        return np.where(self._conn & self._reach, full, 0.0)
+
+    def _station_utilities(self) -> tuple[np.ndarray, np.ndarray]:
+        """Connections per BS, and the mean scaled utility of each BS's connected UEs (the
+        idle value for BSs without any), as mobile-env broadcasts them."""
+        counts = self._conn.sum(axis=1)
+        sums = (self._conn * self._util0).sum(axis=1)
+        return counts, np.where(counts > 0, sums / np.maximum(counts, 1), self._idle)
+
+    def _set_utilities(self, util: np.ndarray) -> None:
+        """Scaled utility of each UE in the last step (NaN: not active then)."""
+        self._util = util
+        self._util0 = np.where(np.isnan(util), 0.0, util)
+        self._bs_stats = self._station_utilities()
+
+    # --- gymnasium API ------------------------------------------------------------------------
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        core: MComCore = self  # type: ignore[assignment]
+        gymnasium.Env.reset(core, seed=seed)
+        core.time = 0.0
+        if core.reset_rng_episode or core.rng is None:
+            core.rng = np.random.default_rng(core.seed)
+        if options is not None and options != {}:
+            raise NotImplementedError("Passing extra options on env.reset() is not supported.")
+        for model in (core.arrival, core.channel, core.scheduler, core.movement, core.utility):
+            model.reset()
+        # draws in mobile-env's order (its users dict), from its own RNG objects
+        for ue in core.users.values():
+            ue.stime = core.arrival.arrival(ue)
+            ue.extime = core.arrival.departure(ue)
+        for ue in core.users.values():
+            ue.x, ue.y = core.movement.initial_position(ue)
+        self._stime = np.array([ue.stime for ue in self._ue_list], dtype=float)
+        self._extime = np.array([ue.extime for ue in self._ue_list], dtype=float)
+        self._positions_from_ues()
+        self._wx = np.zeros(len(self._ue_list))
+        self._wy = np.zeros(len(self._ue_list))
+        self._has_wp = np.zeros(len(self._ue_list), dtype=bool)
+        # the active set can only change at an arrival time or just after a departure time
+        self._change_times = {math.ceil(t) for t in [*self._stime.tolist(), *self._extime.tolist()]}
+        self._active_mask = None
+        self._set_active()
+        self._conn[:] = False
+        self._no_util = np.full(len(self._ue_list), np.nan)
+        self._set_utilities(self._no_util.copy())
+        self._macro = np.zeros(len(self._ue_list))
+        self._pre_rates = np.zeros_like(self._conn, dtype=float)
+        self._views = {}
+        core.max_departure = max(ue.extime for ue in self._ue_list)
+        core.monitor.reset()
+        self._plan_monitor()
+        core.handler.check(core)
+        self._compute_snr()
+        info = {**core.handler.info(core), **core.monitor.info()}
+        return self._observation(), info
+
+    def step(self, actions: Any):
+        core: MComCore = self  # type: ignore[assignment]
+        assert not core.time_is_up, "step() called on terminated episode"
+        act = self._action_array(actions)
+        self._views = {}
+
+        # release links that moved out of range, then toggle the chosen links of active UEs
+        conn = self._conn
+        conn &= self._reach
+        if act is not None:
+            chosen = np.flatnonzero(self._active_mask & (act != core.NOOP_ACTION))
+            if chosen.size:
+                rows = act[chosen] - 1
+                conn[rows, chosen] = ~conn[rows, chosen] & self._reach[rows, chosen]
+
+        # data rates, each UE's summed rate (in BS order, as mobile-env adds them), utilities
+        rates = self._rates()
+        macro = np.zeros(len(self._ue_list))
+        for row in rates:
+            macro += row
+        self._pre_rates, self._macro = rates, macro
+        self._connected_before = conn.any(axis=0)
+        util = self._no_util.copy()
+        sel = self._sel
+        utility = core.utility
+        lower, upper = utility.lower, utility.upper
+        served = macro[sel]
+        positive = served > 0.0
+        w1, w2, _ = utility.coeffs
+        # np.clip's values, without its overhead
+        raw = np.minimum(
+            np.maximum(w1 * np.log(w2 + np.where(positive, served, 1.0)) / self._log_w3, lower),
+            upper,
+        )
+        raw = np.where(positive, raw, lower)
+        util[sel] = 2 * (raw - lower) / (upper - lower) - 1
+        self._set_utilities(util)
+        rewards = self._reward()
+        self._monitor_update()
+
+        # move active UEs towards their waypoints (drawn in UE order from mobile-env's RNG)
+        self._move(sel)
+
+        # UEs that leave drop their links; then the active set advances
+        if core.time >= self._first_exit:
+            act_idx = self._active_idx
+            conn[:, act_idx[self._extime[act_idx] <= core.time]] = False
+            self._bs_stats = self._station_utilities()
+        self._set_active()
+        self._compute_snr()
+        core.time += 1
+        if core.time_is_up and core.window:
+            core.close()
+        if not self._active_list and not core.time_is_up:
+            return self.step({})
+        observation = self._observation()
+        info = {**core.handler.info(core), **self._latest_metrics()}
+        return observation, rewards, False, core.time_is_up, info
+
+    def _action_array(self, actions: Any) -> np.ndarray | None:
+        """Each UE's action (0: keep connections) in UE order; None if no UE acts."""
+        core: MComCore = self  # type: ignore[assignment]
+        if core.handler is MComCentralHandler and not isinstance(actions, dict):
+            act = np.asarray(actions, dtype=np.int64)  # already one action per UE, in id order
+            assert act.shape == (len(self._ue_list),), "Number of actions must equal overall UEs."
+        else:
+            actions = core.handler.action(core, actions)
+            if not actions:
+                return None
+            act = np.zeros(len(self._ue_list), dtype=np.int64)
+            index = self._ue_index
+            for ue_id, action in actions.items():
+                act[index[ue_id]] = action
+        n_bs = len(self._bs_list)
+        if np.count_nonzero(act.view(np.uint64) > n_bs):  # (negatives wrap to huge values)
+            raise KeyError(int(act[(act < 0) | (act > n_bs)][0]) - 1)  # mobile-env: no such BS
+        return act
+
+    def _move(self, sel: Any) -> None:
+        """Move the active UEs (`sel`: their index array or a slice of all) one step towards
+        their waypoints, drawing new waypoints in UE order from mobile-env's RNG."""
+        ids = self._active_idx
+        if not ids.size:
+            return
+        movement: Any = self.movement  # type: ignore[attr-defined]
+        need = ids[~self._has_wp[sel]]
+        if need.size:
+            bounds = np.tile([movement.width, movement.height], need.size).astype(float)
+            draws = movement.rng.uniform(0.0, bounds).reshape(-1, 2)
+            self._wx[need], self._wy[need] = draws[:, 0], draws[:, 1]
+            self._has_wp[need] = True
+        x, y = self._x[sel], self._y[sel]
+        wx, wy = self._wx[sel], self._wy[sel]
+        vx, vy = wx - x, wy - y
+        dist = np.sqrt(vx * vx + vy * vy)
+        vel = self._velocity[sel]
+        arrive = dist <= vel
+        dist[arrive] = 1.0  # arriving UEs jump onto the waypoint; avoid 0/0 for them
+        self._x[sel] = np.where(arrive, wx, x + vel * vx / dist)
+        self._y[sel] = np.where(arrive, wy, y + vel * vy / dist)
+        self._has_wp[ids[arrive]] = False
+        ues = self._ue_list
+        for i, nx, ny in zip(ids.tolist(), self._x[sel].tolist(), self._y[sel].tolist()):
+            ues[i].x, ues[i].y = nx, ny
+
+    def _reward(self) -> Any:
+        core: MComCore = self  # type: ignore[assignment]
+        handler = core.handler
+        sel = self._sel
+        if handler is MComMAHandler:
+            counts, bs_util = self._bs_stats
+            reach = self._reach[:, sel]
+            ngbr_util = (reach * bs_util[:, None]).sum(axis=0)
+            ngbr_counts = (reach * counts[:, None]).sum(axis=0)
+            rewards = (ngbr_util + self._util[sel]) / (ngbr_counts + 1)
+            return dict(zip(self._ue_ids[sel].tolist(), rewards.tolist()))
+        if handler is MComCentralHandler:
+            utilities = self._util[sel]
+            assert np.logical_and(utilities >= -1, utilities <= 1).all(), (
+                "Utilities must be in range [-1, +1]"
+            )
+            return _mean(utilities)
+        return handler.reward(core)
+
+    def _monitor_update(self) -> None:
+        """Append this step's values of the monitor's metrics (mobile-env's own natively)."""
+        for results, compute in self._monitor_plan:
+            results.append(compute())
+
+    def _plan_monitor(self) -> None:
+        """After the monitor's reset: (result list, how to compute it) for every metric."""
+        core: MComCore = self  # type: ignore[assignment]
+        monitor = core.monitor
+        self._monitor_plan = []
+        for kind in ("scalar", "ue", "bs"):
+            results = getattr(monitor, f"{kind}_results")
+            for name, func in getattr(monitor, f"{kind}_metrics").items():
+                native = self._native_metrics.get(func)
+                compute = native or (lambda func=func: func(core))
+                self._monitor_plan.append((results[name], compute))
+
+    def _latest_metrics(self) -> dict[str, Any]:
+        """What mobile-env's `Monitor.info()` returns after a step: each metric's last value."""
+        monitor = self.monitor  # type: ignore[attr-defined]
+        return {
+            name: values[-1]
+            for results in (monitor.scalar_results, monitor.ue_results, monitor.bs_results)
+            for name, values in results.items()
+        }
+
+    def _number_connections(self) -> int:
+        return np.count_nonzero(self._conn)
+
+    def _number_connected(self) -> int:
+        return np.count_nonzero(self._connected_before)
+
+    def _mean_utility(self) -> Any:
+        idx = self._active_idx
+        return _mean(self._util[self._sel]) if idx.size else self.utility.lower  # type: ignore[attr-defined]
+
+    def _mean_datarate(self) -> Any:
+        connected = self._connected_before
+        return _mean(self._macro[connected]) if np.count_nonzero(connected) else 0.0
+
+    def _features(self, ues: np.ndarray, names: list[str]) -> np.ndarray:
+        """Observation rows (float32) of UEs `ues` with mobile-env's features `names`."""
+        n_bs = len(self._bs_list)
+        out = np.empty((ues.size, sum(1 if k == "utility" else n_bs for k in names)), np.float32)
+        if ues.size == len(self._ue_list):
+            ues = slice(None)  # every UE, in order: plain views instead of copies
+        reach = self._reach[:, ues]
+        col = 0
+        for name in names:
+            width = 1 if name == "utility" else n_bs
+            target = out[:, col : col + width]
+            col += width
+            if name == "connections":
+                target[:] = self._conn[:, ues].T
+            elif name == "snrs":
+                snr = self._snr[:, ues]
+                target[:] = (snr / snr.max(axis=0)).T
+            elif name == "utility":
+                util = self._util[ues]
+                target[:, 0] = np.where(np.isnan(util), self._idle, util)
+            elif name == "bcast":
+                target[:] = np.where(reach, self._bs_stats[1][:, None], self._idle).T
+            else:  # stations_connected: connection counts of reachable BSs, normalized
+                num = reach * self._bs_stats[0][:, None].astype(float)
+                target[:] = (num / np.maximum(1.0, num.sum(axis=0))).T
+        return out
+
+    def _idle_features(self, count: int, names: list[str]) -> np.ndarray:
+        n = len(self._bs_list)
+        parts = {
+            "connections": np.zeros((count, n)),
+            "snrs": np.zeros((count, n)),
+            "utility": np.full((count, 1), self._idle),
+            "bcast": np.full((count, n), self._idle),
+            "stations_connected": np.ones((count, n)),
+        }
+        return np.concatenate([parts[k].astype(np.float32) for k in names], axis=1)
+
+    def _observation(self) -> Any:
+        core: MComCore = self  # type: ignore[assignment]
+        handler = core.handler
+        if handler is MComMAHandler:
+            idx = self._active_idx if not core.time_is_up else self._active_idx[:0]
+            rows = self._features(idx, handler.features)
+            return dict(zip(self._ue_ids[idx].tolist(), rows))
+        if handler is MComCentralHandler:
+            # mobile-env lists inactive UEs first (it builds them from a set; here: by id)
+            idle = self._idle_idx
+            rows = [self._idle_features(idle.size, handler.features)] if idle.size else []
+            rows.append(self._features(self._active_idx, handler.features))
+            return np.concatenate(rows, axis=0).ravel()
+        return handler.observation(core)
+
+    def features(self) -> dict[int, dict[str, np.ndarray]]:
+        """mobile-env's per-UE feature dicts (for handlers of users' own)."""
+        names = ["connections", "snrs", "utility", "bcast", "stations_connected"]
+        sizes = [len(self._bs_list)] * 2 + [1] + [len(self._bs_list)] * 2
+        out: dict[int, dict[str, np.ndarray]] = {}
+        idle = np.flatnonzero(~self._active_mask)
+        for idx, rows in (
+            (idle, self._idle_features(idle.size, names)),
+            (self._active_idx, self._features(self._active_idx, names)),
+        ):
+            for i, row in zip(idx.tolist(), rows):
+                parts = np.split(row, np.cumsum(sizes)[:-1])
+                out[self._ue_list[i].ue_id] = dict(zip(names, parts))
+        return out
+
+    # --- what other code reads: SNRs, and mobile-env's dict views ------------------------------
+
+    def snr_matrix(self) -> np.ndarray:
+        """SNR of every (BS, UE) pair at the UEs' current positions, BS and UE in id order."""
+        return self._snr
+
+    def ue_column(self, ue: Any) -> int:
+        """Column of `ue` in `snr_matrix()` and `connectivity()`."""
+        return self._ue_index[ue.ue_id]
+
+    def connectivity(self) -> np.ndarray:
+        """Boolean (BS, UE) matrix of the links that are up."""
+        return self._conn
+
+    def check_connectivity(self, bs: Any, ue: Any) -> bool:
+        return bool(self._reach[bs.bs_id, self._ue_index[ue.ue_id]])
+
+    def available_connections(self, ue: Any) -> set:
+        col = self._reach[:, self._ue_index[ue.ue_id]]
+        return {self._bs_list[b] for b in np.flatnonzero(col).tolist()}
+
+    def _view(self, name: str, build: Any) -> Any:
+        if name not in self._views:
+            self._views[name] = build()
+        return self._views[name]
+
+    @property
+    def active(self) -> list:
+        return getattr(self, "_active_list", None)
+
+    @active.setter
+    def active(self, value: Any) -> None:
+        if value is not None:  # someone sets the active UEs by hand: follow them
+            ids = {ue.ue_id for ue in value}
+            self._follow_active(np.array([ue.ue_id in ids for ue in self._ue_list]))
+
+    @property
+    def connections(self) -> dict:
+        def build() -> dict:
+            out: dict = defaultdict(set)
+            for b, u in zip(*np.nonzero(self._conn)):
+                out[self._bs_list[b]].add(self._ue_list[u])
+            return out
+
+        return self._view("connections", build)
+
+    @connections.setter
+    def connections(self, value: Any) -> None:
+        self._views.pop("connections", None)
+        if value is None or not len(self._conn):
+            return
+        self._conn[:] = False
+        for bs, ues in value.items():
+            for ue in ues:
+                self._conn[bs.bs_id, self._ue_index[ue.ue_id]] = True
+
+    @property
+    def datarates(self) -> dict:
+        """Rates of the links that are up, at the UEs' current positions (as after a step)."""
+
+        def build() -> dict:
+            rates = self._rates()
+            return {
+                (self._bs_list[b], self._ue_list[u]): float(rates[b, u])
+                for b, u in zip(*np.nonzero(self._conn))
+            }
+
+        return self._view("datarates", build)
+
+    @datarates.setter
+    def datarates(self, value: Any) -> None:
+        """Stock code assigns it; the engine derives it."""
+
+    @property
+    def macro(self) -> dict:
+        def build() -> dict:
+            connected = np.flatnonzero(self._connected_before)
+            return {self._ue_list[i]: float(self._macro[i]) for i in connected.tolist()}
+
+        return self._view("macro", build) if hasattr(self, "_connected_before") else {}
+
+    @macro.setter
+    def macro(self, value: Any) -> None:
+        """Stock code assigns it; the engine derives it."""
+
+    @property
+    def utilities(self) -> dict:
+        def build() -> dict:
+            return {
+                self._ue_list[i]: float(self._util[i])
+                for i in np.flatnonzero(~np.isnan(self._util)).tolist()
+            }
+
+        return self._view("utilities", build) if hasattr(self, "_util") else {}
+
+    @utilities.setter
+    def utilities(self, value: Any) -> None:
+        """Stock code assigns it; the engine derives it."""
+
+    def step_snapshot(self) -> tuple[dict, dict, dict, dict]:
+        """The last step for mobrl's metrics, straight from the arrays (see netstats)."""
+        util_idx = np.flatnonzero(~np.isnan(self._util))
+        ids = self._ue_ids
+        utilities = dict(zip(ids[util_idx].tolist(), self._util[util_idx].tolist()))
+        macro = self._macro
+        rates = {ids[i]: float(macro[i]) if self._connected_before[i] else 0.0 for i in util_idx}
+        serving: dict[int, list[int]] = {}
+        snr_db: dict[int, list[float]] = {}
+        in_util = np.zeros(len(ids), dtype=bool)
+        in_util[util_idx] = True
+        links = self._conn & in_util[None, :]
+        if links.any():
+            ue_idx, bs_idx = np.nonzero(links.T)  # grouped by UE, BS in id order
+            db = 10.0 * np.log10(np.maximum(self._snr[bs_idx, ue_idx], 1e-30))
+            for u, b, value in zip(ids[ue_idx].tolist(), bs_idx.tolist(), db.tolist()):
+                serving.setdefault(u, []).append(b)
+                snr_db.setdefault(u, []).append(value)
+        return utilities, rates, serving, snr_db
+
+
+class FastSmall(FastEngine, MComSmall):
+    """mobile-env's small layout (3 BSs, 5 UEs) on the fast engine."""
+
+
+class FastMedium(FastEngine, MComMedium):
+    """mobile-env's medium layout (7 BSs, 15 UEs) on the fast engine."""
+
+
+class FastLarge(FastEngine, MComLarge):
+    """mobile-env's large layout (13 BSs, 30 UEs) on the fast engine."""
