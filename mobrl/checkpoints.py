@@ -85,6 +85,10 @@ def list_checkpoints(path: Path) -> list[Path]:
     return [p for p in found if p.name.startswith("checkpoint_")]
 
 
+def _drop_rl_module_config_notice(record: Any) -> bool:
+    return "RLModuleConfig" not in record.getMessage()
+
+
 def load_rl_modules(checkpoint: Path) -> dict[str, Any]:
     """Restore the trained RLModules (policy id -> module) without starting Ray."""
     checkpoint = Path(checkpoint).absolute()
@@ -98,10 +102,14 @@ def load_rl_modules(checkpoint: Path) -> dict[str, Any]:
         )
     import logging
 
-    # RLlib's own checkpoints trigger its deprecation notice about RLModuleConfig on restore
-    logging.getLogger("ray.rllib.core.rl_module.rl_module").setLevel(logging.ERROR)
     from ray.rllib.core.rl_module.multi_rl_module import MultiRLModule
     from ray.rllib.core.rl_module.rl_module import RLModule
+
+    # RLlib's own checkpoints trigger Ray's deprecation notice about RLModuleConfig on restore;
+    # drop that one notice, nothing else
+    notices = logging.getLogger("ray._common.deprecation")
+    if _drop_rl_module_config_notice not in notices.filters:
+        notices.addFilter(_drop_rl_module_config_notice)
 
     try:
         module = RLModule.from_checkpoint(str(module_dir))

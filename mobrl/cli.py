@@ -16,8 +16,8 @@ from mobrl.errors import USER_ERROR_EXIT, UserError
 
 app = typer.Typer(
     name="mobrl",
-    help="Reinforcement learning on mobile networks: train, evaluate and sweep RLlib agents "
-    "on mobile-env scenarios and Gymnasium tasks.",
+    help="Reinforcement learning on mobile networks: train, evaluate, render and sweep RLlib "
+    "agents on mobile-env scenarios and Gymnasium tasks.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
@@ -117,6 +117,52 @@ def baselines(
     overrides = list(ctx.args) or ["scenario=small"]
     try:
         evaluate_command(None, overrides, episodes, seed, names, "best", output, False, workers)
+    except UserError as err:
+        raise _fail(err) from None
+
+
+@app.command(context_settings=_PASS_THROUGH)
+def render(
+    ctx: typer.Context,
+    video: Path = typer.Option(..., "--video", help="Output file: .mp4 (H.264) or .gif."),
+    checkpoint: Path = typer.Option(
+        None, "--checkpoint", help="Checkpoint, trial, experiment, run or multirun dir."
+    ),
+    policy: str = typer.Option(
+        None, "--policy", help="Render a baseline instead: random, noop, greedy, full, ..."
+    ),
+    episodes: int = typer.Option(1, "--episodes", help="Episodes, one after another."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the first episode (then seed+1, ...)."),
+    fps: float = typer.Option(None, "--fps", help="Frames per second (default: the env's)."),
+    max_steps: int = typer.Option(None, "--max-steps", help="Stop each episode after T steps."),
+    pick: str = typer.Option("best", "--pick", help="best (by training return) or last."),
+    explore: bool = typer.Option(False, "--explore/--no-explore", help="Sample actions."),
+    workers: int = typer.Option(None, "--workers", help="Processes drawing frames."),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing file."),
+) -> None:
+    """Render rollouts of a checkpoint (or a baseline) to a video, headless.
+
+    mobile-env scenarios show mobile-env's network dashboard; Gymnasium tasks their own
+    rgb_array view. Extra GROUP=OPTION / KEY=VALUE overrides name the scenario for baselines
+    (default scenario=small) and for checkpoints without a mobrl manifest.
+    """
+    from mobrl.render import render_command
+
+    try:
+        render_command(
+            checkpoint,
+            policy,
+            video,
+            list(ctx.args),
+            episodes=episodes,
+            seed=seed,
+            fps=fps,
+            max_steps=max_steps,
+            pick=pick,
+            explore=explore,
+            workers=workers,
+            overwrite=overwrite,
+        )
     except UserError as err:
         raise _fail(err) from None
 

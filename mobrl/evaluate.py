@@ -70,9 +70,10 @@ def pick_checkpoint(path: Path, pick: str) -> tuple[Path, str]:
     for summary_path in summaries:
         summary = json.loads(summary_path.read_text())
         value, ckpt = summary.get("best_return"), summary.get("best_checkpoint")
-        if value is not None and ckpt and Path(ckpt).is_dir():
+        located = _locate(ckpt, found) if ckpt else None
+        if value is not None and located is not None:
             if best is None or value > best[0]:
-                best = (value, Path(ckpt))
+                best = (value, located)
     if best is not None:
         return best[1], f"best checkpoint by training return {best[0]:.3f}: {best[1]}"
     latest = _latest(found)
@@ -95,6 +96,16 @@ def _check_one_env(checkpoints: list[Path]) -> None:
         )
 
 
+def _locate(recorded: str, found: list[Path]) -> Path | None:
+    """The checkpoint among `found` that a summary recorded: by its path, or, for a run dir
+    that was moved or copied since, by its trial and checkpoint names."""
+    path = Path(recorded)
+    if path in found:
+        return path
+    matches = [c for c in found if c.parts[-2:] == path.parts[-2:]]
+    return matches[0] if len(matches) == 1 else None
+
+
 def _latest(checkpoints: list[Path]) -> Path:
     return max(checkpoints, key=lambda p: (p.stat().st_mtime, p.name))
 
@@ -102,6 +113,18 @@ def _latest(checkpoints: list[Path]) -> Path:
 def _run_summary_above(checkpoint: Path) -> list[Path]:
     """The summary.json of the `mobrl train` run holding `checkpoint` (none for plain RLlib)."""
     return [p / RUN_SUMMARY for p in checkpoint.parents if (p / RUN_SUMMARY).is_file()][:1]
+
+
+def target_for(checkpoint: Path | None, overrides: list[str], pick: str) -> Target:
+    """The checkpoint (picked from a run dir) and the env to run it in: from the run's manifest,
+    or from scenario overrides (required without a checkpoint)."""
+    override_env = None
+    if overrides:
+        from mobrl.config import validate_command_line
+        from mobrl.envs.factory import env_config_from
+
+        override_env = env_config_from(validate_command_line(overrides))
+    return resolve_target(checkpoint, pick, override_env)
 
 
 def resolve_target(
@@ -231,17 +254,20 @@ def _atomic_write(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-def check_baselines(names: list[str], env_config: dict[str, Any]) -> None:
+def check_baselines(
+    names: list[str], env_config: dict[str, Any], flag: str = "--baselines"
+) -> None:
+    """Every name is a baseline that applies to the scenario, or a one-line error for `flag`."""
     from mobrl.policies import BASELINES, baselines_for
 
     applicable = baselines_for(env_config)
     for name in names:
         if name not in BASELINES:
-            raise unknown_choice("baseline", name, BASELINES, "Fix --baselines.")
+            raise unknown_choice("baseline", name, BASELINES, f"Fix {flag}.")
         if name not in applicable:
             raise UserError(
                 f"baseline '{name}' does not apply to {env_config['id']}. "
-                f"Use --baselines {','.join(applicable)}."
+                f"Use {flag} {','.join(applicable)}."
             )
 
 
@@ -282,13 +308,7 @@ def evaluate_command(
         raise UserError(f"--episodes must be at least 1, got {episodes}.")
     if pick not in ("best", "last"):
         raise unknown_choice("--pick", pick, ["best", "last"], "Use --pick best or --pick last.")
-    override_env = None
-    if overrides:
-        from mobrl.config import validate_command_line
-        from mobrl.envs.factory import env_config_from
-
-        override_env = env_config_from(validate_command_line(overrides))
-    target = resolve_target(checkpoint, pick, override_env)
+    target = target_for(checkpoint, overrides, pick)
     from mobrl.policies import baselines_for
 
     names = [b for b in (baselines.split(",") if baselines else []) if b]
@@ -299,13 +319,9 @@ def evaluate_command(
     if not policies:
         raise UserError("nothing to evaluate: give --checkpoint or --baselines.")
     if target.checkpoint is not None:
-        from mobrl.envs.factory import make_env
         from mobrl.policies import TrainedPolicy
 
-        trained = TrainedPolicy.from_checkpoint(target.checkpoint, target.env_config, explore)
-        env = make_env(target.env_config)
-        trained.check_spaces(env)
-        env.close()
+        trained = TrainedPolicy.for_env(target.checkpoint, target.env_config, explore)
         # episodes run in this process reuse the policy just loaded
         _WORKER["key"], _WORKER["policy"] = (TRAINED, str(target.checkpoint), explore), trained
         console.print(target.note)

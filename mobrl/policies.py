@@ -38,6 +38,21 @@ class TrainedPolicy:
             env_config = manifest["env_config"]
         return cls(load_rl_modules(Path(checkpoint)), env_config, explore=explore)
 
+    @classmethod
+    def for_env(
+        cls, checkpoint: Path, env_config: dict[str, Any], explore: bool = False
+    ) -> TrainedPolicy:
+        """Restore from `checkpoint` and check that it fits the env of `env_config`."""
+        from mobrl.envs.factory import make_env
+
+        policy = cls.from_checkpoint(checkpoint, env_config, explore=explore)
+        env = make_env({**env_config, "render_mode": None})
+        try:
+            policy.check_spaces(env)
+        finally:
+            env.close()
+        return policy
+
     def module_for(self, agent_id: Any) -> Any:
         if self._mapping is None or len(self.modules) == 1:
             # single agent, or one module for all (also plain RLlib checkpoints of other names)

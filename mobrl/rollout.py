@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from mobrl import metrics as keys
@@ -26,9 +27,18 @@ def episode_env(env_config: dict[str, Any], seed: int) -> Any:
     return make_env(env_config)
 
 
-def run_episode(env_config: dict[str, Any], policy: Any, seed: int) -> dict[str, float]:
+def run_episode(
+    env_config: dict[str, Any],
+    policy: Any,
+    seed: int,
+    on_step: Callable[[Any, float], None] | None = None,
+    max_steps: int | None = None,
+) -> dict[str, float]:
     """One episode of `policy` with episode seed `seed`: return, length and, for mobile-env,
-    mean UE utility, connected fraction, Jain fairness and 5th-percentile UE utility."""
+    mean UE utility, connected fraction, Jain fairness and 5th-percentile UE utility.
+
+    `on_step(env, return_so_far)` is called after every step (rendering records frames
+    there); `max_steps` ends the episode early."""
     env = episode_env(env_config, seed)
     policy.reset(seed)
     obs, _ = env.reset(seed=seed)
@@ -46,7 +56,9 @@ def run_episode(env_config: dict[str, Any], policy: Any, seed: int) -> dict[str,
             done = terminated or truncated
         if tracker is not None:
             tracker.record_step(*core_step_snapshot(core))
-        if done:
+        if on_step is not None:
+            on_step(env, total)
+        if done or (max_steps is not None and steps >= max_steps):
             break
     env.close()
     row = {"return": total, "length": float(steps)}

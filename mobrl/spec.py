@@ -127,7 +127,7 @@ def _can_create_file(folder: Path) -> bool:
         return False
 
 
-def check_writable(path: Path, what: str) -> None:
+def check_writable(path: Path, what: str, example: str = "./results") -> None:
     """Fail early (before Ray starts) when results could not be written to `path`."""
     probe = path.expanduser().absolute()
     while not probe.exists() and probe != probe.parent:
@@ -135,5 +135,5 @@ def check_writable(path: Path, what: str) -> None:
     if not probe.is_dir() or not _can_create_file(probe):
         raise UserError(
             f"{what} '{path}' is not writable ({probe} is not a writable directory). "
-            f"Choose another directory, e.g. {what}=./results."
+            f"Choose another directory, e.g. {what}={example}."
         )

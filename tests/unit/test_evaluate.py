@@ -108,3 +108,16 @@ def test_mixed_scenarios_under_one_path_are_refused(tmp_path) -> None:
         pick_checkpoint(tmp_path, "best")
     chosen, note = pick_checkpoint(tmp_path / "0_small_ppo", "best")
     assert chosen.name == "checkpoint_000000" and "checkpoint" in note
+
+
+def test_best_checkpoint_of_a_moved_run_dir_is_found_inside_it(tmp_path) -> None:
+    from mobrl.evaluate import _locate
+
+    found = [
+        tmp_path / "copy/tune/PPO_1/checkpoint_000000",
+        tmp_path / "copy/tune/PPO_1/checkpoint_000001",
+    ]
+    # the summary still names where the run was trained, not where it is now
+    assert _locate("/old/place/tune/PPO_1/checkpoint_000001", found) == found[1]
+    assert _locate(str(found[0]), found) == found[0]
+    assert _locate("/old/place/tune/PPO_9/checkpoint_000001", found) is None

@@ -1,0 +1,311 @@
+"""mobile-env's network dashboard as video frames: record each step, draw frames on one figure.
+
+mobile-env's own `render()` builds a new matplotlib figure for every frame and reads the live
+simulation, so frames can only be drawn one after another while stepping (0.2-0.6 s each).
+Here a rollout records what the dashboard shows (`FrameState`, a few numbers per UE), and a
+`DashboardRenderer` draws frames on one reused figure whose static parts (base stations,
+coverage isolines, axes) are drawn once; frames can then be drawn in parallel processes.
+The layout and colours follow mobile-env's dashboard.
+"""
+
+from __future__ import annotations
+
+import string
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+#: mobile-env's rate that the black isoline marks (its dashboard labels it 1 MB/s)
+_MB_RATE = 1.0
+#: dashboard table cells: current and history of mean data rate and mean utility
+_CELLS = ((1, 0), (1, 1), (2, 0), (2, 1))
+
+
+@dataclass
+class Scene:
+    """What does not change during a rollout: map, base stations and their coverage."""
+
+    width: float
+    height: float
+    stations: list[tuple[int, float, float]]
+    #: per BS: isoline of connectivity (SNR threshold) and of 1 MB/s, as (xs, ys)
+    conn_isolines: list[tuple[list[float], list[float]]]
+    rate_isolines: list[tuple[list[float], list[float]]]
+    lower: float
+    upper: float
+    max_time: int
+    num_users: int
+
+
+@dataclass
+class FrameState:
+    """What one frame shows: the network after a step, and the episode's history so far."""
+
+    episode: int
+    time: int
+    episode_return: float
+    #: (ue_id, x, y, unscaled utility) of the UEs active in the step
+    ues: list[tuple[int, float, float, float]]
+    #: (bs x, bs y, ue x, ue y, the link's share of the UE's unscaled utility)
+    links: list[tuple[float, float, float, float, float]]
+    mean_utility: list[float] = field(default_factory=list)
+    mean_datarate: list[float] = field(default_factory=list)
+    connected: list[int] = field(default_factory=list)
+
+
+def isolines(core: Any, rate: float, num: int = 32) -> list[tuple[list[float], list[float]]]:
+    """Per BS (in id order), the points where a default UE still gets more than `rate`: the
+    same points as mobile-env's `bs_isolines`, computed on arrays for its Okumura-Hata channel."""
+    from mobile_env.core.channels import EPSILON, OkumuraHata
+    from mobile_env.core.entities import UserEquipment
+
+    stations = sorted(core.stations.values(), key=lambda bs: bs.bs_id)
+    if type(core.channel) is not OkumuraHata:  # another channel model: mobile-env's own loop
+        lines = core.bs_isolines(rate)
+        return [(list(lines[bs][0]), list(lines[bs][1])) for bs in stations]
+    ue = UserEquipment(None, **core.default_config()["ue"])
+    out = []
+    for bs in stations:
+        xs_all, ys_all = [], []
+        for theta in np.linspace(EPSILON, 2 * np.pi, num=num):
+            x1, y1 = core.channel.boundary_collison(theta, bs.x, bs.y, core.width, core.height)
+            slope = (y1 - bs.y) / (x1 - bs.x)
+            xs = np.linspace(bs.x, x1, num=100)
+            xs_all.append(xs)
+            ys_all.append(slope * (xs - bs.x) + bs.y)
+        xs, ys = np.array(xs_all), np.array(ys_all)
+        dx, dy = int(bs.x) - np.trunc(xs), int(bs.y) - np.trunc(ys)
+        freq, height = bs.frequency, bs.height
+        ch = 0.8 + (1.1 * np.log10(freq) - 0.7) * ue.height - 1.56 * np.log10(freq)
+        t1 = 69.55 - ch + 26.16 * np.log10(freq) - 13.82 * np.log10(height)
+        t2 = 44.9 - 6.55 * np.log10(height)
+        loss = t1 + t2 * np.log10(np.sqrt(dx * dx + dy * dy) + EPSILON)
+        snr = 10 ** ((bs.tx_power - loss) / 10) / ue.noise
+        rates = np.where(snr > ue.snr_threshold, bs.bw * np.log2(1 + snr), 0.0)
+        last = np.array([np.flatnonzero(row > rate).max() for row in rates])
+        rows = np.arange(num)
+        out.append((xs[rows, last].tolist(), ys[rows, last].tolist()))
+    return out
+
+
+def scene_of(core: Any) -> Scene:
+    """The static part of the dashboard of a mobile-env core (after reset)."""
+    stations = sorted(core.stations.values(), key=lambda bs: bs.bs_id)
+    return Scene(
+        width=core.width,
+        height=core.height,
+        stations=[(bs.bs_id, float(bs.point.x), float(bs.point.y)) for bs in stations],
+        conn_isolines=isolines(core, 0.0),
+        rate_isolines=isolines(core, _MB_RATE),
+        lower=float(core.utility.lower),
+        upper=float(core.utility.upper),
+        max_time=int(core.EP_MAX_TIME),
+        num_users=len(core.users),
+    )
+
+
+def record_state(core: Any, episode: int, episode_return: float) -> FrameState:
+    """Read what the dashboard shows from a mobile-env core right after a step."""
+    unscale = core.utility.unscale
+    ues = [
+        (ue.ue_id, float(int(ue.x)), float(int(ue.y)), float(unscale(u)))
+        for ue, u in core.utilities.items()
+    ]
+    links = []
+    macro, rates = core.macro, core.datarates
+    for bs, connected in core.connections.items():
+        for ue in connected:
+            total = macro.get(ue, 0.0)
+            share = rates.get((bs, ue), 0.0) / total if total else 0.0
+            utility = unscale(core.utilities.get(ue, -1.0))
+            links.append(
+                (float(int(bs.x)), float(int(bs.y)), float(int(ue.x)), float(int(ue.y)))
+                + (share * utility,)
+            )
+    results = core.monitor.scalar_results
+    return FrameState(
+        episode=episode,
+        time=int(core.time),
+        episode_return=float(episode_return),
+        ues=ues,
+        links=links,
+        mean_utility=[float(v) for v in results["mean utility"]],
+        mean_datarate=[float(v) for v in results["mean datarate"]],
+        connected=[int(v) for v in results["number connected"]],
+    )
+
+
+class DashboardRenderer:
+    """Draws `FrameState`s of one `Scene` into RGB arrays, reusing one figure."""
+
+    def __init__(self, scene: Scene, dpi: int = 100):
+        import matplotlib.patheffects as pe
+        from matplotlib import colormaps
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.collections import LineCollection
+        from matplotlib.colors import Normalize
+        from matplotlib.figure import Figure
+        from mobile_env.core.util import BS_SYMBOL
+
+        self.scene = scene
+        self.cmap = colormaps["RdYlGn"]
+        self.norm = Normalize(scene.lower, scene.upper)
+        # mobile-env's figure size, rounded to whole pixels of even size (video encoders)
+        fx = max(3.0 / 2.0 * 1.25 * scene.width / dpi, 8.0)
+        fy = max(1.25 * scene.height / dpi, 5.0)
+        fx, fy = (2 * round(v * dpi / 2) / dpi for v in (fx, fy))
+        self.fig = Figure(figsize=(fx, fy), dpi=dpi)
+        self.canvas = FigureCanvasAgg(self.fig)
+        gs = self.fig.add_gridspec(
+            ncols=2,
+            nrows=3,
+            width_ratios=(4, 2),
+            height_ratios=(2, 3, 3),
+            hspace=0.45,
+            wspace=0.2,
+            top=0.95,
+            bottom=0.15,
+            left=0.025,
+            right=0.955,
+        )
+        sim = self.fig.add_subplot(gs[:, 0])
+        dash = self.fig.add_subplot(gs[0, 1])
+        qoe = self.fig.add_subplot(gs[1, 1])
+        conn = self.fig.add_subplot(gs[2, 1])
+
+        # moving parts are "animated": left out of the background, drawn on it each frame
+        self.stations = [
+            sim.plot(
+                x,
+                y,
+                marker=BS_SYMBOL,
+                markersize=30,
+                markeredgewidth=0.1,
+                color="black",
+                animated=True,  # redrawn over the links, as in mobile-env
+            )[0]
+            for _, x, y in scene.stations
+        ]
+        for bs_id, x, y in scene.stations:
+            sim.annotate(
+                string.ascii_uppercase[bs_id % 26],
+                xy=(x, y),
+                xytext=(0, -25),
+                ha="center",
+                va="bottom",
+                textcoords="offset points",
+            )
+        for (cx, cy), (rx, ry) in zip(scene.conn_isolines, scene.rate_isolines):
+            sim.scatter(cx, cy, color="gray", s=3)
+            sim.scatter(rx, ry, color="black", s=3)
+        self.links = LineCollection(
+            [],
+            linewidths=3,
+            zorder=-1,
+            path_effects=[pe.SimpleLineShadow(shadow_color="black"), pe.Normal()],
+            animated=True,
+        )
+        sim.add_collection(self.links)
+        self.ue_dots = sim.scatter([], [], s=200, zorder=2, marker="o", animated=True)
+        self.ue_labels = [
+            sim.text(0, 0, "", ha="center", va="center", zorder=3, animated=True)
+            for _ in range(scene.num_users)
+        ]
+        self.title = sim.set_title("", fontsize=10, loc="left", animated=True)
+        for ax in (sim, dash):
+            ax.get_xaxis().set_visible(False)
+            ax.get_yaxis().set_visible(False)
+            for spine in ax.spines.values():
+                spine.set_visible(False)
+        sim.set_xlim([0, scene.width])
+        sim.set_ylim([0, scene.height])
+
+        self.table = dash.table(
+            [["", ""], ["", ""]],
+            rowLabels=["Current", "History"],
+            colLabels=["Avg. DR [GB/s]", "Avg. Utility"],
+            cellLoc="center",
+            edges="B",
+            loc="upper center",
+            bbox=[0.0, -0.25, 1.0, 1.25],
+        )
+        self.table.auto_set_font_size(False)
+        self.table.set_fontsize(11)
+        self.table_texts = {key: self.table[key].get_text() for key in _CELLS}
+        for text in self.table_texts.values():
+            text.set_animated(True)
+
+        (self.utility_line,) = qoe.plot([], [], linewidth=1, color="black", animated=True)
+        qoe.set_ylabel("Avg. Utility")
+        qoe.set_xlim([0.0, scene.max_time])
+        qoe.set_ylim([scene.lower, scene.upper])
+        (self.connected_line,) = conn.plot([], [], linewidth=1, color="black", animated=True)
+        conn.set_xlabel("Time")
+        conn.set_ylabel("#Conn. UEs")
+        conn.set_xlim([0.0, scene.max_time])
+        conn.set_ylim([0.0, scene.num_users])
+        self.fig.align_ylabels((qoe, conn))
+        self.canvas.draw()
+        self.background = self.canvas.copy_from_bbox(self.fig.bbox)
+        self.moving = [
+            self.links,
+            *self.stations,
+            self.ue_dots,
+            *self.ue_labels,
+            self.title,
+            *self.table_texts.values(),
+            self.utility_line,
+            self.connected_line,
+        ]
+
+    def draw(self, state: FrameState) -> np.ndarray:
+        """The frame of `state` as an (height, width, 3) uint8 array."""
+        ues = state.ues
+        offsets = np.array([(x, y) for _, x, y, _ in ues]).reshape(-1, 2)
+        self.ue_dots.set_offsets(offsets)
+        self.ue_dots.set_facecolors([self.cmap(self.norm(u)) for *_, u in ues])
+        for label, ue in zip(self.ue_labels, ues):
+            label.set_text(str(ue[0]))
+            label.set_position((ue[1], ue[2]))
+            label.set_visible(True)
+        for label in self.ue_labels[len(ues) :]:
+            label.set_visible(False)
+        self.links.set_segments([[(bx, by), (ux, uy)] for bx, by, ux, uy, _ in state.links])
+        self.links.set_colors([self.cmap(self.norm(share)) for *_, share in state.links])
+        self.title.set_text(
+            f"episode {state.episode}   t = {state.time}   return {state.episode_return:.2f}"
+        )
+
+        steps = np.arange(len(state.mean_utility))
+        self.utility_line.set_data(steps, state.mean_utility)
+        self.connected_line.set_data(np.arange(len(state.connected)), state.connected)
+        rate = state.mean_datarate
+        util = state.mean_utility
+        values = (
+            rate[-1] if rate else None,
+            util[-1] if util else None,
+            np.mean(rate) if rate else None,
+            np.mean(util) if util else None,
+        )
+        for key, value in zip(_CELLS, values):
+            self.table_texts[key].set_text("-" if value is None else f"{value:.3f}")
+
+        self.canvas.restore_region(self.background)
+        for artist in self.moving:
+            self.fig.draw_artist(artist)
+        rgba = np.asarray(self.canvas.buffer_rgba())
+        return rgba[:, :, :3].copy()
+
+
+_RENDERERS: dict[Any, DashboardRenderer] = {}
+
+
+def draw_frames(scene: Scene, states: list[FrameState]) -> list[np.ndarray]:
+    """Draw `states` in order (one renderer per scene and process, reused across calls)."""
+    key = (scene.width, scene.height, tuple(scene.stations), scene.num_users)
+    if key not in _RENDERERS:
+        _RENDERERS.clear()
+        _RENDERERS[key] = DashboardRenderer(scene)
+    renderer = _RENDERERS[key]
+    return [renderer.draw(state) for state in states]

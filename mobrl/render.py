@@ -1,0 +1,266 @@
+"""`mobrl render`: roll out a trained policy or a baseline and write the frames to MP4 or GIF.
+
+Headless: mobile-env scenarios are drawn as mobile-env's network dashboard by
+`mobrl.dashboard` (recorded during the rollout, drawn afterwards, in parallel processes for
+long videos); Gymnasium tasks render through their own `rgb_array` mode. The video is written
+to a temporary file next to the target and renamed at the end, so a failed render never
+leaves a broken file behind.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from mobrl.errors import UserError, unknown_choice
+
+VIDEO_SUFFIXES = (".mp4", ".gif")
+#: frames per second when neither --fps nor the env's metadata says
+DEFAULT_FPS = 10
+#: below this many dashboard frames, drawing in this process beats starting worker processes
+#: (measured: 300 frames of `small` take as long with 2 workers as with 1)
+PARALLEL_MIN_FRAMES = 500
+_FRAMES_PER_TASK = 25
+
+
+@dataclass
+class Recording:
+    """What a rollout leaves for the video: frames (Gymnasium) or dashboard states (mobile)."""
+
+    scene: Any = None
+    states: list[Any] = field(default_factory=list)
+    frames: list[np.ndarray] = field(default_factory=list)
+    episodes: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def frame_count(self) -> int:
+        return len(self.states) or len(self.frames)
+
+
+def check_video_path(video: Path, overwrite: bool) -> Path:
+    """The absolute output path, or a one-line error (format, existing file, not writable)."""
+    from mobrl.spec import check_writable
+
+    video = Path(video).expanduser().absolute()
+    if video.suffix.lower() not in VIDEO_SUFFIXES:
+        raise UserError(
+            f"--video '{video.name}' has no known video format ({video.suffix or 'no suffix'}). "
+            f"End the file name with {' or '.join(VIDEO_SUFFIXES)}."
+        )
+    if video.is_dir():
+        raise UserError(f"--video '{video}' is a directory. Give a file name, e.g. {video}/out.mp4.")
+    if video.exists() and not overwrite:
+        raise UserError(
+            f"--video '{video}' already exists. Choose another file name or add --overwrite."
+        )
+    check_writable(video.parent, "--video", example=f"./{video.name}")
+    return video
+
+
+def _rollout(
+    env_config: dict[str, Any],
+    policy: Any,
+    seeds: list[int],
+    max_steps: int | None,
+    progress: Any,
+) -> Recording:
+    from mobrl.dashboard import record_state, scene_of
+    from mobrl.envs.factory import find_core
+    from mobrl.rollout import run_episode
+
+    recording = Recording()
+    mobile = env_config["kind"] == "mobile"
+    for episode, seed in enumerate(seeds):
+
+        def on_step(env: Any, total: float, episode: int = episode) -> None:
+            if mobile:
+                core = find_core(env)
+                if recording.scene is None:
+                    recording.scene = scene_of(core)
+                recording.states.append(record_state(core, episode, total))
+            else:
+                recording.frames.append(np.asarray(env.render()))
+            progress()
+
+        row = run_episode(env_config, policy, seed, on_step=on_step, max_steps=max_steps)
+        recording.episodes.append(
+            {"episode": episode, "seed": seed, "return": row["return"], "steps": row["length"]}
+        )
+    return recording
+
+
+def _draw_task(args: tuple[Any, list[Any]]) -> list[np.ndarray]:
+    from mobrl.dashboard import draw_frames
+
+    scene, states = args
+    return draw_frames(scene, states)
+
+
+def _frames(recording: Recording, workers: int) -> Iterator[np.ndarray]:
+    """The recording's frames in order; dashboard frames drawn by `workers` processes."""
+    if recording.frames:
+        yield from recording.frames
+        return
+    from mobrl.dashboard import draw_frames
+
+    states = recording.states
+    if workers <= 1:
+        for state in states:
+            yield from draw_frames(recording.scene, [state])
+        return
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    tasks = [
+        (recording.scene, states[i : i + _FRAMES_PER_TASK])
+        for i in range(0, len(states), _FRAMES_PER_TASK)
+    ]
+    context = multiprocessing.get_context("spawn")  # no forked matplotlib/torch state
+    with ProcessPoolExecutor(workers, mp_context=context) as pool:
+        for frames in pool.map(_draw_task, tasks):
+            yield from frames
+
+
+def write_video(path: Path, frames: Iterator[np.ndarray], fps: float, progress: Any) -> tuple:
+    """Encode `frames` into `path` (MP4 with ffmpeg/H.264, or GIF) via a temporary file.
+
+    Returns (frame count, (width, height))."""
+    import imageio.v2 as imageio
+
+    tmp = path.with_name(f".{path.stem}.partial{path.suffix}")
+    count, size = 0, (0, 0)
+    try:
+        if path.suffix.lower() == ".gif":
+            writer = imageio.get_writer(tmp, mode="I", duration=1000.0 / fps, loop=0)
+        else:
+            writer = imageio.get_writer(
+                tmp,
+                format="FFMPEG",
+                fps=fps,
+                codec="libx264",
+                quality=7,
+                macro_block_size=2,
+                ffmpeg_log_level="error",
+            )
+        with writer:
+            for frame in frames:
+                writer.append_data(frame)
+                count += 1
+                size = (frame.shape[1], frame.shape[0])
+                progress()
+        if count == 0:
+            raise UserError("the rollout produced no frames. Check --max-steps and --episodes.")
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return count, size
+
+
+def _policy(
+    checkpoint: Path | None,
+    policy_name: str | None,
+    overrides: list[str],
+    pick: str,
+    explore: bool,
+) -> tuple[Any, dict[str, Any], str]:
+    """(policy, env_config, description) for a checkpoint or a named baseline."""
+    from mobrl.evaluate import TRAINED, check_baselines, target_for
+    from mobrl.policies import BASELINES, TrainedPolicy
+
+    if checkpoint is not None and policy_name not in (None, TRAINED):
+        raise UserError(
+            f"--policy {policy_name} renders a baseline, which needs no --checkpoint. "
+            "Drop one of the two."
+        )
+    if checkpoint is None and policy_name in (None, TRAINED):
+        raise UserError(
+            "nothing to render: give --checkpoint PATH, or --policy NAME for a baseline "
+            f"({', '.join(BASELINES)})."
+        )
+    target = target_for(checkpoint, overrides or ([] if checkpoint else ["scenario=small"]), pick)
+    env_config = {**target.env_config}
+    if env_config["kind"] == "gym":
+        env_config["render_mode"] = "rgb_array"
+    if checkpoint is None:
+        check_baselines([policy_name], env_config, flag="--policy")
+        return BASELINES[policy_name](), env_config, f"baseline {policy_name}"
+    policy = TrainedPolicy.for_env(target.checkpoint, env_config, explore)
+    return policy, env_config, target.note
+
+
+def _default_fps(env_config: dict[str, Any]) -> float:
+    from mobrl.envs.factory import make_env
+
+    env = make_env({**env_config, "render_mode": None})
+    try:
+        return float(getattr(env, "metadata", {}).get("render_fps") or DEFAULT_FPS)
+    finally:
+        env.close()
+
+
+def render_command(
+    checkpoint: Path | None,
+    policy_name: str | None,
+    video: Path,
+    overrides: list[str],
+    episodes: int = 1,
+    seed: int = 0,
+    fps: float | None = None,
+    max_steps: int | None = None,
+    pick: str = "best",
+    explore: bool = False,
+    workers: int | None = None,
+    overwrite: bool = False,
+) -> Path:
+    """`mobrl render`: validate, roll out, draw, encode, and print what was written."""
+    # pygame draws some Gymnasium tasks: no display, no sound card needed
+    os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
+    os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    console = Console(highlight=False, soft_wrap=True, stderr=False)
+    if episodes < 1:
+        raise UserError(f"--episodes must be at least 1, got {episodes}.")
+    if max_steps is not None and max_steps < 1:
+        raise UserError(f"--max-steps must be at least 1, got {max_steps}.")
+    if fps is not None and fps <= 0:
+        raise UserError(f"--fps must be positive, got {fps}.")
+    if pick not in ("best", "last"):
+        raise unknown_choice("--pick", pick, ["best", "last"], "Use --pick best or --pick last.")
+    video = check_video_path(video, overwrite)
+    policy, env_config, note = _policy(checkpoint, policy_name, overrides, pick, explore)
+    console.print(note)
+    fps = fps or _default_fps(env_config)
+    seeds = [seed + i for i in range(episodes)]
+
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn())
+    with Progress(*columns, console=console, transient=True) as bar:
+        task = bar.add_task("rolling out", total=None)
+        recording = _rollout(env_config, policy, seeds, max_steps, lambda: bar.advance(task))
+        bar.update(task, description="drawing and encoding", completed=0)
+        bar.update(task, total=recording.frame_count)
+        if workers is None:
+            many = recording.frame_count >= PARALLEL_MIN_FRAMES and recording.states
+            workers = min(os.cpu_count() or 1, 4) if many else 1
+        count, (width, height) = write_video(
+            video, _frames(recording, workers), fps, lambda: bar.advance(task)
+        )
+    size_mb = video.stat().st_size / 1e6
+    console.print(
+        f"video: {video} ({count} frames, {count / fps:.1f} s at {fps:g} fps, "
+        f"{width}x{height}, {size_mb:.1f} MB)"
+    )
+    for ep in recording.episodes:
+        console.print(
+            f"episode {ep['episode']} (seed {ep['seed']}): return {ep['return']:.3f}, "
+            f"{int(ep['steps'])} steps"
+        )
+    sys.stdout.flush()
+    return video
