@@ -67,7 +67,7 @@ def build_algorithm_config(cfg: DictConfig, env_name: str, env_config: dict) -> 
     )
 
     training: dict[str, Any] = OmegaConf.to_container(cfg.algo.training, resolve=True)  # type: ignore[assignment]
-    _check_training_keys(algo, training)
+    check_algo_keys(algo, "training", training)
     batch = cfg.run.batch
     if batch.train_batch_size is not None:
         training.setdefault("train_batch_size_per_learner", batch.train_batch_size)
@@ -87,7 +87,7 @@ def build_algorithm_config(cfg: DictConfig, env_name: str, env_config: dict) -> 
     model = OmegaConf.to_container(cfg.algo.model, resolve=True)
     from ray.rllib.core.rl_module.default_model_config import DefaultModelConfig
 
-    _check_keys("algo.model", model, DefaultModelConfig.__dataclass_fields__)
+    check_algo_keys(algo, "model", model)  # type: ignore[arg-type]
     algo.rl_module(model_config=DefaultModelConfig(**model))
 
     if env_config["kind"] == "mobile" and cfg.run.ue_metrics:
@@ -108,21 +108,29 @@ def build_algorithm_config(cfg: DictConfig, env_name: str, env_config: dict) -> 
     return algo
 
 
-def _check_training_keys(algo: AlgorithmConfig, training: dict[str, Any]) -> None:
+def accepted_keys(algo: AlgorithmConfig, section: str) -> set[str]:
+    """Keys of `algo.training` (`training`: keyword arguments of `AlgorithmConfig.training`)
+    or of `algo.model` (`model`: fields of RLlib's DefaultModelConfig)."""
     import inspect
 
+    if section == "model":
+        from ray.rllib.core.rl_module.default_model_config import DefaultModelConfig
+
+        return set(DefaultModelConfig.__dataclass_fields__)
     # subclasses forward base settings through **kwargs: collect the whole MRO's parameters
     accepted: set[str] = set()
     for klass in type(algo).__mro__:
         if "training" in vars(klass):
             accepted |= set(inspect.signature(vars(klass)["training"]).parameters)
-    accepted -= {"self", "kwargs"}
-    _check_keys("algo.training", training, accepted)
+    return accepted - {"self", "kwargs"}
 
 
-def _check_keys(where: str, given: dict[str, Any], accepted: Any) -> None:
-    for key in given:
+def check_algo_keys(algo: AlgorithmConfig, section: str, keys: Any, prefix: str = "algo") -> None:
+    """Raise a one-line `UserError` naming the closest key for a key the algorithm lacks."""
+    accepted = accepted_keys(algo, section)
+    for key in keys:
         if key not in accepted:
+            where = f"{prefix}.{section}"
             close = closest_first(key, accepted)[:3]
             raise UserError(
                 f"'{where}.{key}' is not a setting of this algorithm. Did you mean "

@@ -35,6 +35,22 @@ NET_CONNECTED = "network/connected_fraction"
 NET_CONNECTIONS_PER_BS = "network/connections_per_bs"
 NET_BS_BUSY = "network/bs_busy_fraction"
 
+#: the aggregate (not per-UE) coordination tags, in the order tables list them
+NETWORK_TAGS = (
+    UTILITY_MEAN,
+    UTILITY_MIN,
+    UTILITY_P5,
+    UTILITY_MAX,
+    RATE_MEAN,
+    HANDOVERS_MEAN,
+    JAIN_UTILITY,
+    JAIN_RATE,
+    NET_UTILITY,
+    NET_CONNECTED,
+    NET_CONNECTIONS_PER_BS,
+    NET_BS_BUSY,
+)
+
 # Per UE (tag: ue/<id>/<name>), episode means over the steps the UE is active
 UE_UTILITY = "utility"
 UE_RATE = "rate"

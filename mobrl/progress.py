@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+import signal
+import threading
 from typing import Any
 
 from ray.tune import Callback
@@ -31,6 +33,31 @@ def _fmt(value: Any, digits: int = 2) -> str:
     if isinstance(value, float):
         return f"{value:.{digits}f}"
     return str(value)
+
+
+def trial_name(trial: Any) -> str:
+    """A trial's name as its directory shows it, e.g. PPO_2c5a9_00000."""
+    return f"{trial.trainable_name}_{trial.trial_id}"
+
+
+#: set when the user stops the experiment (Ctrl-C); Tune then saves its state and returns
+INTERRUPTED = threading.Event()
+
+
+def _watch_interrupts() -> None:
+    """Record a Ctrl-C before Tune's own handler stops the experiment gracefully."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    tune_handler = signal.getsignal(signal.SIGINT)
+
+    def handler(signum: int, frame: Any) -> None:
+        INTERRUPTED.set()
+        if callable(tune_handler):
+            tune_handler(signum, frame)
+        else:
+            raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, handler)
 
 
 class ProgressCallback(Callback):
@@ -80,18 +107,19 @@ class ProgressCallback(Callback):
             self._live.update(self._table())
 
     def setup(self, **info: Any) -> None:
+        _watch_interrupts()  # Tune installed its SIGINT handler just before calling this
         if self.console.is_terminal:
             self._live = Live(self._table(), console=self.console, refresh_per_second=4)
             self._live.start()
 
     def on_trial_start(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
-        self.rows.setdefault(str(trial), {})["status"] = "running"
+        self.rows.setdefault(trial_name(trial), {})["status"] = "running"
         self._refresh()
 
     def on_trial_result(
         self, iteration: int, trials: list, trial: Any, result: dict, **info: Any
     ) -> None:
-        row = self.rows.setdefault(str(trial), {})
+        row = self.rows.setdefault(trial_name(trial), {})
         row.update(
             status="running",
             iter=_get(result, metrics.ITERATION),
@@ -103,17 +131,17 @@ class ProgressCallback(Callback):
             self._refresh()
         else:
             self.console.print(
-                f"{trial} iter {_fmt(row['iter'])}  env steps {_fmt(row['steps'])}  "
+                f"{trial_name(trial)} iter {_fmt(row['iter'])}  env steps {_fmt(row['steps'])}  "
                 f"return mean {_fmt(row['return'])}  elapsed {_fmt(row['elapsed'], 1)} s",
                 highlight=False,
             )
 
     def on_trial_complete(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
-        self.rows.setdefault(str(trial), {})["status"] = "done"
+        self.rows.setdefault(trial_name(trial), {})["status"] = "done"
         self._refresh()
 
     def on_trial_error(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
-        self.rows.setdefault(str(trial), {})["status"] = "ERROR"
+        self.rows.setdefault(trial_name(trial), {})["status"] = "ERROR"
         self._refresh()
 
     def on_experiment_end(self, trials: list, **info: Any) -> None:

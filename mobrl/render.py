@@ -54,7 +54,9 @@ def check_video_path(video: Path, overwrite: bool) -> Path:
             f"End the file name with {' or '.join(VIDEO_SUFFIXES)}."
         )
     if video.is_dir():
-        raise UserError(f"--video '{video}' is a directory. Give a file name, e.g. {video}/out.mp4.")
+        raise UserError(
+            f"--video '{video}' is a directory. Give a file name, e.g. {video}/out.mp4."
+        )
     if video.exists() and not overwrite:
         raise UserError(
             f"--video '{video}' already exists. Choose another file name or add --overwrite."

@@ -106,6 +106,9 @@ def check_config(cfg: DictConfig) -> None:
         raise UserError("run.resources.num_env_runners must be >= 0.")
     if cfg.tune.mode not in TUNE_MODES:
         raise unknown_choice("tune.mode", cfg.tune.mode, TUNE_MODES, "Use tune.mode=max or min.")
+    from mobrl.tuning import check_tune_config
+
+    check_tune_config(cfg)
     stop = cfg.run.stop
     if all(stop[k] is None for k in stop):
         raise UserError(

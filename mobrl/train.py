@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 import os
 import sys
 from pathlib import Path
@@ -13,10 +12,9 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 from rich.console import Console
 
-from mobrl import metrics
 from mobrl.checkpoints import (
+    MANIFEST,
     RESOLVED_CONFIG,
-    RUN_SUMMARY,
     TUNE_DIR,
     build_manifest,
     write_manifest,
@@ -25,6 +23,10 @@ from mobrl.errors import USER_ERROR_EXIT, UserError
 from mobrl.spec import check_config, check_writable
 
 console = Console(highlight=False, soft_wrap=True)
+#: Tune's experiment state file inside the experiment dir (what `--resume` restores from)
+TUNER_STATE = "tuner.pkl"
+#: exit code of a run stopped with Ctrl-C (128 + SIGINT, as shells report it)
+INTERRUPTED_EXIT = 130
 
 
 def train_task(cfg: DictConfig) -> float | None:
@@ -36,7 +38,11 @@ def train_task(cfg: DictConfig) -> float | None:
         raise SystemExit(USER_ERROR_EXIT) from None
 
 
-def _quiet_ray() -> None:
+def _configure_ray() -> None:
+    """Environment and loggers for Ray and Tune, before they start."""
+    # Tune saves its experiment state every 10+ s by default; every second instead, so that
+    # `--resume` after a crash or kill -9 re-runs nothing that had finished (the file is small)
+    os.environ.setdefault("TUNE_GLOBAL_CHECKPOINT_S", "1")
     # mobrl shows its own progress table; Tune's reporter and Ray's INFO logs would duplicate it
     os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
     os.environ.setdefault("RAY_DEDUP_LOGS", "1")
@@ -50,11 +56,19 @@ def _quiet_ray() -> None:
         "ray.rllib.algorithms.algorithm_config",
     ):
         logging.getLogger(name).setLevel(logging.ERROR)
+    # on Ctrl-C Tune suggests its Python API to resume; mobrl prints its own command
+    tune_logger = logging.getLogger("ray.tune.tune")
+    if _drop_restore_hint not in tune_logger.filters:
+        tune_logger.addFilter(_drop_restore_hint)
+
+
+def _drop_restore_hint(record: logging.LogRecord) -> bool:
+    return "Tuner.restore" not in record.getMessage()
 
 
 def run_training(cfg: DictConfig, run_dir: Path | None = None) -> float | None:
-    """Train as configured; return the best mean episode return reached (None if no episode
-    finished)."""
+    """Train as configured; return the best value of the ranking metric reached (None if no
+    trial reported it)."""
     from hydra.core.hydra_config import HydraConfig
 
     check_config(cfg)
@@ -70,12 +84,14 @@ def run_training(cfg: DictConfig, run_dir: Path | None = None) -> float | None:
     check_writable(storage, "run.storage_path")
     experiment_name = TUNE_DIR if storage == run_dir else run_dir.name
     experiment_dir = storage / experiment_name
-    _quiet_ray()
+    _configure_ray()
+    from mobrl import tuning
     from mobrl.algos import build_algorithm_config
     from mobrl.envs import factory
 
     env_config = factory.env_config_from(cfg)
     algo_config = build_algorithm_config(cfg, factory.ENV_NAME, env_config)
+    space, locations = tuning.param_space(cfg, algo_config)
     policy_ids = factory.policy_ids(env_config)
 
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -90,11 +106,126 @@ def run_training(cfg: DictConfig, run_dir: Path | None = None) -> float | None:
     started_ray = _init_ray(cfg)
     try:
         factory.register()
-        results = _fit(cfg, algo_config, storage, experiment_name)
+        results = _fit(cfg, algo_config.algo_class, space, locations, storage, experiment_name)
     finally:
         if started_ray:
             ray.shutdown()
-    return _summarize(cfg, results, run_dir, experiment_dir)
+    return _finish(cfg, results, locations, run_dir, experiment_dir)
+
+
+def resume_training(run_dir: Path, retry_errored: bool = False) -> float | None:
+    """Continue an interrupted `mobrl train` run: unfinished trials restart from their latest
+    checkpoints, finished ones stay as they are, errored ones restart only if asked."""
+    from mobrl import tuning
+    from mobrl.algos import build_algorithm_config
+    from mobrl.envs import factory
+
+    run_dir = Path(run_dir).expanduser().absolute()
+    cfg, manifest = load_run(run_dir)
+    experiment_dir = Path(manifest.get("experiment_dir") or run_dir / TUNE_DIR)
+    if not (experiment_dir / TUNER_STATE).is_file():
+        raise UserError(
+            f"'{run_dir}' has no Tune experiment state to resume ({experiment_dir / TUNER_STATE} "
+            "is missing): the run stopped before its first trial started. Start it again."
+        )
+    _configure_ray()
+    check_config(cfg)
+    algo_config = build_algorithm_config(
+        cfg, factory.ENV_NAME, manifest.get("env_config") or factory.env_config_from(cfg)
+    )
+    # Tune saved the space with placeholders for objects it cannot store: hand it over again
+    space, locations = tuning.param_space(cfg, algo_config)
+    console.print(f"[bold]mobrl[/bold] resuming run dir: {run_dir}")
+
+    import ray
+    from ray import tune
+
+    from mobrl.progress import INTERRUPTED
+
+    started_ray = _init_ray(cfg)
+    try:
+        factory.register()
+        INTERRUPTED.clear()
+        tuner = tune.Tuner.restore(
+            str(experiment_dir),
+            trainable=algo_config.algo_class,
+            resume_unfinished=True,
+            resume_errored=False,
+            restart_errored=retry_errored,
+            param_space=space,
+        )
+        results = tuner.fit()
+    finally:
+        if started_ray:
+            ray.shutdown()
+    for trial_dir in experiment_dir.iterdir():
+        if trial_dir.is_dir():
+            repair_progress_csv(trial_dir)
+    return _finish(cfg, results, locations, run_dir, experiment_dir)
+
+
+def repair_progress_csv(trial_dir: Path) -> None:
+    """Rewrite a trial's progress.csv from its result.json when it no longer parses: after a
+    restore, Tune appends rows with more columns than the header names."""
+    import pandas as pd
+
+    csv, results = trial_dir / "progress.csv", trial_dir / "result.json"
+    if not csv.is_file() or not results.is_file():
+        return
+    try:
+        pd.read_csv(csv)
+        return
+    except (pd.errors.ParserError, ValueError):
+        pass
+    rows = [json.loads(line) for line in results.read_text().splitlines() if line.strip()]
+    tmp = csv.with_name(".progress.csv.tmp")
+    pd.json_normalize(rows, sep="/").to_csv(tmp, index=False)
+    os.replace(tmp, csv)
+
+
+def load_run(run_dir: Path) -> tuple[DictConfig, dict[str, Any]]:
+    """The resolved config and manifest a `mobrl train` run dir holds (one-line errors)."""
+    from mobrl.config.schema import MobrlConfig
+
+    if not run_dir.is_dir():
+        raise UserError(
+            f"--resume '{run_dir}' is not a directory. Give the run dir printed at start."
+        )
+    config_file, manifest_file = run_dir / RESOLVED_CONFIG, run_dir / MANIFEST
+    if not config_file.is_file() or not manifest_file.is_file():
+        raise UserError(
+            f"'{run_dir}' is not a mobrl run dir (no {RESOLVED_CONFIG} and {MANIFEST}). "
+            "Give the run dir that `mobrl train` printed at its start."
+        )
+    try:
+        loaded = OmegaConf.load(config_file)
+        cfg = OmegaConf.merge(OmegaConf.structured(MobrlConfig), loaded)
+        manifest = json.loads(manifest_file.read_text())
+    except Exception as err:  # YAML, schema or JSON errors of an edited or damaged file
+        raise UserError(
+            f"cannot read the run's config or manifest in '{run_dir}': "
+            f"{str(err).splitlines()[0]}. Restore the files or start a new run."
+        ) from err
+    return cfg, manifest  # type: ignore[return-value]
+
+
+def _finish(
+    cfg: DictConfig, results: Any, locations: dict, run_dir: Path, experiment_dir: Path
+) -> float | None:
+    """Report the experiment; an interrupted one tells how to continue it (exit 130)."""
+    from mobrl.progress import INTERRUPTED
+    from mobrl.report import report
+
+    summary = report(cfg, results, locations, run_dir, experiment_dir, console)
+    if INTERRUPTED.is_set():
+        console.print(
+            f"[bold]interrupted[/bold]: the experiment state is saved. Continue with:\n"
+            f"  mobrl train --resume {run_dir}"
+        )
+        raise SystemExit(INTERRUPTED_EXIT)
+    if summary["failed"]:
+        raise SystemExit(1)
+    return summary["best_return"]
 
 
 def _trial_cpus(cfg: DictConfig) -> int:
@@ -140,21 +271,18 @@ def _init_ray(cfg: DictConfig) -> bool:
     return True
 
 
-def _stop_criteria(cfg: DictConfig) -> dict[str, float]:
-    stop = cfg.run.stop
-    pairs = {
-        metrics.ITERATION: stop.iterations,
-        metrics.ENV_STEPS: stop.env_steps,
-        metrics.RETURN_MEAN: stop.return_mean,
-        metrics.TIME_TOTAL: stop.time_s,
-    }
-    return {key: value for key, value in pairs.items() if value is not None}
-
-
-def _fit(cfg: DictConfig, algo_config: Any, storage: Path, name: str) -> Any:
+def _fit(
+    cfg: DictConfig,
+    trainable: Any,
+    space: dict[str, Any],
+    locations: dict[str, tuple],
+    storage: Path,
+    name: str,
+) -> Any:
     from ray import tune
 
-    from mobrl.progress import ProgressCallback
+    from mobrl import tuning
+    from mobrl.progress import INTERRUPTED, ProgressCallback, trial_name
 
     ckpt = cfg.run.checkpoint
     checkpoint_config = tune.CheckpointConfig(
@@ -164,92 +292,25 @@ def _fit(cfg: DictConfig, algo_config: Any, storage: Path, name: str) -> Any:
         checkpoint_score_attribute=cfg.tune.metric if ckpt.keep else None,
         checkpoint_score_order=cfg.tune.mode,
     )
+    concurrency = tuning.concurrency(cfg, _trial_cpus(cfg))
     tuner = tune.Tuner(
-        algo_config.algo_class,
-        param_space=algo_config,
+        trainable,
+        param_space=space,
         tune_config=tune.TuneConfig(
             num_samples=cfg.tune.num_samples,
-            trial_dirname_creator=_trial_dirname,
+            search_alg=tuning.searcher(cfg, concurrency),
+            scheduler=tuning.scheduler(cfg, space, locations),
+            max_concurrent_trials=concurrency,
+            trial_dirname_creator=trial_name,
         ),
         run_config=tune.RunConfig(
             name=name,
             storage_path=str(storage),
-            stop=_stop_criteria(cfg),
+            stop=tuning.stop_criteria(cfg),
             checkpoint_config=checkpoint_config,
             callbacks=[ProgressCallback(cfg.tune.metric)],
             verbose=0,
         ),
     )
+    INTERRUPTED.clear()
     return tuner.fit()
-
-
-def _trial_dirname(trial: Any) -> str:
-    return f"{trial.trainable_name}_{trial.trial_id}"
-
-
-def _metric_history(result: Any, metric: str) -> list[float]:
-    frame = result.metrics_dataframe
-    if frame is None or metric not in frame:
-        return []
-    return [float(v) for v in frame[metric] if v is not None and not math.isnan(float(v))]
-
-
-def _summarize(cfg: DictConfig, results: Any, run_dir: Path, experiment_dir: Path) -> float | None:
-    metric, mode = cfg.tune.metric, cfg.tune.mode
-    better = max if mode == "max" else min
-    trials = []
-    for result in results:
-        history = _metric_history(result, metric)
-        best_ckpt = None
-        if history:
-            try:
-                best = result.get_best_checkpoint(metric, mode)
-                best_ckpt = best.path if best else None
-            except Exception:  # checkpoint metrics without the metric (e.g. NaN at first)
-                best_ckpt = None
-        last_ckpt = result.checkpoint.path if result.checkpoint else None
-        trials.append(
-            {
-                "trial_dir": str(result.path),
-                "best": better(history) if history else None,
-                "last": history[-1] if history else None,
-                "iterations": result.metrics.get(metrics.ITERATION) if result.metrics else None,
-                "best_checkpoint": best_ckpt or last_ckpt,
-                "last_checkpoint": last_ckpt,
-                "error": str(result.error).splitlines()[0] if result.error else None,
-            }
-        )
-    scored = [t for t in trials if t["best"] is not None]
-    top = better(scored, key=lambda t: t["best"]) if scored else (trials[0] if trials else None)
-    summary = {
-        "metric": metric,
-        "mode": mode,
-        "best_return": top["best"] if top else None,
-        "best_checkpoint": top["best_checkpoint"] if top else None,
-        "last_checkpoint": top["last_checkpoint"] if top else None,
-        "experiment_dir": str(experiment_dir),
-        "trials": trials,
-    }
-    (run_dir / RUN_SUMMARY).write_text(json.dumps(summary, indent=2) + "\n")
-
-    failed = [t for t in trials if t["error"]]
-    console.print()
-    console.print(f"[bold]best {metric}:[/bold] {_show(summary['best_return'])}")
-    console.print(f"[bold]best checkpoint:[/bold] {summary['best_checkpoint']}")
-    console.print(f"[bold]last checkpoint:[/bold] {summary['last_checkpoint']}")
-    if summary["best_checkpoint"]:
-        console.print(f"evaluate: mobrl evaluate --checkpoint {summary['best_checkpoint']}")
-    console.print(f"tensorboard: tensorboard --logdir {run_dir}")
-    console.print(f"results: {run_dir / RUN_SUMMARY}")
-    for trial in failed:
-        print(
-            f"trial failed: {trial['error']} (see {Path(trial['trial_dir']) / 'error.txt'})",
-            file=sys.stderr,
-        )
-    if failed:
-        raise SystemExit(1)
-    return summary["best_return"]
-
-
-def _show(value: float | None) -> str:
-    return "no episode finished" if value is None else f"{value:.3f}"

@@ -75,9 +75,9 @@ def bench_training(scenarios: list[str], steps: int) -> None:
     from mobrl.algos import build_algorithm_config
     from mobrl.config import compose
     from mobrl.envs import factory
-    from mobrl.train import _quiet_ray
+    from mobrl.train import _configure_ray
 
-    _quiet_ray()
+    _configure_ray()
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     factory.register()
     table = Table(title=f"RLlib env-runner sampling, env steps/s ({steps} steps, env=ma)")

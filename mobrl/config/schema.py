@@ -100,11 +100,23 @@ class TuneConf:
     """Tune search settings (one trial by default)."""
 
     name: str = "none"
+    #: trials to sample from the search space (each grid value is tried num_samples times)
     num_samples: int = 1
+    #: result key to rank trials by (a column of progress.csv), and max or min
     metric: str = "env_runners/episode_return_mean"
     mode: str = "max"
-    #: search space over algorithm keys, e.g. {training.lr: {grid: [1e-4, 1e-3]}}
+    #: search space over algorithm keys: {training: {lr: {grid: [1e-4, 1e-3]}}, model: {...}}
+    #: with types choice, grid, uniform, loguniform, randint, quniform
     param_space: dict[str, Any] = field(default_factory=dict)
+    #: `random` (Tune's random and grid search) or `optuna` (Tune's OptunaSearch)
+    searcher: str = "random"
+    #: `fifo` (run every trial to the end), `asha` (stop bad trials early) or `pbt`
+    scheduler: str = "fifo"
+    #: keyword arguments of the scheduler (e.g. grace_period, reduction_factor for asha;
+    #: perturbation_interval for pbt)
+    scheduler_args: dict[str, Any] = field(default_factory=dict)
+    #: trials at once (null: as many as the Ray cluster's CPUs fit)
+    max_concurrent: Optional[int] = None
 
 
 @dataclass

@@ -9,7 +9,10 @@ mobile-env's own RNG objects in the same order, so episodes are the same step fo
 
 The stock attributes other code reads (`connections`, `datarates`, `macro`, `utilities`,
 `active`, UE positions) stay available as views built on access, so baselines, rendering and
-user metrics work unchanged.
+user metrics work unchanged. They are read-only snapshots: the state lives in the arrays, so
+editing a view (adding a UE to a station's set, moving a UE by hand) does not change the
+simulation; assigning a whole `connections` dict does. Code that builds hand-made states by
+editing mobile-env's objects needs `engine=stock`.
 """
 
 from __future__ import annotations

@@ -10,8 +10,8 @@ from mobrl.envs.factory import make_env
 from mobrl.policies import BASELINES, FullPolicy, GreedyPolicy, PoleAnglePolicy, baselines_for
 
 
-def _small(mode: str = "ma"):
-    env = make_env({"kind": "mobile", "id": "small", "mode": mode, "kwargs": {}})
+def _small(mode: str = "ma", engine: str = "fast"):
+    env = make_env({"kind": "mobile", "id": "small", "mode": mode, "kwargs": {}, "engine": engine})
     env.reset(seed=0)
     return env
 
@@ -22,7 +22,7 @@ def _place(core, ue_id: int, xy: tuple[float, float]) -> None:
 
 
 def test_greedy_picks_the_max_snr_station_on_a_hand_made_state() -> None:
-    env = _small()
+    env = _small(engine="stock")  # hand-made states: move UEs and edit links directly
     core = env.core
     # put UE 0 right next to base station 2 (at (120, 30) in the small layout)
     _place(core, 0, (121.0, 31.0))
@@ -40,7 +40,7 @@ def test_greedy_picks_the_max_snr_station_on_a_hand_made_state() -> None:
 
 
 def test_full_connects_every_reachable_station_one_per_step() -> None:
-    env = _small()
+    env = _small(engine="stock")
     core = env.core
     _place(core, 0, (90.0, 80.0))
     ue = core.users[0]
