@@ -134,7 +134,8 @@ def report(
                 _show(r["iterations"]),
                 status,
             )
-        console.print(table)
+        # logs are not terminals: keep the whole table readable there instead of 80 columns
+        console.print(table, width=None if console.is_terminal else 200)
         if summary["best_params"]:
             best = "  ".join(f"{k}={_show(v)}" for k, v in summary["best_params"].items())
             console.print(f"[bold]best config:[/bold] {best}")

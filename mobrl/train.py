@@ -6,6 +6,7 @@ import json
 import logging
 import os
 import sys
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +57,8 @@ def _configure_ray() -> None:
         "ray.rllib.algorithms.algorithm_config",
     ):
         logging.getLogger(name).setLevel(logging.ERROR)
+    # advice for Trainables that implement reset_config; RLlib's algorithms do not
+    warnings.filterwarnings("ignore", message="Consider boosting PBT performance")
     # on Ctrl-C Tune suggests its Python API to resume; mobrl prints its own command
     tune_logger = logging.getLogger("ray.tune.tune")
     if _drop_restore_hint not in tune_logger.filters:
@@ -298,7 +301,7 @@ def _fit(
         param_space=space,
         tune_config=tune.TuneConfig(
             num_samples=cfg.tune.num_samples,
-            search_alg=tuning.searcher(cfg, concurrency),
+            search_alg=tuning.searcher(cfg),
             scheduler=tuning.scheduler(cfg, space, locations),
             max_concurrent_trials=concurrency,
             trial_dirname_creator=trial_name,

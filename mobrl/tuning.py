@@ -234,21 +234,21 @@ def stop_criteria(cfg: DictConfig) -> dict[str, float]:
     return {key: value for key, value in pairs.items() if value is not None}
 
 
-def searcher(cfg: DictConfig, concurrency: int) -> Any:
+def searcher(cfg: DictConfig) -> Any:
     """Tune's search algorithm (None: Tune's random/grid variant generator)."""
     if cfg.tune.searcher == "random":
         return None
     try:
-        import optuna  # noqa: F401
-        from ray.tune.search import ConcurrencyLimiter
+        import optuna
         from ray.tune.search.optuna import OptunaSearch
     except ImportError as err:
         raise UserError(
             "tune.searcher=optuna needs Optuna, which is not installed. "
             "Run `pip install optuna` or use tune.searcher=random."
         ) from err
-    search = OptunaSearch(metric=cfg.tune.metric, mode=cfg.tune.mode, seed=cfg.run.seed)
-    return ConcurrencyLimiter(search, max_concurrent=concurrency)
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    # Tune limits its concurrency to max_concurrent_trials (see `concurrency`)
+    return OptunaSearch(metric=cfg.tune.metric, mode=cfg.tune.mode, seed=cfg.run.seed)
 
 
 def scheduler(cfg: DictConfig, space: dict[str, Any], locations: dict[str, tuple]) -> Any:

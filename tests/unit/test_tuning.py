@@ -74,7 +74,7 @@ def test_shipped_sweeps_compose_and_build() -> None:
             }[option]
         )
     (space, locations), cfg = _space("tune=optuna")
-    assert type(tuning.searcher(cfg, 2).searcher).__name__ == "OptunaSearch"
+    assert type(tuning.searcher(cfg)).__name__ == "OptunaSearch"
 
 
 def test_num_samples_overridable_from_the_command_line() -> None:
