@@ -94,6 +94,10 @@ def build_algorithm_config(cfg: DictConfig, env_name: str, env_config: dict) -> 
         from mobrl.callbacks import MobileMetricsCallback
 
         algo.callbacks(MobileMetricsCallback)
+    elif env_config["kind"] == "arena":
+        from mobrl.callbacks import ArenaMetricsCallback
+
+        algo.callbacks(ArenaMetricsCallback)
 
     policies, mapping = policy_setup(env_config)
     if policies is not None:

@@ -1,10 +1,11 @@
-"""RLlib callbacks (new API stack): per-UE, fairness and network metrics of mobile-env episodes."""
+"""RLlib callbacks (new API stack): per-UE, fairness and network metrics of mobile-env episodes,
+and the arena's per-agent counts."""
 
 from __future__ import annotations
 
 from ray.rllib.callbacks.callbacks import RLlibCallback
 
-from mobrl.envs.factory import find_core
+from mobrl.envs.factory import find_core, find_env
 from mobrl.netstats import EpisodeTracker, core_step_snapshot
 
 _TRACKER = "mobrl_tracker"
@@ -36,3 +37,24 @@ class MobileMetricsCallback(RLlibCallback):
         for tag, value in tracker.summary().items():
             if value == value:  # NaN (e.g. no serving link all episode) would poison the mean
                 metrics_logger.log_value(tag, value, reduce="mean", window=100)
+
+
+_STATS = "mobrl_episode_stats"
+
+
+class ArenaMetricsCallback(RLlibCallback):
+    """Log the arena's per-episode counts (cells discovered, collisions) when it ends.
+
+    The counts are read after every step: when RLlib calls `on_episode_end` the env may
+    already have started the next episode."""
+
+    def on_episode_step(self, *, episode, env=None, env_index: int = 0, **kwargs) -> None:
+        arena = find_env(env, lambda node: hasattr(node, "episode_stats"), env_index)
+        if arena is not None:
+            episode.custom_data[_STATS] = arena.episode_stats()
+
+    def on_episode_end(self, *, episode, metrics_logger=None, **kwargs) -> None:
+        stats = episode.custom_data.pop(_STATS, None)
+        if stats and metrics_logger is not None:
+            for key, value in stats.items():
+                metrics_logger.log_value(key, float(value), reduce="mean", window=100)

@@ -68,3 +68,10 @@ def ue_tag(ue_id: object, name: str) -> str:
 def result_key(tag: str) -> str:
     """Where an env-runner metric lands in Tune's results (and progress.csv)."""
     return f"env_runners/{tag}"
+
+
+# --- the two-agent grid arena (logged by mobrl.callbacks.ArenaMetricsCallback) ------------
+#: new cells the explorer reached in an episode
+ARENA_NEW_CELLS = "arena/explorer/cells_discovered"
+#: times the chaser caught the explorer in an episode
+ARENA_COLLISIONS = "arena/chaser/collisions"

@@ -187,7 +187,7 @@ def _policy(
         )
     target = target_for(checkpoint, overrides or ([] if checkpoint else ["scenario=small"]), pick)
     env_config = {**target.env_config}
-    if env_config["kind"] == "gym":
+    if env_config["kind"] != "mobile":  # mobile-env's dashboard is drawn by mobrl itself
         env_config["render_mode"] = "rgb_array"
     if checkpoint is None:
         check_baselines([policy_name], env_config, flag="--policy")

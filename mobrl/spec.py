@@ -9,10 +9,10 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from mobrl.algos import ALGORITHMS
-from mobrl.envs.factory import MOBILE_ENGINES, MOBILE_LAYOUTS, MOBILE_MODES
+from mobrl.envs.factory import MOBILE_ENGINES, MOBILE_MODES
 from mobrl.errors import UserError, unknown_choice
 
-SCENARIO_KINDS = ("mobile", "gym")
+SCENARIO_KINDS = ("mobile", "gym", "arena")
 TUNE_MODES = ("max", "min")
 
 
@@ -20,6 +20,8 @@ def action_space_kind(cfg: DictConfig) -> str:
     """`discrete`, `multidiscrete`, `box` or `other`: what the agents' actions look like."""
     if cfg.scenario.kind == "mobile":
         return "discrete" if cfg.env.mode == "ma" else "multidiscrete"
+    if cfg.scenario.kind == "arena":
+        return "discrete"
     import gymnasium as gym
 
     env = _make_gym(cfg)
@@ -70,10 +72,13 @@ def check_config(cfg: DictConfig) -> None:
     if kind not in SCENARIO_KINDS:
         raise unknown_choice("scenario.kind", kind, SCENARIO_KINDS, "Fix scenario.kind.")
     if kind == "mobile":
-        if cfg.scenario.id not in MOBILE_LAYOUTS:
-            raise unknown_choice(
-                "mobile-env layout", cfg.scenario.id, MOBILE_LAYOUTS, "Fix scenario.id."
+        if not cfg.scenario.path:
+            raise UserError(
+                f"scenario={cfg.scenario.name} has no layout file. Set scenario.path=<file.yaml>."
             )
+        from mobrl import scenarios
+
+        scenarios.load(cfg.scenario.path)  # one-line errors naming the file, key and fix
         if cfg.env.mode not in MOBILE_MODES:
             raise unknown_choice(
                 "env mode", cfg.env.mode, MOBILE_MODES, "Use env=ma or env=central."

@@ -93,6 +93,7 @@ def run_training(cfg: DictConfig, run_dir: Path | None = None) -> float | None:
     from mobrl.envs import factory
 
     env_config = factory.env_config_from(cfg)
+    factory.check_env(env_config)
     algo_config = build_algorithm_config(cfg, factory.ENV_NAME, env_config)
     space, locations = tuning.param_space(cfg, algo_config)
     policy_ids = factory.policy_ids(env_config)

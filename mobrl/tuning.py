@@ -53,6 +53,7 @@ METRIC_PREFIXES = (
     metrics.AGENT_RETURN_MEAN + "/",
     "env_runners/module_episode_returns_mean/",
     "env_runners/ue/",
+    "env_runners/arena/",
     "learners/",
     "perf/",
     "timers/",

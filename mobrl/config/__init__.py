@@ -30,9 +30,15 @@ __all__ = [
 
 
 def group_options(group: str) -> list[str]:
-    """Names of the options of a config group (the YAML files in `conf/<group>/`)."""
+    """Names of the options of a config group: the YAML files in `conf/<group>/`, and for
+    `scenario` also every layout file (mobrl.scenarios.discover)."""
     folder = resources.files(CONFIG_MODULE).joinpath(group)
-    return sorted(p.name[: -len(".yaml")] for p in folder.iterdir() if p.name.endswith(".yaml"))
+    names = {p.name[: -len(".yaml")] for p in folder.iterdir() if p.name.endswith(".yaml")}
+    if group == "scenario":
+        from mobrl import scenarios
+
+        names |= set(scenarios.discover())
+    return sorted(names)
 
 
 def compose(overrides: Sequence[str] = ()) -> DictConfig:

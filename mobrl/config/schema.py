@@ -13,11 +13,15 @@ class ScenarioConf:
     """What the agents act in: a mobile-env layout or a Gymnasium task."""
 
     name: str = MISSING
-    #: `mobile` (a mobile-env layout, wrapped according to `env.mode`) or `gym` (a Gymnasium id)
+    #: `mobile` (a mobile-env layout, wrapped according to `env.mode`), `gym` (a Gymnasium id)
+    #: or `arena` (mobrl's two-agent grid arena)
     kind: str = MISSING
-    #: mobile-env layout name (small/medium/large) or Gymnasium environment id
+    #: scenario name (mobile, arena) or Gymnasium environment id (gym)
     id: str = MISSING
-    #: passed on: mobile-env's `config=` dict, or keyword arguments of `gymnasium.make`
+    #: mobile: the layout file (YAML); `scenario.path=my.yaml` loads one from anywhere
+    path: Optional[str] = None
+    #: passed on: mobile-env config entries (e.g. seed), keyword arguments of
+    #: `gymnasium.make`, or the arena's settings
     kwargs: dict[str, Any] = field(default_factory=dict)
 
 
@@ -25,8 +29,11 @@ class ScenarioConf:
 class EnvConf:
     """How a mobile-env scenario is exposed to RLlib (ignored by Gymnasium scenarios)."""
 
-    #: `ma`: one agent per UE, all sharing one policy; `central`: one agent controls all UEs
+    #: `ma`: one agent per UE; `central`: one agent controls all UEs
     mode: str = MISSING
+    #: multi-agent policy mapping: `shared` (one policy), `per_agent`, or groups
+    #: {policy: [agent ids]}; null: the scenario's default (mobile: shared, arena: per_agent)
+    policies: Optional[Any] = None
 
 
 @dataclass
@@ -147,8 +154,26 @@ GROUPS = ("scenario", "env", "algo", "run", "tune")
 
 
 def register_schema() -> None:
-    """Register the schema with Hydra's ConfigStore so `conf/config.yaml` can extend it."""
-    from hydra.core.config_store import ConfigStore
+    """Register the schema with Hydra's ConfigStore so `conf/config.yaml` can extend it, and
+    every layout file (built-in and ./scenarios/*.yaml) as an option of the scenario group."""
+    from pathlib import Path
 
+    from hydra.core.config_store import ConfigStore
+    from omegaconf import OmegaConf
+
+    from mobrl import scenarios
+
+    if not OmegaConf.has_resolver("mobrl_stem"):
+        # a layout scenario is named after its file, also when scenario.path points elsewhere
+        OmegaConf.register_new_resolver("mobrl_stem", lambda path: Path(str(path)).stem)
     cs = ConfigStore.instance()
     cs.store(name="mobrl_schema", node=MobrlConfig)
+    for name, path in scenarios.discover().items():
+        node = {
+            "name": "${mobrl_stem:${.path}}",
+            "kind": "mobile",
+            "id": "${.name}",
+            "path": str(path),
+            "kwargs": {},
+        }
+        cs.store(group="scenario", name=name, node=node)

@@ -32,9 +32,6 @@ from mobile_env.core.schedules import ResourceFair
 from mobile_env.core.utilities import BoundedLogUtility
 from mobile_env.handlers.central import MComCentralHandler
 from mobile_env.handlers.multi_agent import MComMAHandler
-from mobile_env.scenarios.large import MComLarge
-from mobile_env.scenarios.medium import MComMedium
-from mobile_env.scenarios.small import MComSmall
 
 #: the simulation models the engine computes natively (exact classes: a subclass may change them)
 SUPPORTED_MODELS = {
@@ -76,7 +73,8 @@ def unsupported_models(core: MComCore) -> list[str]:
 
 
 class FastEngine:
-    """Mixin placed before a mobile-env scenario class: `class X(FastEngine, MComSmall)`."""
+    """Mixin placed before a mobile-env core class: `class X(FastEngine, MComCore)` (or one of
+    mobile-env's scenario classes, e.g. `class X(FastEngine, MComSmall)`)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         self._conn = np.zeros((0, 0), dtype=bool)
@@ -577,13 +575,5 @@ class FastEngine:
         return utilities, rates, serving, snr_db
 
 
-class FastSmall(FastEngine, MComSmall):
-    """mobile-env's small layout (3 BSs, 5 UEs) on the fast engine."""
-
-
-class FastMedium(FastEngine, MComMedium):
-    """mobile-env's medium layout (7 BSs, 15 UEs) on the fast engine."""
-
-
-class FastLarge(FastEngine, MComLarge):
-    """mobile-env's large layout (13 BSs, 30 UEs) on the fast engine."""
+class FastCore(FastEngine, MComCore):
+    """A mobile-env core (stations, users, config, render_mode) on the fast engine."""

@@ -11,25 +11,34 @@ SHARED_POLICY = "shared"
 #: RLlib's module id for single-agent envs
 DEFAULT_POLICY = "default_policy"
 
-MOBILE_LAYOUTS = ("small", "medium", "large")
 MOBILE_MODES = ("ma", "central")
 #: `fast`: mobrl's array engine (mobrl.envs.engine); `stock`: mobile-env's own step
 MOBILE_ENGINES = ("fast", "stock")
 
 
 def env_config_from(cfg: Any, render_mode: str | None = None) -> dict[str, Any]:
-    """The plain, picklable dict that `make_env` needs, taken from the composed config."""
+    """The plain, picklable dict that `make_env` needs, taken from the composed config.
+
+    For mobile-env scenarios it holds the validated layout itself, so Ray workers and other
+    machines rebuild the env without the scenario file."""
     from omegaconf import OmegaConf
 
-    return {
+    kind = cfg.scenario.kind
+    env_config = {
         "scenario": cfg.scenario.name,
-        "kind": cfg.scenario.kind,
+        "kind": kind,
         "id": cfg.scenario.id,
         "kwargs": OmegaConf.to_container(cfg.scenario.kwargs, resolve=True),
-        "mode": cfg.env.mode if cfg.scenario.kind == "mobile" else "gym",
+        "mode": cfg.env.mode if kind == "mobile" else ("ma" if kind == "arena" else "gym"),
         "engine": cfg.engine,
         "render_mode": render_mode,
     }
+    if kind == "mobile":
+        from mobrl import scenarios
+
+        env_config["layout"] = scenarios.load(cfg.scenario.path)
+    env_config["policies"] = policy_spec(env_config, cfg.env.get("policies"))
+    return env_config
 
 
 def make_env(env_config: dict[str, Any]) -> Any:
@@ -38,12 +47,17 @@ def make_env(env_config: dict[str, Any]) -> Any:
     kwargs = dict(env_config.get("kwargs") or {})
     if env_config["kind"] == "mobile":
         engine = env_config.get("engine", "fast")
-        core = make_mobile_core(env_config["id"], env_config["mode"], engine, kwargs, render_mode)
+        layout = env_config.get("layout") or env_config["id"]  # runs from before layouts as data
+        core = make_mobile_core(layout, env_config["mode"], engine, kwargs, render_mode)
         if env_config["mode"] == "central":
             return core
         from mobrl.envs.wrappers import MobileMultiAgentEnv
 
         return MobileMultiAgentEnv(core)
+    if env_config["kind"] == "arena":
+        from mobrl.envs.arena import GridArena
+
+        return GridArena(render_mode=render_mode, **kwargs)
     import gymnasium as gym
 
     env = gym.make(env_config["id"], render_mode=render_mode, **kwargs)
@@ -55,33 +69,37 @@ def make_env(env_config: dict[str, Any]) -> Any:
 
 
 def make_mobile_core(
-    layout: str,
+    layout: str | dict[str, Any],
     mode: str,
     engine: str = "fast",
     kwargs: dict[str, Any] | None = None,
     render_mode: str | None = None,
 ) -> Any:
-    """A mobile-env core (`MComCore`) of a built-in layout with the handler of `mode`
-    (`ma`: dict observations per UE, `central`: one flat vector) on the chosen engine."""
+    """A mobile-env core (`MComCore`) of a layout (a scenario name, or validated layout data)
+    with the handler of `mode` (`ma`: dict observations per UE, `central`: one flat vector) on
+    the chosen engine. `kwargs` are mobile-env config entries that override the layout's."""
+    from mobile_env.core.base import MComCore
+    from mobile_env.core.util import deep_dict_merge
     from mobile_env.handlers.central import MComCentralHandler
     from mobile_env.handlers.multi_agent import MComMAHandler
 
+    from mobrl import scenarios
+
+    if isinstance(layout, str):
+        found = scenarios.discover()
+        if layout not in found:
+            from mobrl.errors import unknown_choice
+
+            raise unknown_choice("scenario", layout, found, "Use a scenario name.")
+        layout = scenarios.load(found[layout])
+    stations, users, config = scenarios.build_config(layout)
     handlers = {"ma": MComMAHandler, "central": MComCentralHandler}
-    config = {**(kwargs or {})}
-    config.setdefault("handler", handlers[mode])
-    return _layout_class(layout, engine)(config=config, render_mode=render_mode)
-
-
-def _layout_class(layout: str, engine: str) -> Any:
+    config = deep_dict_merge(config, {"handler": handlers[mode], **(kwargs or {})})
     if engine == "fast":
-        from mobrl.envs import engine as fast
+        from mobrl.envs.engine import FastCore
 
-        return {"small": fast.FastSmall, "medium": fast.FastMedium, "large": fast.FastLarge}[layout]
-    from mobile_env.scenarios.large import MComLarge
-    from mobile_env.scenarios.medium import MComMedium
-    from mobile_env.scenarios.small import MComSmall
-
-    return {"small": MComSmall, "medium": MComMedium, "large": MComLarge}[layout]
+        return FastCore(stations, users, config, render_mode=render_mode)
+    return MComCore(stations, users, config, render_mode=render_mode)
 
 
 def make_gym_env(
@@ -93,30 +111,31 @@ def make_gym_env(
 
 
 def register_gym_ids() -> None:
-    """Register `mobrl/mobile-{small,medium,large}-{ma,central}-v0` with Gymnasium."""
+    """Register `mobrl/mobile-{layout}-{ma,central}-v0` for every built-in layout."""
     import gymnasium as gym
 
-    for layout in MOBILE_LAYOUTS:
+    from mobrl import scenarios
+
+    for path in sorted(scenarios.builtin_dir().glob("*.yaml")):
         for mode in MOBILE_MODES:
-            env_id = f"mobrl/mobile-{layout}-{mode}-v0"
+            env_id = f"mobrl/mobile-{path.stem}-{mode}-v0"
             if env_id not in gym.registry:
                 gym.register(
                     env_id,
                     entry_point="mobrl.envs.factory:make_gym_env",
-                    kwargs={"layout": layout, "mode": mode},
+                    kwargs={"layout": path.stem, "mode": mode},
                 )
 
 
-def find_core(env: Any, env_index: int = 0) -> Any | None:
-    """The mobile-env core behind whatever RLlib hands a callback (vector env, wrappers)."""
-    from mobile_env.core.base import MComCore
-
+def find_env(env: Any, wanted: Any, env_index: int = 0) -> Any | None:
+    """The first env for which `wanted(env)` holds behind whatever RLlib hands a callback
+    (vector env, Gymnasium wrappers, mobrl's multi-agent wrapper)."""
     node = env
     envs = getattr(node, "envs", None)
     if envs is not None:
         node = envs[env_index]
-    for _ in range(8):  # unwrap gym wrappers and mobrl's multi-agent wrapper
-        if isinstance(node, MComCore):
+    for _ in range(8):
+        if wanted(node):
             return node
         node = getattr(node, "core", None) or getattr(node, "env", None)
         if node is None:
@@ -124,25 +143,140 @@ def find_core(env: Any, env_index: int = 0) -> Any | None:
     return None
 
 
+def find_core(env: Any, env_index: int = 0) -> Any | None:
+    """The mobile-env core behind whatever RLlib hands a callback (vector env, wrappers)."""
+    from mobile_env.core.base import MComCore
+
+    return find_env(env, lambda node: isinstance(node, MComCore), env_index)
+
+
 def is_multi_agent(env_config: dict[str, Any]) -> bool:
-    return env_config["kind"] == "mobile" and env_config["mode"] == "ma"
+    return env_config["mode"] == "ma" and env_config["kind"] in ("mobile", "arena")
 
 
-def shared_policy_mapping(agent_id: Any, episode: Any = None, **kwargs: Any) -> str:
-    """Policy mapping of `env=ma`: every UE acts with the one shared policy."""
-    return SHARED_POLICY
+def agent_ids(env_config: dict[str, Any]) -> list[str]:
+    """The agents of a multi-agent scenario (empty for single-agent ones)."""
+    if not is_multi_agent(env_config):
+        return []
+    if env_config["kind"] == "arena":
+        from mobrl.envs.arena import AGENTS
+
+        return list(AGENTS)
+    from mobrl.envs.wrappers import agent_id
+
+    layout = env_config.get("layout")
+    count = (
+        layout["ues"]["count"] if layout else len(make_mobile_core(env_config["id"], "ma").users)
+    )
+    return [agent_id(u) for u in range(count)]
+
+
+#: the policy mapping a scenario gets when env.policies is not set
+DEFAULT_POLICIES = {"mobile": "shared", "arena": "per_agent"}
+POLICY_MAPPINGS = ("shared", "per_agent")
+
+
+def policy_spec(env_config: dict[str, Any], requested: Any) -> dict[str, str] | None:
+    """Agent id -> policy id for `env.policies`: `shared` (one policy, id "shared"),
+    `per_agent` (one policy per agent, named like it) or {policy: [agent ids]}; None for
+    single-agent scenarios."""
+    from mobrl.errors import UserError, unknown_choice
+
+    agents = agent_ids(env_config)
+    if not agents:
+        return None
+    requested = DEFAULT_POLICIES[env_config["kind"]] if requested is None else requested
+    if hasattr(requested, "items"):  # a mapping of groups (DictConfig or dict)
+        mapping: dict[str, str] = {}
+        for policy, members in requested.items():
+            members = [members] if isinstance(members, str) else list(members)
+            for agent in members:
+                if agent not in agents:
+                    raise unknown_choice(
+                        f"agent in env.policies.{policy}:", str(agent), agents, "Fix the group."
+                    )
+                if agent in mapping:
+                    raise UserError(
+                        f"agent '{agent}' is in two groups of env.policies ({mapping[agent]}, "
+                        f"{policy}). Put each agent in one group."
+                    )
+                mapping[agent] = str(policy)
+        missing = [a for a in agents if a not in mapping]
+        if missing:
+            raise UserError(
+                f"env.policies leaves agents without a policy: {', '.join(missing[:5])}"
+                f"{' ...' if len(missing) > 5 else ''}. Add them to a group."
+            )
+        return mapping
+    if requested == "shared":
+        return {a: SHARED_POLICY for a in agents}
+    if requested == "per_agent":
+        return {a: a for a in agents}
+    raise unknown_choice(
+        "env.policies",
+        str(requested),
+        POLICY_MAPPINGS,
+        "Use env.policies=shared, per_agent or a mapping {policy: [agent ids]}.",
+    )
+
+
+class AgentPolicyMap:
+    """RLlib's policy_mapping_fn for a fixed agent -> policy table (picklable)."""
+
+    def __init__(self, mapping: dict[str, str]):
+        self.mapping = dict(mapping)
+
+    def __call__(self, agent_id: Any, episode: Any = None, **kwargs: Any) -> str:
+        return self.mapping[agent_id]
 
 
 def policy_setup(env_config: dict[str, Any]) -> tuple[list[str] | None, Any]:
     """Policy ids and mapping function for RLlib's `multi_agent(...)` (None: single agent)."""
-    if is_multi_agent(env_config):
-        return [SHARED_POLICY], shared_policy_mapping
-    return None, None
+    if not is_multi_agent(env_config):
+        return None, None
+    mapping = env_config.get("policies") or policy_spec(env_config, None)  # older manifests
+    return sorted(set(mapping.values())), AgentPolicyMap(mapping)
 
 
 def policy_ids(env_config: dict[str, Any]) -> list[str]:
     policies, _ = policy_setup(env_config)
     return policies or [DEFAULT_POLICY]
+
+
+def check_env(env_config: dict[str, Any]) -> None:
+    """Build the scenario once and run RLlib's multi-agent checker or Gymnasium's passive
+    checks (spaces, reset, one step) on it; a failure is a one-line `UserError`, not a
+    traceback from inside a Ray worker later."""
+    import warnings
+
+    from mobrl.errors import UserError
+
+    name = env_config.get("scenario") or env_config["id"]
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the checkers' advice is not an error
+            env = make_env({**env_config, "render_mode": None})
+            try:
+                if is_multi_agent(env_config):
+                    from ray.rllib.utils.pre_checks.env import check_multiagent_environments
+
+                    check_multiagent_environments(env)
+                else:
+                    from gymnasium.utils import passive_env_checker as passive
+
+                    # reset and step check observations against the space and return types
+                    passive.env_reset_passive_checker(env, seed=0)
+                    passive.env_step_passive_checker(env, env.action_space.sample())
+            finally:
+                env.close()
+    except UserError:
+        raise
+    except Exception as err:
+        detail = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise UserError(
+            f"scenario '{name}' fails the env check: {detail}. Fix the scenario's definition "
+            "(or the Gymnasium env it names)."
+        ) from err
 
 
 def register() -> None:
