@@ -196,6 +196,57 @@ def render(
         raise _fail(err) from None
 
 
+scenarios_app = typer.Typer(
+    help="List, inspect and plot scenarios (mobile-env layouts as YAML, Gymnasium tasks).",
+    no_args_is_help=True,
+)
+app.add_typer(scenarios_app, name="scenarios")
+
+
+@scenarios_app.command("list")
+def scenarios_list() -> None:
+    """Every scenario: stations, UEs, map size, and the spaces of each env mode."""
+    from mobrl.scenarios.tools import list_scenarios
+    from mobrl.ui import make_console
+
+    list_scenarios(make_console())
+
+
+@scenarios_app.command("show")
+def scenarios_show(
+    name: str = typer.Argument(..., help="Scenario name (or a .yaml file)."),
+) -> None:
+    """A layout with every parameter resolved (defaults filled in), as YAML."""
+    from mobrl.scenarios.tools import show
+
+    try:
+        print(show(name), end="")
+    except UserError as err:
+        raise _fail(err) from None
+
+
+@scenarios_app.command("plot")
+def scenarios_plot(
+    name: str = typer.Argument(..., help="Scenario name (or a .yaml file)."),
+    out: Path = typer.Option(Path("layout.png"), "--out", help="PNG file to write."),
+    size: str = typer.Option("900x700", "--size", help="Image size in pixels, WIDTHxHEIGHT."),
+) -> None:
+    """A map of a layout: stations, their coverage at the SNR threshold, UE start positions."""
+    from mobrl.scenarios.tools import plot
+
+    try:
+        try:
+            width, height = (int(v) for v in size.lower().split("x"))
+        except ValueError:
+            raise UserError(
+                f"--size '{size}' is not WIDTHxHEIGHT. Write e.g. --size 900x700."
+            ) from None
+        written = plot(name, out, width, height)
+    except UserError as err:
+        raise _fail(err) from None
+    print(f"plot: {written} ({width}x{height} px)")
+
+
 def main() -> None:
     """Console-script entry point."""
     app()

@@ -58,13 +58,15 @@ def isolines(core: Any, rate: float, num: int = 32) -> list[tuple[list[float], l
     """Per BS (in id order), the points where a default UE still gets more than `rate`: the
     same points as mobile-env's `bs_isolines`, computed on arrays for its Okumura-Hata channel."""
     from mobile_env.core.channels import EPSILON, OkumuraHata
-    from mobile_env.core.entities import UserEquipment
+
+    from mobrl.envs import channel
 
     stations = sorted(core.stations.values(), key=lambda bs: bs.bs_id)
     if type(core.channel) is not OkumuraHata:  # another channel model: mobile-env's own loop
         lines = core.bs_isolines(rate)
         return [(list(lines[bs][0]), list(lines[bs][1])) for bs in stations]
-    ue = UserEquipment(None, **core.default_config()["ue"])
+    # the scenario's UEs (mobile-env's own dashboard assumes its default UE here)
+    ue = next(iter(core.users.values()))
     out = []
     for bs in stations:
         xs_all, ys_all = [], []
@@ -75,14 +77,10 @@ def isolines(core: Any, rate: float, num: int = 32) -> list[tuple[list[float], l
             xs_all.append(xs)
             ys_all.append(slope * (xs - bs.x) + bs.y)
         xs, ys = np.array(xs_all), np.array(ys_all)
+        t1, t2 = channel.loss_terms(bs.frequency, bs.height, ue.height)
         dx, dy = int(bs.x) - np.trunc(xs), int(bs.y) - np.trunc(ys)
-        freq, height = bs.frequency, bs.height
-        ch = 0.8 + (1.1 * np.log10(freq) - 0.7) * ue.height - 1.56 * np.log10(freq)
-        t1 = 69.55 - ch + 26.16 * np.log10(freq) - 13.82 * np.log10(height)
-        t2 = 44.9 - 6.55 * np.log10(height)
-        loss = t1 + t2 * np.log10(np.sqrt(dx * dx + dy * dy) + EPSILON)
-        snr = 10 ** ((bs.tx_power - loss) / 10) / ue.noise
-        rates = np.where(snr > ue.snr_threshold, bs.bw * np.log2(1 + snr), 0.0)
+        snr = channel.snr(t1, t2, bs.tx_power, ue.noise, dx, dy)
+        rates = channel.max_rate(bs.bw, snr, ue.snr_threshold)
         last = np.array([np.flatnonzero(row > rate).max() for row in rates])
         rows = np.arange(num)
         out.append((xs[rows, last].tolist(), ys[rows, last].tolist()))

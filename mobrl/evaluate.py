@@ -299,11 +299,12 @@ def evaluate_command(
     workers: int | None,
 ) -> Path:
     """`mobrl evaluate` / `mobrl baselines`: run, print the table, write the files."""
-    from rich.console import Console
     from rich.progress import Progress
     from rich.table import Table
 
-    console = Console(highlight=False, soft_wrap=True)
+    from mobrl.ui import make_console
+
+    console = make_console()
     if episodes < 1:
         raise UserError(f"--episodes must be at least 1, got {episodes}.")
     if pick not in ("best", "last"):

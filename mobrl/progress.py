@@ -13,6 +13,7 @@ from rich.live import Live
 from rich.table import Table
 
 from mobrl import metrics
+from mobrl.ui import make_console
 
 
 def _get(result: dict[str, Any], key: str) -> Any:
@@ -84,7 +85,7 @@ class ProgressCallback(Callback):
     @property
     def console(self) -> Console:
         if self._console is None:
-            self._console = Console(highlight=False, soft_wrap=True)
+            self._console = make_console()
         return self._console
 
     def _table(self) -> Table:

@@ -224,10 +224,11 @@ def render_command(
     # pygame draws some Gymnasium tasks: no display, no sound card needed
     os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
     os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
-    from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
-    console = Console(highlight=False, soft_wrap=True, stderr=False)
+    from mobrl.ui import make_console
+
+    console = make_console()
     if episodes < 1:
         raise UserError(f"--episodes must be at least 1, got {episodes}.")
     if max_steps is not None and max_steps < 1:

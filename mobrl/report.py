@@ -134,8 +134,7 @@ def report(
                 _show(r["iterations"]),
                 status,
             )
-        # logs are not terminals: keep the whole table readable there instead of 80 columns
-        console.print(table, width=None if console.is_terminal else 200)
+        console.print(table)
         if summary["best_params"]:
             best = "  ".join(f"{k}={_show(v)}" for k, v in summary["best_params"].items())
             console.print(f"[bold]best config:[/bold] {best}")

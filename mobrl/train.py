@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
-from rich.console import Console
 
 from mobrl.checkpoints import (
     MANIFEST,
@@ -22,8 +21,9 @@ from mobrl.checkpoints import (
 )
 from mobrl.errors import USER_ERROR_EXIT, UserError
 from mobrl.spec import check_config, check_writable
+from mobrl.ui import make_console
 
-console = Console(highlight=False, soft_wrap=True)
+console = make_console()
 #: Tune's experiment state file inside the experiment dir (what `--resume` restores from)
 TUNER_STATE = "tuner.pkl"
 #: exit code of a run stopped with Ctrl-C (128 + SIGINT, as shells report it)

@@ -26,12 +26,14 @@ import numpy as np
 from mobile_env.core import metrics as me_metrics
 from mobile_env.core.arrival import Arrival
 from mobile_env.core.base import MComCore
-from mobile_env.core.channels import EPSILON, OkumuraHata
+from mobile_env.core.channels import OkumuraHata
 from mobile_env.core.movement import RandomWaypointMovement
 from mobile_env.core.schedules import ResourceFair
 from mobile_env.core.utilities import BoundedLogUtility
 from mobile_env.handlers.central import MComCentralHandler
 from mobile_env.handlers.multi_agent import MComMAHandler
+
+from mobrl.envs import channel
 
 #: the simulation models the engine computes natively (exact classes: a subclass may change them)
 SUPPORTED_MODELS = {
@@ -99,20 +101,13 @@ class FastEngine:
         self._noise = np.array([ue.noise for ue in ues], dtype=float)[None, :]
         self._thr = np.array([ue.snr_threshold for ue in ues], dtype=float)[None, :]
         self._velocity = np.array([ue.velocity for ue in ues], dtype=float)
-        # path-loss terms that depend only on BS and UE parameters, as OkumuraHata computes them
-        self._t1 = np.empty((len(bs), len(ues)))
-        self._t2 = np.empty((len(bs), len(ues)))
-        for i, b in enumerate(bs):
-            for j, ue in enumerate(ues):
-                ch = (
-                    0.8
-                    + (1.1 * np.log10(b.frequency) - 0.7) * ue.height
-                    - 1.56 * np.log10(b.frequency)
-                )
-                self._t1[i, j] = (
-                    69.55 - ch + 26.16 * np.log10(b.frequency) - 13.82 * np.log10(b.height)
-                )
-                self._t2[i, j] = 44.9 - 6.55 * np.log10(b.height)
+        # path-loss terms that depend only on BS and UE parameters
+        freq = np.array([b.frequency for b in bs], dtype=float)[:, None]
+        bs_height = np.array([b.height for b in bs], dtype=float)[:, None]
+        ue_height = np.array([ue.height for ue in ues], dtype=float)[None, :]
+        t1, t2 = channel.loss_terms(freq, bs_height, ue_height)
+        shape = (len(bs), len(ues))
+        self._t1, self._t2 = np.broadcast_to(t1, shape).copy(), np.broadcast_to(t2, shape).copy()
         util = core.utility
         self._idle = util.scale(util.lower)
         self._log_w3 = np.log(util.coeffs[2])
@@ -139,9 +134,7 @@ class FastEngine:
         """SNR of every BS-UE pair at the current positions (OkumuraHata, same operations)."""
         dx = self._bx - np.trunc(self._x)[None, :]
         dy = self._by - np.trunc(self._y)[None, :]
-        distance = np.sqrt(dx * dx + dy * dy)
-        loss = self._t1 + self._t2 * np.log10(distance + EPSILON)
-        self._snr = 10 ** ((self._tx - loss) / 10) / self._noise
+        self._snr = channel.snr(self._t1, self._t2, self._tx, self._noise, dx, dy)
         self._reach = self._snr > self._thr
 
     def _set_active(self) -> None:

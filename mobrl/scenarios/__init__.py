@@ -237,8 +237,10 @@ def summary(data: dict[str, Any]) -> dict[str, Any]:
         "stations": n_bs,
         "ues": n_ue,
         "map": f"{data['width']:g} x {data['height']:g}",
-        "ma": f"obs {4 * n_bs + 1}, act Discrete({n_bs + 1}) x {n_ue} agents",
-        "central": f"obs {n_ue * (2 * n_bs + 1)}, act MultiDiscrete({n_ue} x {n_bs + 1})",
+        "ma_obs": f"{4 * n_bs + 1} per UE",
+        "ma_act": f"Discrete({n_bs + 1}) x {n_ue}",
+        "central_obs": str(n_ue * (2 * n_bs + 1)),
+        "central_act": f"MultiDiscrete({n_ue} x {n_bs + 1})",
     }
 
 

@@ -1,0 +1,181 @@
+"""`mobrl scenarios list | show | plot`: what scenarios there are, their parameters, a map."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from mobrl import scenarios
+from mobrl.errors import UserError, unknown_choice
+
+
+def _other_scenarios() -> dict[str, dict[str, Any]]:
+    """The scenario group's options that are not layout files (Gymnasium tasks, the arena)."""
+    from importlib import resources
+
+    folder = Path(str(resources.files("mobrl.conf").joinpath("scenario")))
+    return {p.stem: yaml.safe_load(p.read_text()) for p in sorted(folder.glob("*.yaml"))}
+
+
+def _spaces(conf: dict[str, Any]) -> str:
+    """Observation and action spaces of a non-layout scenario, in short."""
+    if conf["kind"] == "arena":
+        from mobrl.envs.arena import AGENTS, MOVES
+
+        size = conf.get("kwargs", {}).get("size", 8)
+        return f"obs {4 + size * size} per agent, act Discrete({len(MOVES)}) x {len(AGENTS)}"
+    if conf["id"] == "???":
+        return "any Gymnasium id (scenario.id=...)"
+    import gymnasium as gym
+
+    def short(space: Any) -> str:
+        return f"Box{space.shape}" if isinstance(space, gym.spaces.Box) else str(space)
+
+    env = gym.make(conf["id"])
+    try:
+        return f"obs {short(env.observation_space)}, act {short(env.action_space)}"
+    finally:
+        env.close()
+
+
+def list_scenarios(console: Any) -> None:
+    """Print every scenario: layouts with their sizes and spaces per env mode, then others."""
+    from rich.table import Table
+
+    table = Table(title="mobile-env layouts (env=ma: an agent per UE; env=central: one agent)")
+    columns = ("name", "stations", "UEs", "map (m)", "ma obs", "ma act", "central obs")
+    for col in (*columns, "central act", "file"):
+        table.add_column(col, justify="right" if col in ("stations", "UEs") else "left")
+    builtin = scenarios.builtin_dir()
+    for name, path in scenarios.discover().items():
+        info = scenarios.summary(scenarios.load(path))
+        where = "built-in" if path.parent == builtin else str(path)
+        table.add_row(
+            name, str(info["stations"]), str(info["ues"]), info["map"], info["ma_obs"],
+            info["ma_act"], info["central_obs"], info["central_act"], where,
+        )  # fmt: skip
+    console.print(table)
+    others = Table(title="other scenarios")
+    for col in ("name", "kind", "spaces"):
+        others.add_column(col)
+    for name, conf in _other_scenarios().items():
+        others.add_row(name, f"{conf['kind']} {conf['id']}", _spaces(conf))
+    console.print(others)
+    console.print(
+        f"Add your own: a YAML file in ./{scenarios.USER_DIR}/ (copy `mobrl scenarios show small`), "
+        "then mobrl train scenario=<file name>."
+    )
+
+
+def find(name: str) -> Path:
+    """The layout file of scenario `name`, or a one-line error with the closest names."""
+    found = scenarios.discover()
+    if name in found:
+        return found[name]
+    path = Path(name)
+    if path.suffix in (".yaml", ".yml") and path.is_file():
+        return path
+    if name in _other_scenarios():
+        raise UserError(
+            f"scenario '{name}' is not a mobile-env layout (it has no base stations to show). "
+            "Choose a layout from `mobrl scenarios list`."
+        )
+    raise unknown_choice(
+        "scenario", name, found, "See `mobrl scenarios list`, or give a path to a .yaml file."
+    )
+
+
+def show(name: str) -> str:
+    """The layout with every default filled in, as YAML."""
+    path = find(name)
+    data = scenarios.load(path)
+    header = f"# {name}: {path}\n# every key, defaults filled in (units: m, Hz, MHz, dBm)\n"
+    return header + yaml.safe_dump(data, sort_keys=False, default_flow_style=None)
+
+
+def plot(name: str, out: Path, width_px: int, height_px: int, dpi: int = 100) -> Path:
+    """A PNG of the layout: coverage depth, each station's range at the UE's SNR threshold,
+    stations, and where the UEs start (first episode of the layout's seed)."""
+    import os
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import numpy as np
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    from mobrl.dashboard import isolines
+    from mobrl.envs import channel
+    from mobrl.envs.factory import make_mobile_core
+    from mobrl.spec import check_writable
+
+    if width_px < 100 or height_px < 100:
+        raise UserError(f"--size {width_px}x{height_px} is too small. Use at least 100x100.")
+    out = Path(out).expanduser().absolute()
+    if out.suffix.lower() != ".png":
+        raise UserError(f"--out '{out.name}' is not a .png file. End the name with .png.")
+    check_writable(out.parent, "--out", example="./layout.png")
+    data = scenarios.load(find(name))
+    core = make_mobile_core(data, "central", "fast")
+    core.reset()
+
+    fig = Figure(figsize=(width_px / dpi, height_px / dpi), dpi=dpi)
+    ax = fig.add_subplot()
+    w, h = data["width"], data["height"]
+    ue = data["ues"]
+    xs = np.linspace(0, w, min(int(w) + 1, 600))
+    ys = np.linspace(0, h, min(int(h) + 1, 600))
+    gx, gy = np.meshgrid(xs, ys)
+    in_range = np.zeros_like(gx, dtype=int)
+    for s in data["stations"]:
+        t1, t2 = channel.loss_terms(s["frequency"], s["height"], ue["height"])
+        snr = channel.snr(
+            t1,
+            t2,
+            s["tx_power"],
+            ue["noise"],
+            int(s["x"]) - np.trunc(gx),
+            int(s["y"]) - np.trunc(gy),
+        )
+        in_range += snr > ue["snr_threshold"]
+    depth = ax.imshow(
+        in_range, origin="lower", extent=(0, w, 0, h), cmap="Blues", vmin=0,
+        vmax=max(int(in_range.max()), 1), alpha=0.8, aspect="equal",
+    )  # fmt: skip
+    from mpl_toolkits.axes_grid1 import make_axes_locatable
+
+    # a colour bar as tall as the map, also for long thin layouts such as the highway
+    bar_ax = make_axes_locatable(ax).append_axes("right", size="3%", pad=0.1)
+    top = max(int(in_range.max()), 1)
+    fig.colorbar(depth, cax=bar_ax, label="stations in range", ticks=range(top + 1))
+    for lx, ly in isolines(core, 0.0):
+        ax.plot([*lx, lx[0]], [*ly, ly[0]], color="gray", linewidth=0.8)
+    for i, s in enumerate(data["stations"]):
+        ax.plot(s["x"], s["y"], marker="^", color="black", markersize=9)
+        ax.annotate(chr(ord("A") + i % 26), (s["x"], s["y"]), xytext=(5, 5),
+                    textcoords="offset points", fontsize=8)  # fmt: skip
+    starts = np.array([(u.x, u.y) for u in core.users.values()])
+    active = {u.ue_id for u in core.active}
+    present = np.array([u.ue_id in active for u in core.users.values()])
+    ax.scatter(*starts[present].T, s=18, color="tab:orange", label="UE (at start)", zorder=3)
+    if (~present).any():
+        ax.scatter(*starts[~present].T, s=18, facecolors="none", edgecolors="tab:orange",
+                   label="UE (arrives later)", zorder=3)  # fmt: skip
+    ax.set_xlim(0, w)
+    ax.set_ylim(0, h)
+    ax.set_xlabel("x (m)")
+    ax.set_ylabel("y (m)")
+    ax.set_title(f"{name}: {len(data['stations'])} stations, {ue['count']} UEs", fontsize=10)
+    ax.legend(loc="upper right", fontsize=7)
+    fig.tight_layout()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(f".{out.stem}.partial.png")
+    try:
+        FigureCanvasAgg(fig).print_png(str(tmp))
+        os.replace(tmp, out)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return out
