@@ -243,6 +243,9 @@ def policy_ids(env_config: dict[str, Any]) -> list[str]:
     return policies or [DEFAULT_POLICY]
 
 
+_BROKEN_ENV = "not within the observation space"
+
+
 def check_env(env_config: dict[str, Any]) -> None:
     """Build the scenario once and run RLlib's multi-agent checker or Gymnasium's passive
     checks (spaces, reset, one step) on it; a failure is a one-line `UserError`, not a
@@ -253,8 +256,8 @@ def check_env(env_config: dict[str, Any]) -> None:
 
     name = env_config.get("scenario") or env_config["id"]
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # the checkers' advice is not an error
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
             env = make_env({**env_config, "render_mode": None})
             try:
                 if is_multi_agent(env_config):
@@ -269,6 +272,16 @@ def check_env(env_config: dict[str, Any]) -> None:
                     passive.env_step_passive_checker(env, env.action_space.sample())
             finally:
                 env.close()
+        # Gymnasium's checks warn; these warnings mean the env breaks its own contract (the
+        # rest, such as dtype advice, is not an error)
+        broken = [
+            str(w.message)
+            for w in caught
+            if _BROKEN_ENV in str(w.message)
+            or ("must be" in str(w.message) or "Expects" in str(w.message))
+        ]
+        if broken:
+            raise RuntimeError(broken[0].replace("\n", " "))
     except UserError:
         raise
     except Exception as err:

@@ -1,0 +1,72 @@
+"""Every shipped scenario trains one smoke iteration (one Hydra multirun, a run dir each)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from mobrl import metrics, scenarios
+from mobrl.config import group_options
+from tests.conftest import run_mobrl
+
+pytestmark = pytest.mark.slow
+
+#: every option of the scenario group but `gym`, which needs an id (tested with MountainCar)
+SHIPPED = [s for s in group_options("scenario") if s != "gym"]
+
+
+@pytest.fixture(scope="module")
+def sweep(tmp_path_factory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("scenarios") / "sweep"
+    result = run_mobrl(
+        "train", "-m", f"scenario={','.join(SHIPPED)}", "run=smoke", "run.stop.iterations=1",
+        f"hydra.sweep.dir={root}", timeout=1800,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    runs = {}
+    for run_dir in root.iterdir():
+        if (run_dir / "manifest.json").is_file():
+            runs[json.loads((run_dir / "manifest.json").read_text())["scenario"]] = run_dir
+    return runs
+
+
+def _progress(run_dir: Path) -> pd.DataFrame:
+    (trial,) = [p for p in (run_dir / "tune").iterdir() if p.is_dir()]
+    return pd.read_csv(trial / "progress.csv")
+
+
+def test_every_layout_file_is_a_shipped_scenario() -> None:
+    assert {p.stem for p in scenarios.builtin_dir().glob("*.yaml")} <= set(SHIPPED)
+    assert {"dense_urban", "highway", "arena"} <= set(SHIPPED)
+
+
+@pytest.mark.parametrize("scenario", SHIPPED)
+def test_shipped_scenario_trains_one_iteration(sweep: dict[str, Path], scenario: str) -> None:
+    run_dir = sweep[scenario]
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["failed"] == [] and Path(summary["last_checkpoint"]).is_dir()
+    progress = _progress(run_dir)
+    assert list(progress[metrics.ITERATION]) == [1]
+    assert progress[metrics.ENV_STEPS].iloc[-1] >= 200
+
+
+def test_arena_trains_one_policy_per_agent_with_its_metrics(sweep: dict[str, Path]) -> None:
+    run_dir = sweep["arena"]
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert manifest["policy_ids"] == ["chaser", "explorer"]
+    progress = _progress(run_dir)
+    for policy in ("chaser", "explorer"):
+        assert f"env_runners/module_episode_returns_mean/{policy}" in progress
+    cells = progress[metrics.result_key(metrics.ARENA_NEW_CELLS)].iloc[-1]
+    caught = progress[metrics.result_key(metrics.ARENA_COLLISIONS)].iloc[-1]
+    assert 1 <= cells <= 64 and caught >= 0  # an 8 x 8 arena
+
+
+def test_mobile_layouts_log_per_ue_metrics(sweep: dict[str, Path]) -> None:
+    progress = _progress(sweep["dense_urban"])
+    utility = progress[metrics.result_key(metrics.UTILITY_MEAN)].iloc[-1]
+    assert -1.0 <= utility <= 1.0
+    assert metrics.result_key(metrics.ue_tag(39, metrics.UE_UTILITY)) in progress  # 40 UEs
