@@ -16,12 +16,23 @@ import numpy as np
 from mobrl import metrics as keys
 from mobrl.checkpoints import RUN_SUMMARY, find_manifest, list_checkpoints
 from mobrl.errors import UserError, unknown_choice
-from mobrl.rollout import EPISODE_METRICS
+from mobrl.rollout import EPISODE_METRICS, RETURN_OF
 
 SUMMARY_FILE = "summary.json"
 EPISODES_FILE = "episodes.csv"
 TRAINED = "trained"
 COLUMNS = ("return", *EPISODE_METRICS)
+#: row keys that describe an episode rather than measure it
+_NOT_MEASURES = ("policy", "episode", "seed", "length")
+
+
+def result_columns(rows: list[dict[str, Any]]) -> list[str]:
+    """The measured columns of the rows: return, each policy's return, mobile-env's metrics,
+    then whatever else the scenario reports (e.g. the arena's counts)."""
+    present = {k for r in rows for k in r if k not in _NOT_MEASURES}
+    per_policy = sorted(k for k in present if k.startswith(RETURN_OF))
+    known = [c for c in COLUMNS if c in present]
+    return known[:1] + per_policy + known[1:] + sorted(present - set(known) - set(per_policy))
 
 
 def mean_ci(values: list[float], confidence: float = 0.95) -> tuple[float, float, float]:
@@ -208,7 +219,7 @@ def summarize(rows: list[dict[str, Any]], policies: list[str]) -> dict[str, Any]
     """Per policy: mean, 95 % CI half-width and n of every column; plus paired differences of
     each baseline against the trained policy (same seeds)."""
     out: dict[str, Any] = {"policies": {}, "paired_vs_trained": {}}
-    columns = [c for c in COLUMNS if any(c in r for r in rows)]
+    columns = result_columns(rows)
     for name in policies:
         mine = [r for r in rows if r["policy"] == name]
         out["policies"][name] = {
@@ -350,10 +361,10 @@ def evaluate_command(
     write_results(output, rows, summary, meta)
 
     table = Table(title=f"{scenario}: {episodes} episodes per policy, mean ± 95 % CI")
-    columns = [c for c in COLUMNS if c in next(iter(summary["policies"].values()))]
+    columns = list(next(iter(summary["policies"].values())))
     table.add_column("policy")
     for col in columns:
-        table.add_column(_LABELS[col], justify="right")
+        table.add_column(_LABELS.get(col, col), justify="right")
     for name in policies:
         table.add_row(name, *(_cell(summary["policies"][name][c]) for c in columns))
     console.print(table)

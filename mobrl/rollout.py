@@ -6,9 +6,11 @@ from collections.abc import Callable
 from typing import Any
 
 from mobrl import metrics as keys
-from mobrl.envs.factory import find_core, make_env
+from mobrl.envs.factory import find_core, find_env, make_env
 from mobrl.netstats import EpisodeTracker, core_step_snapshot
 
+#: column prefix of a policy's own return, e.g. "return/explorer"
+RETURN_OF = "return/"
 #: per-episode columns besides the return, for mobile-env scenarios
 EPISODE_METRICS = (
     keys.UTILITY_MEAN,
@@ -44,12 +46,20 @@ def run_episode(
     obs, _ = env.reset(seed=seed)
     core = find_core(env)
     tracker = EpisodeTracker(core.NUM_STATIONS) if core is not None else None
+    # with several policies (e.g. the arena's explorer and chaser) each one's return counts
+    mapping = env_config.get("policies") or {}
+    by_policy = (
+        dict.fromkeys(sorted(set(mapping.values())), 0.0) if len(set(mapping.values())) > 1 else {}
+    )
     total, steps = 0.0, 0
     while True:
         obs, reward, terminated, truncated, _ = env.step(policy.act(obs, env))
         steps += 1
         if isinstance(reward, dict):
             total += float(sum(reward.values()))
+            for agent, value in reward.items():
+                if agent in mapping and by_policy:
+                    by_policy[mapping[agent]] += float(value)
             done = terminated["__all__"] or truncated["__all__"]
         else:
             total += float(reward)
@@ -60,8 +70,12 @@ def run_episode(
             on_step(env, total)
         if done or (max_steps is not None and steps >= max_steps):
             break
+    stats = find_env(env, lambda node: hasattr(node, "episode_stats"))
     env.close()
     row = {"return": total, "length": float(steps)}
+    row.update({f"{RETURN_OF}{name}": value for name, value in by_policy.items()})
+    if stats is not None:
+        row.update(stats.episode_stats())
     if tracker is not None:
         summary = tracker.summary(per_ue=False)
         row.update({key: summary.get(key, float("nan")) for key in EPISODE_METRICS})

@@ -264,3 +264,29 @@ def test_env_check_turns_a_broken_env_into_a_user_error(monkeypatch: pytest.Monk
     monkeypatch.setattr(factory, "make_env", lambda env_config: Broken())
     with pytest.raises(UserError, match="scenario 'cartpole' fails the env check"):
         factory.check_env({"scenario": "cartpole", "kind": "gym", "id": "X", "mode": "gym"})
+
+
+def test_arena_rollout_reports_each_policys_return_and_its_counts() -> None:
+    from mobrl.policies import RandomPolicy
+    from mobrl.rollout import run_episode
+
+    env_config = env_config_from(validate_command_line(["scenario=arena"]))
+    row = run_episode(env_config, RandomPolicy(), seed=3)
+    assert row["length"] == 100
+    assert row["return"] == row["return/explorer"] + row["return/chaser"]
+    cells, caught = row["arena/explorer/cells_discovered"], row["arena/chaser/collisions"]
+    assert 1 <= cells <= 64 and caught == row["return/chaser"]  # the chaser scores per catch
+    assert row["return/explorer"] == (cells - 1) - caught  # +1 per new cell, -1 per catch
+    again = run_episode(env_config, RandomPolicy(), seed=3)
+    assert again == row  # the episode seed fixes the episode
+
+
+def test_arena_frames_show_both_agents() -> None:
+    from mobrl.envs.arena import GridArena
+
+    arena = GridArena(size=6, render_mode="rgb_array")
+    arena.reset(seed=0)
+    frame = arena.render()
+    assert frame.shape == (240, 240, 3) and frame.dtype == np.uint8
+    colours = {tuple(c) for c in frame.reshape(-1, 3)}
+    assert (31, 119, 180) in colours and (214, 39, 40) in colours  # explorer blue, chaser red
