@@ -172,7 +172,7 @@ def register_schema() -> None:
         node = {
             "name": "${mobrl_stem:${.path}}",
             "kind": "mobile",
-            "id": "${.name}",
+            "id": name,
             "path": str(path),
             "kwargs": {},
         }

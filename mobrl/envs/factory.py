@@ -27,7 +27,8 @@ def env_config_from(cfg: Any, render_mode: str | None = None) -> dict[str, Any]:
     env_config = {
         "scenario": cfg.scenario.name,
         "kind": kind,
-        "id": cfg.scenario.id,
+        # a layout loaded with scenario.path is named after its file
+        "id": cfg.scenario.name if kind == "mobile" else cfg.scenario.id,
         "kwargs": OmegaConf.to_container(cfg.scenario.kwargs, resolve=True),
         "mode": cfg.env.mode if kind == "mobile" else ("ma" if kind == "arena" else "gym"),
         "engine": cfg.engine,

@@ -45,6 +45,7 @@ def test_cfg_job_prints_resolved_config_without_ray(tmp_path) -> None:
     assert "HEAVY=\n" in stderr, stderr
     cfg = yaml.safe_load(stdout)
     assert cfg["scenario"]["id"] == "medium"
+    assert cfg["scenario"]["path"].endswith("medium.yaml")
     assert cfg["env"]["mode"] == "central"
     assert not (tmp_path / "outputs").exists()
 
@@ -60,7 +61,8 @@ def test_train_help_lists_groups_and_options(mobrl_cli, tmp_path) -> None:
     for line in (
         "algo: appo, dqn, impala, ppo",
         "env: central, ma",
-        "scenario: acrobot, cartpole, frozenlake, gym, large, medium, small",
+        "scenario: acrobot, arena, cartpole, dense_urban, frozenlake, gym, highway, large, "
+        "medium, small",
     ):
         assert line in result.stdout
     assert "mobrl train -m" in result.stdout
