@@ -244,21 +244,24 @@ def policy_ids(env_config: dict[str, Any]) -> list[str]:
     return policies or [DEFAULT_POLICY]
 
 
-_BROKEN_ENV = "not within the observation space"
+#: Gymnasium's checkers only warn; warnings with these words mean the env breaks its own
+#: contract (other warnings, such as dtype advice, are not errors)
+_BROKEN_ENV_WARNINGS = ("not within the observation space", "must be", "Expects")
 
 
 def check_env(env_config: dict[str, Any]) -> None:
     """Build the scenario once and run RLlib's multi-agent checker or Gymnasium's passive
-    checks (spaces, reset, one step) on it; a failure is a one-line `UserError`, not a
-    traceback from inside a Ray worker later."""
+    checks (reset and one step, against the spaces) on it; a failure is a one-line
+    `UserError`, not a traceback from inside a Ray worker later."""
     import warnings
 
     from mobrl.errors import UserError
 
     name = env_config.get("scenario") or env_config["id"]
-    try:
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
+    problem = None
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
             env = make_env({**env_config, "render_mode": None})
             try:
                 if is_multi_agent(env_config):
@@ -268,29 +271,23 @@ def check_env(env_config: dict[str, Any]) -> None:
                 else:
                     from gymnasium.utils import passive_env_checker as passive
 
-                    # reset and step check observations against the space and return types
                     passive.env_reset_passive_checker(env, seed=0)
                     passive.env_step_passive_checker(env, env.action_space.sample())
             finally:
                 env.close()
-        # Gymnasium's checks warn; these warnings mean the env breaks its own contract (the
-        # rest, such as dtype advice, is not an error)
-        broken = [
-            str(w.message)
-            for w in caught
-            if _BROKEN_ENV in str(w.message)
-            or ("must be" in str(w.message) or "Expects" in str(w.message))
-        ]
-        if broken:
-            raise RuntimeError(broken[0].replace("\n", " "))
-    except UserError:
-        raise
-    except Exception as err:
-        detail = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        except UserError:
+            raise
+        except Exception as err:
+            problem = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+    if problem is None:
+        broken = [str(w.message) for w in caught]
+        broken = [m for m in broken if any(words in m for words in _BROKEN_ENV_WARNINGS)]
+        problem = broken[0].replace("\n", " ") if broken else None
+    if problem is not None:
         raise UserError(
-            f"scenario '{name}' fails the env check: {detail}. Fix the scenario's definition "
+            f"scenario '{name}' fails the env check: {problem}. Fix the scenario's definition "
             "(or the Gymnasium env it names)."
-        ) from err
+        )
 
 
 def register() -> None:
