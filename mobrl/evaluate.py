@@ -132,9 +132,10 @@ def target_for(checkpoint: Path | None, overrides: list[str], pick: str) -> Targ
     override_env = None
     if overrides:
         from mobrl.config import validate_command_line
-        from mobrl.envs.factory import env_config_from
+        from mobrl.envs.factory import check_env, env_config_from
 
         override_env = env_config_from(validate_command_line(overrides))
+        check_env(override_env)  # a scenario that may never have been trained on
     return resolve_target(checkpoint, pick, override_env)
 
 
