@@ -168,10 +168,11 @@ class FastEngine:
         sums = (self._conn * self._util0).sum(axis=1)
         return counts, np.where(counts > 0, sums / np.maximum(counts, 1), self._idle)
 
-    def _set_utilities(self, util: np.ndarray) -> None:
-        """Scaled utility of each UE in the last step (NaN: not active then)."""
+    def _set_utilities(self, util: np.ndarray, util0: np.ndarray | None = None) -> None:
+        """Scaled utility of each UE in the last step (NaN: not active then; `util0`: the same
+        with 0 there, if the caller has it)."""
         self._util = util
-        self._util0 = np.where(np.isnan(util), 0.0, util)
+        self._util0 = np.where(np.isnan(util), 0.0, util) if util0 is None else util0
         self._bs_stats = self._station_utilities()
 
     # --- gymnasium API ------------------------------------------------------------------------
@@ -206,7 +207,6 @@ class FastEngine:
         self._no_util = np.full(len(self._ue_list), np.nan)
         self._set_utilities(self._no_util.copy())
         self._macro = np.zeros(len(self._ue_list))
-        self._pre_rates = np.zeros_like(self._conn, dtype=float)
         self._views = {}
         core.max_departure = max(ue.extime for ue in self._ue_list)
         core.monitor.reset()
@@ -236,7 +236,7 @@ class FastEngine:
         macro = np.zeros(len(self._ue_list))
         for row in rates:
             macro += row
-        self._pre_rates, self._macro = rates, macro
+        self._macro = macro
         self._connected_before = conn.any(axis=0)
         util = self._no_util.copy()
         sel = self._sel
@@ -251,8 +251,11 @@ class FastEngine:
             upper,
         )
         raw = np.where(positive, raw, lower)
-        util[sel] = 2 * (raw - lower) / (upper - lower) - 1
-        self._set_utilities(util)
+        scaled = 2 * (raw - lower) / (upper - lower) - 1
+        util[sel] = scaled
+        util0 = np.zeros(len(self._ue_list))
+        util0[sel] = scaled
+        self._set_utilities(util, util0)
         rewards = self._reward()
         self._monitor_update()
 
