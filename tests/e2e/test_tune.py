@@ -109,3 +109,38 @@ def test_resume_after_sigkill_continues_from_checkpoints(tmp_path: Path) -> None
         pd.read_csv(trial_dir / "progress.csv")  # still readable after the restore
     trials = pd.read_csv(run_dir / "trials.csv")
     assert len(trials) == 2 and set(trials["iterations"]) == {5}
+
+
+def test_ctrl_c_stops_cleanly_and_prints_the_resume_command(tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    args = [
+        "train", "scenario=cartpole", "run=smoke", "run.stop.iterations=12",
+        "run.batch.train_batch_size=1000", f"hydra.run.dir={run_dir}",
+    ]  # fmt: skip
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mobrl", *args],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.time() + 300
+    while time.time() < deadline and proc.poll() is None:
+        if list(run_dir.glob("tune/*/checkpoint_000001")):
+            break
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGINT)  # what Ctrl-C sends to the command
+    stdout, stderr = proc.communicate(timeout=300)
+    assert proc.returncode == 130, stdout[-2000:] + stderr[-2000:]
+    assert f"mobrl train --resume {run_dir}" in stdout
+    assert "Traceback" not in stderr and "Tuner.restore" not in stderr
+    (trial,) = _trials(run_dir).values()
+    stopped_at = _iterations(trial)[-1]
+    assert 2 <= stopped_at < 12
+    assert (run_dir / "summary.json").is_file()  # the results so far are written
+
+    result = run_mobrl("train", "--resume", str(run_dir), cwd=tmp_path, timeout=900)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    after = _iterations(trial)
+    assert after[-1] == 12 and after.count(1) == 1  # continued, not restarted
