@@ -13,11 +13,8 @@ import numpy as np
 from ray.rllib.env.multi_agent_env import MultiAgentEnv
 
 from mobrl import metrics
+from mobrl.envs.arena_rules import AGENTS, CHASER, EXPLORER, MOVES, observation_size
 
-EXPLORER, CHASER = "explorer", "chaser"
-AGENTS = (EXPLORER, CHASER)
-#: stay, up, down, left, right
-MOVES = np.array([(0, 0), (0, 1), (0, -1), (-1, 0), (1, 0)])
 _CELL_PX = 40
 
 
@@ -38,7 +35,7 @@ class GridArena(MultiAgentEnv):
         self.render_mode = render_mode
         self.possible_agents = list(AGENTS)
         self.agents = list(AGENTS)
-        obs = gym.spaces.Box(0.0, 1.0, shape=(4 + size * size,), dtype=np.float32)
+        obs = gym.spaces.Box(0.0, 1.0, shape=(observation_size(size),), dtype=np.float32)
         self.observation_spaces = {a: obs for a in AGENTS}
         self.action_spaces = {a: gym.spaces.Discrete(len(MOVES)) for a in AGENTS}
         self._rng = np.random.default_rng(seed)

@@ -160,7 +160,7 @@ def agent_ids(env_config: dict[str, Any]) -> list[str]:
     if not is_multi_agent(env_config):
         return []
     if env_config["kind"] == "arena":
-        from mobrl.envs.arena import AGENTS
+        from mobrl.envs.arena_rules import AGENTS
 
         return list(AGENTS)
     from mobrl.envs.wrappers import agent_id

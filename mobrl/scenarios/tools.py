@@ -22,10 +22,10 @@ def _other_scenarios() -> dict[str, dict[str, Any]]:
 def _spaces(conf: dict[str, Any]) -> str:
     """Observation and action spaces of a non-layout scenario, in short."""
     if conf["kind"] == "arena":
-        from mobrl.envs.arena import AGENTS, MOVES
+        from mobrl.envs.arena_rules import AGENTS, MOVES, observation_size
 
         size = conf.get("kwargs", {}).get("size", 8)
-        return f"obs {4 + size * size} per agent, act Discrete({len(MOVES)}) x {len(AGENTS)}"
+        return f"obs {observation_size(size)} per agent, act Discrete({len(MOVES)}) x {len(AGENTS)}"
     if conf["id"] == "???":
         return "any Gymnasium id (scenario.id=...)"
     import gymnasium as gym
