@@ -73,3 +73,9 @@ def test_version(mobrl_cli) -> None:
 
     result = mobrl_cli("--version")
     assert result.returncode == 0 and result.stdout.strip() == f"mobrl {__version__}"
+
+
+def test_scenarios_list_stays_light(tmp_path) -> None:
+    stdout, stderr = _probe(["scenarios", "list"], tmp_path)
+    assert "HEAVY=\n" in stderr and "CODE=0" in stderr, stderr
+    assert "dense_urban" in stdout and "arena" in stdout
