@@ -168,11 +168,10 @@ class FastEngine:
         sums = (self._conn * self._util0).sum(axis=1)
         return counts, np.where(counts > 0, sums / np.maximum(counts, 1), self._idle)
 
-    def _set_utilities(self, util: np.ndarray, util0: np.ndarray | None = None) -> None:
-        """Scaled utility of each UE in the last step (NaN: not active then; `util0`: the same
-        with 0 there, if the caller has it)."""
-        self._util = util
-        self._util0 = np.where(np.isnan(util), 0.0, util) if util0 is None else util0
+    def _set_utilities(self, util: np.ndarray, util0: np.ndarray) -> None:
+        """Scaled utility of each UE in the last step (`util`: NaN where not active then;
+        `util0`: 0 there, for sums)."""
+        self._util, self._util0 = util, util0
         self._bs_stats = self._station_utilities()
 
     # --- gymnasium API ------------------------------------------------------------------------
@@ -205,7 +204,7 @@ class FastEngine:
         self._set_active()
         self._conn[:] = False
         self._no_util = np.full(len(self._ue_list), np.nan)
-        self._set_utilities(self._no_util.copy())
+        self._set_utilities(self._no_util.copy(), np.zeros(len(self._ue_list)))
         self._macro = np.zeros(len(self._ue_list))
         self._views = {}
         core.max_departure = max(ue.extime for ue in self._ue_list)
@@ -441,7 +440,7 @@ class FastEngine:
         names = ["connections", "snrs", "utility", "bcast", "stations_connected"]
         sizes = [len(self._bs_list)] * 2 + [1] + [len(self._bs_list)] * 2
         out: dict[int, dict[str, np.ndarray]] = {}
-        idle = np.flatnonzero(~self._active_mask)
+        idle = self._idle_idx
         for idx, rows in (
             (idle, self._idle_features(idle.size, names)),
             (self._active_idx, self._features(self._active_idx, names)),
