@@ -87,12 +87,7 @@ def make_mobile_core(
     from mobrl import scenarios
 
     if isinstance(layout, str):
-        found = scenarios.discover()
-        if layout not in found:
-            from mobrl.errors import unknown_choice
-
-            raise unknown_choice("scenario", layout, found, "Use a scenario name.")
-        layout = scenarios.load(found[layout])
+        layout = scenarios.load(scenarios.path_of(layout))
     stations, users, config = scenarios.build_config(layout)
     handlers = {"ma": MComMAHandler, "central": MComCentralHandler}
     config = deep_dict_merge(config, {"handler": handlers[mode], **(kwargs or {})})

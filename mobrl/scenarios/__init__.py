@@ -16,7 +16,7 @@ from typing import Any
 
 import yaml
 
-from mobrl.errors import UserError, closest_first
+from mobrl.errors import UserError, closest_first, unknown_choice
 
 #: the folder of a user's own scenario files, relative to the working directory
 USER_DIR = Path("scenarios")
@@ -55,6 +55,16 @@ def discover() -> dict[str, Path]:
     if USER_DIR.is_dir():
         found.update({p.stem: p.absolute() for p in sorted(USER_DIR.glob("*.yaml"))})
     return found
+
+
+def path_of(name: str) -> Path:
+    """The layout file of scenario `name`, or a one-line error with the closest names."""
+    found = discover()
+    if name not in found:
+        raise unknown_choice(
+            "scenario", name, found, "See `mobrl scenarios list`, or give a path to a .yaml file."
+        )
+    return found[name]
 
 
 class _Checker:

@@ -8,7 +8,7 @@ from typing import Any
 import yaml
 
 from mobrl import scenarios
-from mobrl.errors import UserError, unknown_choice
+from mobrl.errors import UserError
 
 
 def _other_scenarios() -> dict[str, dict[str, Any]]:
@@ -70,21 +70,16 @@ def list_scenarios(console: Any) -> None:
 
 
 def find(name: str) -> Path:
-    """The layout file of scenario `name`, or a one-line error with the closest names."""
-    found = scenarios.discover()
-    if name in found:
-        return found[name]
+    """The layout file of scenario `name` (or a .yaml path), or a one-line error."""
     path = Path(name)
     if path.suffix in (".yaml", ".yml") and path.is_file():
         return path
-    if name in _other_scenarios():
+    if name in _other_scenarios() and name not in scenarios.discover():
         raise UserError(
             f"scenario '{name}' is not a mobile-env layout (it has no base stations to show). "
             "Choose a layout from `mobrl scenarios list`."
         )
-    raise unknown_choice(
-        "scenario", name, found, "See `mobrl scenarios list`, or give a path to a .yaml file."
-    )
+    return scenarios.path_of(name)
 
 
 def show(name: str) -> str:
