@@ -7,6 +7,8 @@ import logging
 import os
 import sys
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -105,15 +107,8 @@ def run_training(cfg: DictConfig, run_dir: Path | None = None) -> float | None:
     write_manifest(run_dir, manifest)
     console.print(f"[bold]mobrl[/bold] run dir: {run_dir}")
 
-    import ray
-
-    started_ray = _init_ray(cfg)
-    try:
-        factory.register()
+    with _ray_session(cfg):
         results = _fit(cfg, algo_config.algo_class, space, locations, storage, experiment_name)
-    finally:
-        if started_ray:
-            ray.shutdown()
     return _finish(cfg, results, locations, run_dir, experiment_dir)
 
 
@@ -141,14 +136,11 @@ def resume_training(run_dir: Path, retry_errored: bool = False) -> float | None:
     space, locations = tuning.param_space(cfg, algo_config)
     console.print(f"[bold]mobrl[/bold] resuming run dir: {run_dir}")
 
-    import ray
     from ray import tune
 
     from mobrl.progress import INTERRUPTED
 
-    started_ray = _init_ray(cfg)
-    try:
-        factory.register()
+    with _ray_session(cfg):
         INTERRUPTED.clear()
         tuner = tune.Tuner.restore(
             str(experiment_dir),
@@ -159,9 +151,6 @@ def resume_training(run_dir: Path, retry_errored: bool = False) -> float | None:
             param_space=space,
         )
         results = tuner.fit()
-    finally:
-        if started_ray:
-            ray.shutdown()
     for trial_dir in experiment_dir.iterdir():
         if trial_dir.is_dir():
             repair_progress_csv(trial_dir)
@@ -230,6 +219,23 @@ def _finish(
     if summary["failed"]:
         raise SystemExit(1)
     return summary["best_return"]
+
+
+@contextmanager
+def _ray_session(cfg: DictConfig) -> Iterator[None]:
+    """Ray for one experiment: started locally (and stopped after) or joined, with mobrl's
+    env creator registered for its workers."""
+    import ray
+
+    from mobrl.envs import factory
+
+    started_ray = _init_ray(cfg)
+    try:
+        factory.register()
+        yield
+    finally:
+        if started_ray:
+            ray.shutdown()
 
 
 def _trial_cpus(cfg: DictConfig) -> int:
