@@ -48,17 +48,16 @@ def run_episode(
     tracker = EpisodeTracker(core.NUM_STATIONS) if core is not None else None
     # with several policies (e.g. the arena's explorer and chaser) each one's return counts
     mapping = env_config.get("policies") or {}
-    by_policy = (
-        dict.fromkeys(sorted(set(mapping.values())), 0.0) if len(set(mapping.values())) > 1 else {}
-    )
+    policies = sorted(set(mapping.values()))
+    by_policy = dict.fromkeys(policies, 0.0) if len(policies) > 1 else {}
     total, steps = 0.0, 0
     while True:
         obs, reward, terminated, truncated, _ = env.step(policy.act(obs, env))
         steps += 1
         if isinstance(reward, dict):
             total += float(sum(reward.values()))
-            for agent, value in reward.items():
-                if agent in mapping and by_policy:
+            if by_policy:
+                for agent, value in reward.items():
                     by_policy[mapping[agent]] += float(value)
             done = terminated["__all__"] or truncated["__all__"]
         else:
