@@ -49,16 +49,19 @@ def build_algorithm_config(cfg: DictConfig, env_name: str, env_config: dict) -> 
     """Translate the composed mobrl config into an RLlib AlgorithmConfig (new API stack)."""
     from omegaconf import OmegaConf
 
-    from mobrl.envs.factory import policy_setup
+    from mobrl.envs.factory import num_ues, policy_setup, uses_slots
 
     algo = config_class(cfg.algo.name)()
     res = cfg.run.resources
+    # UE slots: RLlib sees one vector slot per UE of each env copy, and counts slot steps
+    slots = uses_slots(env_config)
+    per_env = num_ues(env_config) if slots else 1
     algo = (
         algo.environment(env_name, env_config=env_config)
         .framework("torch")
         .env_runners(
             num_env_runners=res.num_env_runners,
-            num_envs_per_env_runner=res.num_envs_per_env_runner,
+            num_envs_per_env_runner=res.num_envs_per_env_runner * per_env,
             num_cpus_per_env_runner=res.num_cpus_per_env_runner,
         )
         .learners(num_learners=res.num_learners, num_gpus_per_learner=res.num_gpus_per_learner)
@@ -69,12 +72,24 @@ def build_algorithm_config(cfg: DictConfig, env_name: str, env_config: dict) -> 
     training: dict[str, Any] = OmegaConf.to_container(cfg.algo.training, resolve=True)  # type: ignore[assignment]
     check_algo_keys(algo, "training", training)
     batch = cfg.run.batch
+    if slots:
+        from mobrl.envs.slot_runner import UESlotEnvRunner
+
+        algo.env_runners(
+            env_runner_cls=UESlotEnvRunner, gym_env_vectorize_mode="vector_entry_point"
+        )
     if batch.train_batch_size is not None:
         training.setdefault("train_batch_size_per_learner", batch.train_batch_size)
     if batch.minibatch_size is not None:
         training.setdefault("minibatch_size", batch.minibatch_size)
     if batch.num_epochs is not None:
         training.setdefault("num_epochs", batch.num_epochs)
+    if batch.rollout_fragment_length is not None and slots:
+        raise UserError(
+            "run.batch.rollout_fragment_length applies to env.sampler=multi_agent; with UE "
+            "slots each sample covers run.batch.train_batch_size env steps. Remove it or set "
+            "env.sampler=multi_agent."
+        )
     if batch.rollout_fragment_length is not None:
         algo.env_runners(rollout_fragment_length=batch.rollout_fragment_length)
     if batch.train_batch_size is not None and algo.min_sample_timesteps_per_iteration:
@@ -90,7 +105,7 @@ def build_algorithm_config(cfg: DictConfig, env_name: str, env_config: dict) -> 
     check_algo_keys(algo, "model", model)  # type: ignore[arg-type]
     algo.rl_module(model_config=DefaultModelConfig(**model))
 
-    if env_config["kind"] == "mobile" and cfg.run.ue_metrics:
+    if env_config["kind"] == "mobile" and cfg.run.ue_metrics and not slots:
         from mobrl.callbacks import MobileMetricsCallback
 
         algo.callbacks(MobileMetricsCallback)
@@ -100,7 +115,7 @@ def build_algorithm_config(cfg: DictConfig, env_name: str, env_config: dict) -> 
         algo.callbacks(ArenaMetricsCallback)
 
     policies, mapping = policy_setup(env_config)
-    if policies is not None:
+    if policies is not None and not slots:
         algo.multi_agent(policies=set(policies), policy_mapping_fn=mapping)
     try:
         algo.validate()

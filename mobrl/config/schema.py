@@ -34,6 +34,9 @@ class EnvConf:
     #: multi-agent policy mapping: `shared` (one policy), `per_agent`, or groups
     #: {policy: [agent ids]}; null: the scenario's default (mobile: shared, arena: per_agent)
     policies: Optional[Any] = None
+    #: how RLlib samples env=ma: `auto` (UE slots where they apply), `ue_slots` (one
+    #: single-agent vector slot per UE: several times faster) or `multi_agent`
+    sampler: str = "auto"
 
 
 @dataclass

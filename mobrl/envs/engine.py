@@ -92,6 +92,7 @@ class FastEngine:
         self._ue_list = [core.users[u] for u in sorted(core.users)]
         self._ue_index = {ue.ue_id: i for i, ue in enumerate(self._ue_list)}
         self._ue_ids = np.array([ue.ue_id for ue in self._ue_list])
+        self._all_idx = np.arange(len(self._ue_list))
         bs, ues = self._bs_list, self._ue_list
         # shapely points of mobile-env truncate coordinates to integers
         self._bx = np.array([float(int(b.x)) for b in bs])[:, None]
@@ -218,7 +219,42 @@ class FastEngine:
     def step(self, actions: Any):
         core: MComCore = self  # type: ignore[assignment]
         assert not core.time_is_up, "step() called on terminated episode"
-        act = self._action_array(actions)
+        acting = self._ue_ids[self._sel]  # the UEs active in this step are the rewarded ones
+        self._advance(self._action_array(actions), monitor=True)
+        if core.time_is_up and core.window:
+            core.close()
+        if not self._active_list and not core.time_is_up:
+            return self.step({})
+        observation = self._observation()
+        info = {**core.handler.info(core), **self._latest_metrics()}
+        rewards = self._reward_of(self._step_rewards, acting)
+        return observation, rewards, False, core.time_is_up, info
+
+    def step_arrays(self, actions: np.ndarray) -> tuple[np.ndarray, bool]:
+        """One multi-agent step with every UE's action as an array in UE order (0: keep the
+        connections): each UE's reward as an array (0 for UEs not active in the step) and
+        whether the episode is over. The same transition as `step`, without the per-UE dicts,
+        the info dict and mobile-env's monitor (for samplers that batch UEs: mobrl.envs.slots)."""
+        core: MComCore = self  # type: ignore[assignment]
+        assert core.handler is MComMAHandler, "step_arrays needs the multi-agent handler"
+        assert not core.time_is_up, "step() called on terminated episode"
+        act = np.asarray(actions, dtype=np.int64)
+        if np.count_nonzero(act.view(np.uint64) > len(self._bs_list)):
+            raise KeyError(int(act[(act < 0) | (act > len(self._bs_list))][0]) - 1)
+        sel = self._sel
+        self._advance(act, monitor=False)
+        rewards = np.zeros(len(self._ue_list))
+        rewards[sel] = self._step_rewards
+        return rewards, core.time_is_up
+
+    def observe_all(self) -> np.ndarray:
+        """Observation rows of every UE (multi-agent features, UE order), active or not."""
+        return self._features(self._all_idx, self.handler.features)  # type: ignore[attr-defined]
+
+    def _advance(self, act: np.ndarray | None, monitor: bool) -> None:
+        """Apply the UEs' actions (None: no UE acts) and advance the simulation one step;
+        leaves the step's rewards in `_step_rewards` (per active UE, or the central scalar)."""
+        core: MComCore = self  # type: ignore[assignment]
         self._views = {}
 
         # release links that moved out of range, then toggle the chosen links of active UEs
@@ -255,8 +291,9 @@ class FastEngine:
         util0 = np.zeros(len(self._ue_list))
         util0[sel] = scaled
         self._set_utilities(util, util0)
-        rewards = self._reward()
-        self._monitor_update()
+        self._step_rewards = self._reward_values()
+        if monitor:
+            self._monitor_update()
 
         # move active UEs towards their waypoints (drawn in UE order from mobile-env's RNG)
         self._move(sel)
@@ -269,13 +306,6 @@ class FastEngine:
         self._set_active()
         self._compute_snr()
         core.time += 1
-        if core.time_is_up and core.window:
-            core.close()
-        if not self._active_list and not core.time_is_up:
-            return self.step({})
-        observation = self._observation()
-        info = {**core.handler.info(core), **self._latest_metrics()}
-        return observation, rewards, False, core.time_is_up, info
 
     def _action_array(self, actions: Any) -> np.ndarray | None:
         """Each UE's action (0: keep connections) in UE order; None if no UE acts."""
@@ -323,7 +353,9 @@ class FastEngine:
         for i, nx, ny in zip(ids.tolist(), self._x[sel].tolist(), self._y[sel].tolist()):
             ues[i].x, ues[i].y = nx, ny
 
-    def _reward(self) -> Any:
+    def _reward_values(self) -> Any:
+        """This step's rewards: an array over the active UEs (multi-agent handler), the
+        central scalar, or whatever a user's handler returns."""
         core: MComCore = self  # type: ignore[assignment]
         handler = core.handler
         sel = self._sel
@@ -332,8 +364,7 @@ class FastEngine:
             reach = self._reach[:, sel]
             ngbr_util = (reach * bs_util[:, None]).sum(axis=0)
             ngbr_counts = (reach * counts[:, None]).sum(axis=0)
-            rewards = (ngbr_util + self._util[sel]) / (ngbr_counts + 1)
-            return dict(zip(self._ue_ids[sel].tolist(), rewards.tolist()))
+            return (ngbr_util + self._util[sel]) / (ngbr_counts + 1)
         if handler is MComCentralHandler:
             utilities = self._util[sel]
             assert np.logical_and(utilities >= -1, utilities <= 1).all(), (
@@ -341,6 +372,12 @@ class FastEngine:
             )
             return _mean(utilities)
         return handler.reward(core)
+
+    def _reward_of(self, values: Any, ue_ids: np.ndarray) -> Any:
+        """`_reward_values` as the handler returns them (multi-agent: a dict by UE id)."""
+        if self.handler is MComMAHandler:  # type: ignore[attr-defined]
+            return dict(zip(ue_ids.tolist(), values.tolist()))
+        return values
 
     def _monitor_update(self) -> None:
         """Append this step's values of the monitor's metrics (mobile-env's own natively)."""

@@ -12,6 +12,10 @@ SHARED_POLICY = "shared"
 DEFAULT_POLICY = "default_policy"
 
 MOBILE_MODES = ("ma", "central")
+#: how RLlib samples `env=ma`: `ue_slots` (a single-agent vector env with a slot per UE,
+#: mobrl.envs.slots), `multi_agent` (RLlib's multi-agent runner) or `auto` (slots wherever
+#: they apply: one shared policy, every UE present for the whole episode, fast engine)
+SAMPLERS = ("auto", "ue_slots", "multi_agent")
 #: `fast`: mobrl's array engine (mobrl.envs.engine); `stock`: mobile-env's own step
 MOBILE_ENGINES = ("fast", "stock")
 
@@ -39,12 +43,64 @@ def env_config_from(cfg: Any, render_mode: str | None = None) -> dict[str, Any]:
 
         env_config["layout"] = scenarios.load(cfg.scenario.path)
     env_config["policies"] = policy_spec(env_config, cfg.env.get("policies"))
+    env_config["sampler"] = resolve_sampler(env_config, cfg.env.get("sampler", "auto"))
+    if env_config["sampler"] == "ue_slots":
+        env_config["seed"] = int(cfg.run.seed)
+        env_config["ue_metrics"] = bool(cfg.run.ue_metrics)
     return env_config
+
+
+def resolve_sampler(env_config: dict[str, Any], requested: str) -> str:
+    """`ue_slots` or `multi_agent` for multi-agent mobile scenarios (`env.sampler`), None for
+    the others; a `ue_slots` request that cannot apply is a one-line error naming why."""
+    from mobrl.envs import slots
+    from mobrl.errors import UserError, unknown_choice
+
+    if requested not in SAMPLERS:
+        raise unknown_choice("env.sampler", str(requested), SAMPLERS, "Use env.sampler=auto.")
+    if not is_multi_agent(env_config) or env_config["kind"] != "mobile":
+        return None  # type: ignore[return-value]
+    fits = slots.applies(env_config)
+    if requested == "ue_slots" and not fits:
+        raise UserError(
+            f"env.sampler=ue_slots needs one shared policy (env.policies=shared), UEs present "
+            f"for the whole episode (arrival model 'always') and engine=fast; scenario="
+            f"{env_config['scenario']} does not qualify. Use env.sampler=auto or multi_agent."
+        )
+    return "ue_slots" if fits and requested != "multi_agent" else "multi_agent"
+
+
+def uses_slots(env_config: dict[str, Any]) -> bool:
+    return env_config.get("sampler") == "ue_slots"
+
+
+def num_ues(env_config: dict[str, Any]) -> int:
+    return len(agent_ids(env_config))
+
+
+def make_slot_env(env_config: dict[str, Any], num_envs: int) -> Any:
+    """The UE-slot vector env with `num_envs` slots (a whole number of env copies)."""
+    from mobrl.envs.slots import UESlotVectorEnv, copy_seed
+
+    n_ues = num_ues(env_config)
+    if num_envs % n_ues:
+        raise ValueError(f"{num_envs} slots are not a whole number of {n_ues}-UE env copies")
+    kwargs = dict(env_config.get("kwargs") or {})
+    layout = env_config["layout"]
+
+    def make_core(seed: int) -> Any:
+        return make_mobile_core(layout, "ma", "fast", {**kwargs, "seed": seed})
+
+    run_seed = int(env_config.get("seed") or 0)
+    seeds = [copy_seed(run_seed, 0, c) for c in range(num_envs // n_ues)]
+    return UESlotVectorEnv(make_core, seeds, track_metrics=env_config.get("ue_metrics", True))
 
 
 def make_env(env_config: dict[str, Any]) -> Any:
     """Create the environment described by `env_config` (see `env_config_from`)."""
     render_mode = env_config.get("render_mode")
+    if uses_slots(env_config) and "num_envs" in env_config:  # RLlib's vector entry point
+        return make_slot_env(env_config, env_config["num_envs"])
     kwargs = dict(env_config.get("kwargs") or {})
     if env_config["kind"] == "mobile":
         engine = env_config.get("engine", "fast")
@@ -235,6 +291,9 @@ def policy_setup(env_config: dict[str, Any]) -> tuple[list[str] | None, Any]:
 
 
 def policy_ids(env_config: dict[str, Any]) -> list[str]:
+    """The RLModule ids a checkpoint of this scenario holds (UE slots: RLlib's single one)."""
+    if uses_slots(env_config):
+        return [DEFAULT_POLICY]
     policies, _ = policy_setup(env_config)
     return policies or [DEFAULT_POLICY]
 

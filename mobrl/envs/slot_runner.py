@@ -1,0 +1,117 @@
+"""RLlib env runner for `mobrl.envs.slots`: samples UE slots, reports episodes per env copy."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from ray.rllib.env.single_agent_env_runner import SingleAgentEnvRunner
+from ray.rllib.utils.metrics import (
+    EPISODE_AGENT_RETURN_MEAN,
+    EPISODE_AGENT_STEPS,
+    EPISODE_DURATION_SEC_MEAN,
+    EPISODE_LEN_MAX,
+    EPISODE_LEN_MEAN,
+    EPISODE_LEN_MIN,
+    EPISODE_MODULE_RETURN_MEAN,
+    EPISODE_RETURN_MAX,
+    EPISODE_RETURN_MEAN,
+    EPISODE_RETURN_MIN,
+)
+
+from mobrl.envs.slots import copy_seed
+
+#: window of mobrl's UE and network metrics (as mobrl.callbacks logs them)
+UE_METRICS_WINDOW = 100
+
+
+class UESlotEnvRunner(SingleAgentEnvRunner):
+    """RLlib's single-agent env runner over a `UESlotVectorEnv`, with three changes:
+
+    - each env runner seeds its env copies differently (`copy_seed`);
+    - env steps count steps of an env copy, not of a slot (a small-layout step is 5 slot
+      steps), so `num_env_steps_sampled_lifetime`, the train batch size and the stop criteria
+      mean what they mean for RLlib's multi-agent runner: one sample of an automatic
+      rollout fragment covers `train_batch_size / num_env_runners` env steps;
+    - episode metrics are those of whole env copies, as RLlib's multi-agent runner reports
+      them: the return sums the copy's UEs, `agent_episode_returns_mean/ue_N` holds each UE's.
+    """
+
+    def __init__(self, *, config: Any, **kwargs: Any):
+        import torch
+
+        # batches of a few dozen rows: more threads than the runner's CPUs only contend
+        torch.set_num_threads(max(1, int(config.num_cpus_per_env_runner)))
+        super().__init__(config=config, **kwargs)
+        # this piece only rescales Box actions; UE slots act in a Discrete space
+        if self.env is not None and self._module_to_env is not None:
+            self._module_to_env.remove("NormalizeAndClipActions")
+
+    def make_env(self) -> None:
+        super().make_env()
+        slots = self.env.unwrapped
+        run_seed = int(self.config.env_config.get("seed") or 0)
+        slots.reseed([copy_seed(run_seed, self.worker_index or 0, c) for c in range(slots.copies)])
+
+    def sample(
+        self, *, num_timesteps: int | None = None, num_episodes: int | None = None, **kwargs: Any
+    ) -> list:
+        if (
+            num_timesteps is None
+            and num_episodes is None
+            and self.config.rollout_fragment_length == "auto"
+            and self.config.batch_mode == "truncate_episodes"
+        ):
+            # RLlib's automatic fragment splits the batch over slots; a slot step is 1/n_ues
+            # of an env step
+            fragment = self.config.get_rollout_fragment_length(self.worker_index)
+            num_timesteps = fragment * self.num_envs * self.env.unwrapped.n_ues
+        return super().sample(num_timesteps=num_timesteps, num_episodes=num_episodes, **kwargs)
+
+    def _increase_sampled_metrics(self, num_steps: int, num_episodes_completed: int) -> int:
+        n_ues = self.env.unwrapped.n_ues
+        super()._increase_sampled_metrics(num_steps // n_ues, num_episodes_completed // n_ues)
+        return num_steps
+
+    def get_metrics(self) -> dict:
+        # RLlib would log every slot's episode as an episode of its own; drop those records
+        for episode in self._done_episodes_for_metrics:
+            self._ongoing_episodes_for_metrics.pop(episode.id_, None)
+        self._done_episodes_for_metrics.clear()
+        if self.env is not None:
+            for episode in self.env.unwrapped.pop_finished():
+                self._log_copy_episode(episode)
+        return self.metrics.reduce()
+
+    def _log_copy_episode(self, episode: dict[str, Any]) -> None:
+        from mobrl.envs.factory import DEFAULT_POLICY
+        from mobrl.envs.wrappers import agent_id
+
+        win = max(
+            1,
+            math.ceil(
+                self.config.metrics_num_episodes_for_smoothing / (self.config.num_env_runners or 1)
+            ),
+        )
+        length, ret = episode["length"], episode["return"]
+        agents = [agent_id(u) for u in episode["ue_ids"]]
+        self.metrics.log_dict(
+            {
+                EPISODE_LEN_MEAN: length,
+                EPISODE_RETURN_MEAN: ret,
+                EPISODE_DURATION_SEC_MEAN: episode["duration_s"],
+                EPISODE_AGENT_RETURN_MEAN: dict(zip(agents, episode["ue_returns"])),
+                EPISODE_AGENT_STEPS: dict.fromkeys(agents, length),
+                EPISODE_MODULE_RETURN_MEAN: {DEFAULT_POLICY: ret},
+            },
+            window=win,
+        )
+        self.metrics.log_dict(
+            {EPISODE_LEN_MIN: length, EPISODE_RETURN_MIN: ret}, reduce="min", window=win
+        )
+        self.metrics.log_dict(
+            {EPISODE_LEN_MAX: length, EPISODE_RETURN_MAX: ret}, reduce="max", window=win
+        )
+        for tag, value in episode["metrics"].items():
+            if value == value:  # NaN (no serving link all episode) would poison the mean
+                self.metrics.log_value(tag, value, reduce="mean", window=UE_METRICS_WINDOW)

@@ -1,0 +1,91 @@
+"""UE slots: the same transitions as the multi-agent wrapper, and when mobrl samples with them."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from mobrl.config import compose
+from mobrl.envs import factory
+from mobrl.envs.slots import TRAIN_SEED_BASE, copy_seed
+from mobrl.errors import UserError
+
+
+def _env_config(*overrides: str) -> dict:
+    return factory.env_config_from(compose(list(overrides)))
+
+
+@pytest.mark.parametrize("scenario", ["small", "medium"])
+def test_slots_step_like_the_multi_agent_wrapper(scenario: str) -> None:
+    env_config = _env_config(f"scenario={scenario}", "env=ma")
+    copies = 2
+    n = factory.num_ues(env_config)
+    slots = factory.make_slot_env(env_config, copies * n)
+    seeds = [copy_seed(0, 0, c) for c in range(copies)]
+    wrappers = [factory.make_env({**env_config, "kwargs": {"seed": seed}}) for seed in seeds]
+    obs, _ = slots.reset()
+    ma_obs = [w.reset()[0] for w in wrappers]
+    rng = np.random.default_rng(0)
+    returns = [0.0] * copies
+    episodes_done = 0
+    for _ in range(250):  # two and a half 100-step episodes
+        actions = rng.integers(0, slots.single_action_space.n, size=slots.num_envs)
+        for c in range(copies):
+            rows = obs[c * n : (c + 1) * n]
+            np.testing.assert_array_equal(rows, np.stack([ma_obs[c][f"ue_{u}"] for u in range(n)]))
+        obs, rewards, terminated, truncated, _ = slots.step(actions)
+        assert not terminated.any()
+        for c, wrapper in enumerate(wrappers):
+            act = {f"ue_{u}": int(actions[c * n + u]) for u in range(n)}
+            ma_obs[c], ma_rew, _, ma_trunc, _ = wrapper.step(act)
+            expected = np.array([ma_rew[f"ue_{u}"] for u in range(n)], dtype=np.float32)
+            np.testing.assert_array_equal(rewards[c * n : (c + 1) * n], expected)
+            returns[c] += float(expected.astype(np.float64).sum())
+            assert truncated[c * n : (c + 1) * n].all() == ma_trunc["__all__"]
+            if ma_trunc["__all__"]:
+                episodes_done += 1
+                ma_obs[c] = wrapper.reset()[0]
+        if truncated.any():
+            # next-step autoreset: the following step only resets, with zero rewards
+            obs, rewards, _, truncated, _ = slots.step(actions)
+            assert not rewards.any() and not truncated.any()
+    finished = slots.pop_finished()
+    assert len(finished) == episodes_done == 2 * copies
+    for record in finished[:copies]:
+        assert record["length"] == 100
+        assert sorted(record["metrics"])  # UE and network metrics were tracked
+    assert finished[0]["return"] == pytest.approx(sum(finished[0]["ue_returns"]))
+    assert slots.pop_finished() == []
+
+
+def test_copies_get_distinct_training_seeds() -> None:
+    seeds = {copy_seed(run, worker, c) for run in (0, 1) for worker in (0, 1, 2) for c in range(8)}
+    assert len(seeds) == 2 * 3 * 8
+    assert min(seeds) >= TRAIN_SEED_BASE
+
+
+@pytest.mark.parametrize(
+    ("overrides", "expected"),
+    [
+        (["scenario=small"], "ue_slots"),
+        (["scenario=large"], "ue_slots"),
+        (["scenario=small", "env.sampler=multi_agent"], "multi_agent"),
+        (["scenario=small", "env.policies=per_agent"], "multi_agent"),
+        (["scenario=small", "engine=stock"], "multi_agent"),
+        (["scenario=dense_urban"], "multi_agent"),  # UEs come and go
+        (["scenario=small", "env=central"], None),
+        (["scenario=cartpole"], None),
+    ],
+)
+def test_sampler_resolution(overrides: list[str], expected: str | None) -> None:
+    env_config = _env_config(*overrides)
+    assert env_config["sampler"] == expected
+    if expected == "ue_slots":
+        assert factory.policy_ids(env_config) == [factory.DEFAULT_POLICY]
+
+
+def test_forcing_slots_where_they_do_not_apply_names_the_fix() -> None:
+    with pytest.raises(UserError, match="env.sampler=auto or multi_agent"):
+        _env_config("scenario=dense_urban", "env.sampler=ue_slots")
+    with pytest.raises(UserError, match="Did you mean 'ue_slots'"):
+        _env_config("scenario=small", "env.sampler=ue_slot")
