@@ -33,12 +33,23 @@ def group_options(group: str) -> list[str]:
     """Names of the options of a config group: the YAML files in `conf/<group>/`, and for
     `scenario` also every layout file (mobrl.scenarios.discover)."""
     folder = resources.files(CONFIG_MODULE).joinpath(group)
-    names = {p.name[: -len(".yaml")] for p in folder.iterdir() if p.name.endswith(".yaml")}
+    names = set(_yaml_names(folder))
     if group == "scenario":
         from mobrl import scenarios
 
         names |= set(scenarios.discover())
     return sorted(names)
+
+
+def _yaml_names(folder: Any, prefix: str = "") -> list[str]:
+    """Option names of a config group folder, nested folders included (`ppo/small/ma`)."""
+    names = []
+    for path in folder.iterdir():
+        if path.is_dir():
+            names.extend(_yaml_names(path, f"{prefix}{path.name}/"))
+        elif path.name.endswith(".yaml"):
+            names.append(prefix + path.name[: -len(".yaml")])
+    return names
 
 
 def compose(overrides: Sequence[str] = ()) -> DictConfig:

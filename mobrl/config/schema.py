@@ -130,6 +130,23 @@ class TuneConf:
 
 
 @dataclass
+class PresetConf:
+    """The tuned hyperparameters applied for this (algorithm, scenario, env mode), if any.
+
+    Presets live in `conf/preset/<algo>/<scenario>/<env>.yaml` (Gymnasium tasks:
+    `conf/preset/<algo>/<scenario>.yaml`; mobile-env layouts without their own file, such as
+    users' layouts: `conf/preset/<algo>/any_layout/<env>.yaml`). They set keys of `algo`
+    and `run`, which any override still changes."""
+
+    #: the preset file applied; null: the algorithm's own defaults (`algo/<name>.yaml`)
+    name: Optional[str] = None
+    #: the command whose search found these values (re-run it to search again)
+    found_by: Optional[str] = None
+    #: what was measured with them, or how they were derived
+    notes: Optional[str] = None
+
+
+@dataclass
 class RayConf:
     #: null starts a local Ray sized to the run; `auto` or `ray://host:port` joins a cluster
     address: Optional[str] = None
@@ -147,13 +164,16 @@ class MobrlConfig:
     algo: AlgoConf = field(default_factory=AlgoConf)
     run: RunConf = field(default_factory=RunConf)
     tune: TuneConf = field(default_factory=TuneConf)
+    preset: PresetConf = field(default_factory=PresetConf)
     ray: RayConf = field(default_factory=RayConf)
     #: mobile-env step implementation: `fast` (mobrl's array engine, same trajectories) or
     #: `stock` (mobile-env's own)
     engine: str = "fast"
 
 
-GROUPS = ("scenario", "env", "algo", "run", "tune")
+GROUPS = ("scenario", "env", "algo", "run", "tune", "preset")
+#: presets of mobile-env layouts that have no file of their own: <algo>/ANY_LAYOUT/<env>
+ANY_LAYOUT = "any_layout"
 
 
 def register_schema() -> None:
@@ -171,7 +191,8 @@ def register_schema() -> None:
         OmegaConf.register_new_resolver("mobrl_stem", lambda path: Path(str(path)).stem)
     cs = ConfigStore.instance()
     cs.store(name="mobrl_schema", node=MobrlConfig)
-    for name, path in scenarios.discover().items():
+    layouts = scenarios.discover()
+    for name, path in layouts.items():
         node = {
             "name": "${mobrl_stem:${.path}}",
             "kind": "mobile",
@@ -180,3 +201,38 @@ def register_schema() -> None:
             "kwargs": {},
         }
         cs.store(group="scenario", name=name, node=node)
+    _register_preset_aliases(cs, set(layouts))
+
+
+def _register_preset_aliases(cs: Any, layouts: set[str]) -> None:
+    """Make `preset: <algo>/<scenario>/<env>` (the root config's choice) find a file for every
+    combination that has one to use: a Gymnasium task's preset serves every env mode, and a
+    layout without its own preset uses the algorithm's `any_layout` preset."""
+    from importlib import resources
+
+    root = resources.files("mobrl.conf").joinpath("preset")
+    conf = resources.files("mobrl.conf")
+    tasks = [p.name[:-5] for p in conf.joinpath("scenario").iterdir() if p.name.endswith(".yaml")]
+    modes = [p.name[:-5] for p in conf.joinpath("env").iterdir() if p.name.endswith(".yaml")]
+    for algo_dir in root.iterdir():
+        if not algo_dir.is_dir():
+            continue
+        algo = algo_dir.name
+        for scenario in sorted(layouts | set(tasks)):
+            for mode in modes:
+                if algo_dir.joinpath(scenario, f"{mode}.yaml").is_file():
+                    continue
+                if algo_dir.joinpath(f"{scenario}.yaml").is_file():
+                    target = f"{algo}/{scenario}"
+                elif (
+                    scenario in layouts and algo_dir.joinpath(ANY_LAYOUT, f"{mode}.yaml").is_file()
+                ):
+                    target = f"{algo}/{ANY_LAYOUT}/{mode}"
+                else:
+                    continue
+                cs.store(
+                    group=f"preset/{algo}/{scenario}",
+                    name=mode,
+                    node={"defaults": [f"/preset/{target}"]},
+                    package="_global_",
+                )
