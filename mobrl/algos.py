@@ -6,6 +6,7 @@ import importlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from mobrl import metrics
 from mobrl.errors import UserError, closest_first
 
 if TYPE_CHECKING:
@@ -66,7 +67,7 @@ def build_algorithm_config(cfg: DictConfig, env_name: str, env_config: dict) -> 
         )
         .learners(num_learners=res.num_learners, num_gpus_per_learner=res.num_gpus_per_learner)
         .debugging(seed=cfg.run.seed, log_level="WARN")
-        .reporting(metrics_num_episodes_for_smoothing=20)
+        .reporting(metrics_num_episodes_for_smoothing=metrics.RETURN_WINDOW)
     )
 
     training: dict[str, Any] = OmegaConf.to_container(cfg.algo.training, resolve=True)  # type: ignore[assignment]

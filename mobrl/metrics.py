@@ -2,6 +2,19 @@
 
 #: mean episode return over the last episodes sampled (RLlib new API stack)
 RETURN_MEAN = "env_runners/episode_return_mean"
+#: ... over at most this many of the last episodes (RLlib's metrics_num_episodes_for_smoothing)
+RETURN_WINDOW = 20
+#: episodes finished since training started
+EPISODES_LIFETIME = "env_runners/num_episodes_lifetime"
+
+
+def episodes_averaged(episodes_lifetime: float | None) -> int | None:
+    """How many episodes the training return of a result averages."""
+    if episodes_lifetime is None or episodes_lifetime != episodes_lifetime:
+        return None
+    return int(min(RETURN_WINDOW, episodes_lifetime))
+
+
 EPISODE_LEN_MEAN = "env_runners/episode_len_mean"
 #: per-agent mean return: f"{AGENT_RETURN_MEAN}/{agent_id}"
 AGENT_RETURN_MEAN = "env_runners/agent_episode_returns_mean"

@@ -83,6 +83,10 @@ class ProgressCallback(Callback):
         self.rows = state["rows"]
 
     @property
+    def _ranks_by_other_metric(self) -> bool:
+        return self.metric != metrics.RETURN_MEAN
+
+    @property
     def console(self) -> Console:
         if self._console is None:
             self._console = make_console()
@@ -90,7 +94,10 @@ class ProgressCallback(Callback):
 
     def _table(self) -> Table:
         table = Table(title="training", expand=False)
-        for col in ("trial", "status", "iter", "env steps", "return mean", "elapsed s"):
+        columns = ["trial", "status", "iter", "env steps", "return mean", "episodes", "elapsed s"]
+        if self._ranks_by_other_metric:
+            columns.insert(-1, self.metric)
+        for col in columns:
             table.add_column(col, justify="left" if col in ("trial", "status") else "right")
         for trial_id, row in self.rows.items():
             table.add_row(
@@ -99,6 +106,8 @@ class ProgressCallback(Callback):
                 _fmt(row.get("iter")),
                 _fmt(row.get("steps")),
                 _fmt(row.get("return")),
+                _fmt(row.get("averaged")),
+                *([_fmt(row.get("metric"))] if self._ranks_by_other_metric else []),
                 _fmt(row.get("elapsed"), 1),
             )
         return table
@@ -127,13 +136,20 @@ class ProgressCallback(Callback):
             steps=_int_or_none(_get(result, metrics.ENV_STEPS)),
             elapsed=_get(result, metrics.TIME_TOTAL),
         )
-        row["return"] = _float_or_none(_get(result, self.metric))
+        row["return"] = _float_or_none(_get(result, metrics.RETURN_MEAN))
+        row["metric"] = _float_or_none(_get(result, self.metric))
+        # the training return is the mean over the last few episodes: say how many
+        row["averaged"] = metrics.episodes_averaged(
+            _float_or_none(_get(result, metrics.EPISODES_LIFETIME))
+        )
         if self._live is not None:
             self._refresh()
         else:
             self.console.print(
                 f"{trial_name(trial)} iter {_fmt(row['iter'])}  env steps {_fmt(row['steps'])}  "
-                f"return mean {_fmt(row['return'])}  elapsed {_fmt(row['elapsed'], 1)} s",
+                f"return mean {_fmt(row['return'])} (last {_fmt(row['averaged'])} episodes)  "
+                + (f"{self.metric} {_fmt(row['metric'])}  " if self._ranks_by_other_metric else "")
+                + f"elapsed {_fmt(row['elapsed'], 1)} s",
                 highlight=False,
             )
 

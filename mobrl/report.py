@@ -28,8 +28,11 @@ def _metric_history(result: Any, metric: str) -> list[float]:
     return [float(v) for v in frame[metric] if v is not None and not math.isnan(float(v))]
 
 
-def trial_rows(results: Any, metric: str, mode: str, locations: dict) -> list[dict[str, Any]]:
-    """One dict per trial, best first (trials without the metric last)."""
+def trial_rows(
+    results: Any, metric: str, mode: str, locations: dict, scope: str = "all"
+) -> list[dict[str, Any]]:
+    """One dict per trial, best first (trials without the metric last). A trial's score
+    ("best") is its best value over all iterations (`scope="all"`) or its last one."""
     from mobrl.tuning import sampled
 
     better = max if mode == "max" else min
@@ -50,7 +53,7 @@ def trial_rows(results: Any, metric: str, mode: str, locations: dict) -> list[di
                 "trial": trial_dir.name,
                 "trial_dir": str(trial_dir),
                 "params": sampled(result.config or {}, locations),
-                "best": better(history) if history else None,
+                "best": (better(history) if scope == "all" else history[-1]) if history else None,
                 "last": history[-1] if history else None,
                 "iterations": result.metrics.get(metrics.ITERATION) if result.metrics else None,
                 "best_checkpoint": best_ckpt or last_ckpt,
@@ -86,7 +89,7 @@ def report(
     from rich.table import Table
 
     metric, mode = cfg.tune.metric, cfg.tune.mode
-    rows = trial_rows(results, metric, mode, locations)
+    rows = trial_rows(results, metric, mode, locations, cfg.tune.scope)
     top = rows[0] if rows else None
     scored = top is not None and top["best"] is not None
     summary = {
@@ -139,9 +142,15 @@ def report(
             best = "  ".join(f"{k}={_show(v)}" for k, v in summary["best_params"].items())
             console.print(f"[bold]best config:[/bold] {best}")
     best_value = summary["best_return"]
+    averaged = (
+        f" (training return: mean of up to the last {metrics.RETURN_WINDOW} episodes, exploring "
+        "actions; `mobrl evaluate` measures the policy itself)"
+        if metric == metrics.RETURN_MEAN and best_value is not None
+        else ""
+    )
     console.print(
         f"[bold]best {metric}:[/bold] "
-        + ("no episode finished" if best_value is None else f"{best_value:.3f}")
+        + ("no episode finished" if best_value is None else f"{best_value:.3f}{averaged}")
     )
     console.print(f"[bold]best checkpoint:[/bold] {summary['best_checkpoint']}")
     console.print(f"[bold]last checkpoint:[/bold] {summary['last_checkpoint']}")

@@ -35,6 +35,8 @@ SPACE_TYPES = {
 #: which part of the algo config a search-space key belongs to
 SPACE_SECTIONS = ("training", "model")
 SEARCHERS = ("random", "optuna")
+#: what scores a trial: its best value of the metric over all iterations, or its last value
+SCOPES = ("all", "last")
 SCHEDULERS = ("fifo", "asha", "pbt")
 
 #: result keys (besides mobrl's per-UE metrics) that a Tune metric can name
@@ -119,6 +121,8 @@ def check_tune_config(cfg: DictConfig) -> None:
         raise unknown_choice("tune.searcher", tune.searcher, SEARCHERS, "Fix tune.searcher.")
     if tune.scheduler not in SCHEDULERS:
         raise unknown_choice("tune.scheduler", tune.scheduler, SCHEDULERS, "Fix tune.scheduler.")
+    if tune.scope not in SCOPES:
+        raise unknown_choice("tune.scope", tune.scope, SCOPES, "Use tune.scope=all or last.")
     if tune.num_samples < 1:
         raise UserError(f"tune.num_samples must be at least 1, got {tune.num_samples}.")
     if tune.max_concurrent is not None and tune.max_concurrent < 1:

@@ -115,6 +115,9 @@ class TuneConf:
     #: result key to rank trials by (a column of progress.csv), and max or min
     metric: str = "env_runners/episode_return_mean"
     mode: str = "max"
+    #: a trial's score: `all` (its best value over all iterations) or `last` (its final value,
+    #: e.g. time_total_s of trials that stop when they reach run.stop.return_mean)
+    scope: str = "all"
     #: search space over algorithm keys: {training: {lr: {grid: [1e-4, 1e-3]}}, model: {...}}
     #: with types choice, grid, uniform, loguniform, randint, quniform
     param_space: dict[str, Any] = field(default_factory=dict)

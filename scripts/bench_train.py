@@ -1,0 +1,353 @@
+"""Time to a good policy: `mobrl train` vs RLlib's defaults vs Stable-Baselines3, in one run.
+
+For each task, every contender trains from a fresh process until its training return (the mean
+over its last 20 episodes) reaches each target, or until `--limit` seconds pass. The clock
+starts when the process is spawned, so imports, Ray start-up and building the algorithm count,
+as they do for a user. Contenders:
+
+- `mobrl`: `mobrl train` with the preset of the task (nothing else set but the stop rule);
+- `rllib`: a plain RLlib script with RLlib's default PPO settings and one env runner, on stock
+  mobile-env through mobile-env's own RLlib wrapper (or on the Gymnasium task);
+- `sb3`: Stable-Baselines3 PPO with RL Zoo3's tuned hyperparameters where it has them
+  (CartPole-v1) and SB3's defaults otherwise, on stock mobile-env; `sb3-mobrl` the same on
+  mobrl's engine (`mobrl/mobile-small-central-v0`). Needs `pip install -e ".[bench]"`.
+
+Targets of mobile-env tasks that name a baseline (`greedy`) are that baseline's mean return
+over seeds 0-29, computed at the start with `mobrl baselines`' rollouts. Usage:
+
+    python scripts/bench_train.py [--tasks cartpole,small-ma,medium-ma,small-central]
+                                  [--contenders mobrl,rllib,sb3,sb3-mobrl] [--limit 600]
+                                  [--out bench_train.json] [--quick]
+
+`--quick` runs CartPole only, with 20 s per contender: a check that the bench still works.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+#: RLlib's and mobrl's training return averages this many of the last episodes; SB3's check too
+WINDOW = 20
+
+
+@dataclass
+class Task:
+    """A scenario, the targets its training return must reach, and who can run it."""
+
+    mobrl: list[str]  # `mobrl train` overrides
+    targets: list[float | str]  # numbers, or a baseline's name ("greedy")
+    contenders: tuple[str, ...]
+    gym_id: str | None = None  # stock env id for RLlib's and SB3's scripts
+    layout: str | None = None  # mobile-env layout (mobrl's baselines compute "greedy")
+    mode: str = "ma"
+    extra: dict = field(default_factory=dict)
+
+
+TASKS = {
+    "cartpole": Task(
+        ["scenario=cartpole"], [450.0], ("mobrl", "rllib", "sb3"), gym_id="CartPole-v1"
+    ),
+    "small-ma": Task(
+        ["scenario=small", "env=ma"],
+        [-84.0, -35.0],
+        ("mobrl", "rllib"),
+        gym_id="mobile-small-ma-v0",
+        layout="small",
+    ),
+    "medium-ma": Task(
+        ["scenario=medium", "env=ma"],
+        ["greedy"],
+        ("mobrl", "rllib"),
+        gym_id="mobile-medium-ma-v0",
+        layout="medium",
+    ),
+    "small-central": Task(
+        ["scenario=small", "env=central"],
+        ["greedy"],
+        ("mobrl", "rllib", "sb3", "sb3-mobrl"),
+        gym_id="mobile-small-central-v0",
+        layout="small",
+        mode="central",
+    ),
+}
+
+#: RL Zoo3's tuned PPO hyperparameters for CartPole-v1 (hyperparams/ppo.yml)
+ZOO_CARTPOLE = {
+    "n_envs": 8,
+    "n_steps": 32,
+    "batch_size": 256,
+    "gae_lambda": 0.8,
+    "gamma": 0.98,
+    "n_epochs": 20,
+    "ent_coef": 0.0,
+    "learning_rate": ("linear", 0.001),
+    "clip_range": ("linear", 0.2),
+}
+
+
+def baseline_return(layout: str, mode: str, policy: str, episodes: int = 30) -> float:
+    """Mean return of a heuristic baseline on seeds 0..episodes-1 (as `mobrl baselines`)."""
+    from mobrl.config import compose
+    from mobrl.envs.factory import env_config_from
+    from mobrl.policies import BASELINES
+    from mobrl.rollout import run_episode
+
+    env_config = env_config_from(compose([f"scenario={layout}", f"env={mode}"]))
+    returns = [
+        run_episode(env_config, BASELINES[policy](), seed)["return"] for seed in range(episodes)
+    ]
+    return sum(returns) / len(returns)
+
+
+# --- contenders, each in its own process ------------------------------------------------------
+
+
+def run_mobrl(task: Task, goal: float, limit: float, t0: float, workdir: Path) -> list[dict]:
+    run_dir = workdir / "mobrl"
+    cmd = [
+        sys.executable,
+        "-m",
+        "mobrl",
+        "train",
+        *task.mobrl,
+        f"run.stop.return_mean={goal}",
+        f"run.stop.time_s={limit}",
+        "run.stop.iterations=1000000",
+        "run.stop.env_steps=null",
+        "run.checkpoint.frequency=0",
+        f"hydra.run.dir={run_dir}",
+    ]
+    subprocess.run(cmd, capture_output=True, text=True, timeout=limit + 300)
+    rows = []
+    for result in sorted(run_dir.glob("tune/*/result.json")):
+        for line in result.read_text().splitlines():
+            row = json.loads(line)
+            runners = row.get("env_runners", {})
+            rows.append(
+                {
+                    "t": row["timestamp"] - t0,
+                    "steps": row.get("num_env_steps_sampled_lifetime"),
+                    "return": runners.get("episode_return_mean"),
+                }
+            )
+    return rows
+
+
+def worker(kind: str, task_name: str, goal: float, limit: float, t0: float, out: Path) -> None:
+    """Train one contender in this process, appending one JSON line per iteration to `out`."""
+    task = TASKS[task_name]
+
+    def record(steps: int, ret: float | None) -> bool:
+        with out.open("a") as f:
+            f.write(json.dumps({"t": time.time() - t0, "steps": steps, "return": ret}) + "\n")
+        return ret is not None and ret >= goal or time.time() - t0 > limit
+
+    if kind == "rllib":
+        _rllib_worker(task, record)
+    else:
+        _sb3_worker(task, kind == "sb3-mobrl", record)
+
+
+def _rllib_worker(task: Task, record) -> None:
+    import gymnasium as gym
+    import ray
+    from ray.rllib.algorithms.ppo import PPOConfig
+    from ray.tune.registry import register_env
+
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    config = PPOConfig().env_runners(num_env_runners=1)
+    if task.layout is None:
+        config = config.environment(task.gym_id)
+    elif task.mode == "ma":
+        import mobile_env  # noqa: F401  (registers mobile-env's ids)
+        from mobile_env.wrappers.multi_agent import RLlibMAWrapper
+
+        register_env("mobile-ma", lambda _: RLlibMAWrapper(gym.make(task.gym_id)))
+        config = config.environment("mobile-ma").multi_agent(
+            policies={"shared"}, policy_mapping_fn=lambda *args, **kwargs: "shared"
+        )
+    else:
+        import mobile_env  # noqa: F401
+
+        config = config.environment(task.gym_id)
+    algo = config.build_algo()
+    try:
+        while True:
+            result = algo.train()
+            runners = result.get("env_runners", {})
+            if record(
+                int(runners.get("num_env_steps_sampled_lifetime", 0)),
+                runners.get("episode_return_mean"),
+            ):
+                break
+    finally:
+        algo.stop()
+        ray.shutdown()
+
+
+def _sb3_worker(task: Task, on_mobrl: bool, record) -> None:
+    import gymnasium as gym
+    from stable_baselines3 import PPO
+    from stable_baselines3.common.callbacks import BaseCallback
+    from stable_baselines3.common.env_util import make_vec_env
+
+    if task.layout is not None:
+        import mobile_env  # noqa: F401
+    env_id = task.gym_id
+    if on_mobrl:
+        import mobrl  # noqa: F401  (registers mobrl/mobile-*-v0)
+
+        env_id = f"mobrl/{env_id}"
+    params = dict(ZOO_CARTPOLE) if env_id == "CartPole-v1" else {}
+    n_envs = params.pop("n_envs", 1)
+    for key, value in list(params.items()):
+        if isinstance(value, tuple):  # RL Zoo3's linear schedules
+            start = value[1]
+            params[key] = lambda progress, start=start: progress * start
+    env = make_vec_env(lambda: gym.make(env_id), n_envs=n_envs, seed=0)
+
+    class StopAtGoal(BaseCallback):
+        """Check the return of the last episodes after each rollout; stop at the goal."""
+
+        done = False
+
+        def _on_rollout_end(self) -> None:
+            infos = list(self.model.ep_info_buffer)[-WINDOW:]
+            ret = sum(i["r"] for i in infos) / len(infos) if infos else None
+            self.done = record(self.num_timesteps, ret)
+
+        def _on_step(self) -> bool:
+            return not self.done
+
+    model = PPO("MlpPolicy", env, seed=0, verbose=0, device="cpu", **params)
+    model.learn(total_timesteps=10**8, callback=StopAtGoal())
+
+
+def run_worker(kind: str, task: str, goal: float, limit: float, workdir: Path) -> list[dict]:
+    out = workdir / f"{kind}.jsonl"
+    t0 = time.time()
+    cmd = [sys.executable, __file__, "--worker", kind, "--task", task, "--goal", str(goal)]
+    cmd += ["--limit", str(limit), "--t0", str(t0), "--worker-out", str(out)]
+    env = {**os.environ, "PYTHONWARNINGS": "ignore", "RAY_DEDUP_LOGS": "1"}
+    subprocess.run(cmd, capture_output=True, text=True, timeout=limit + 300, env=env)
+    if not out.is_file():
+        return []
+    return [json.loads(line) for line in out.read_text().splitlines()]
+
+
+def time_to(rows: list[dict], target: float) -> tuple[float | None, int | None]:
+    for row in rows:
+        if row["return"] is not None and row["return"] >= target:
+            return row["t"], row["steps"]
+    return None, None
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tasks", default="cartpole,small-ma,medium-ma,small-central")
+    parser.add_argument("--contenders", default="mobrl,rllib,sb3,sb3-mobrl")
+    parser.add_argument("--limit", type=float, default=600.0, help="seconds per contender")
+    parser.add_argument("--out", type=Path, default=None, help="write the results as JSON")
+    parser.add_argument("--quick", action="store_true", help="CartPole, 20 s each: a smoke test")
+    parser.add_argument("--worker", help=argparse.SUPPRESS)
+    parser.add_argument("--task", help=argparse.SUPPRESS)
+    parser.add_argument("--goal", type=float, help=argparse.SUPPRESS)
+    parser.add_argument("--t0", type=float, help=argparse.SUPPRESS)
+    parser.add_argument("--worker-out", type=Path, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.worker:
+        worker(args.worker, args.task, args.goal, args.limit, args.t0, args.worker_out)
+        return
+    if args.quick:
+        args.tasks, args.limit = "cartpole", 20.0
+    bench(args.tasks.split(","), args.contenders.split(","), args.limit, args.out)
+
+
+def bench(tasks: list[str], contenders: list[str], limit: float, out: Path | None) -> list[dict]:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    results = []
+    for name in tasks:
+        task = TASKS[name]
+        targets = [
+            t if isinstance(t, float) else baseline_return(task.layout, task.mode, t)
+            for t in task.targets
+        ]
+        goal = max(targets)
+        for kind in [c for c in contenders if c in task.contenders]:
+            with tempfile.TemporaryDirectory(prefix=f"bench_{name}_{kind}_") as tmp:
+                console.print(f"{name}: {kind} (up to {limit:.0f} s) ...", highlight=False)
+                if kind == "mobrl":
+                    rows = run_mobrl(task, goal, limit, time.time(), Path(tmp))
+                else:
+                    rows = run_worker(kind, name, goal, limit, Path(tmp))
+            for label, target in zip(task.targets, targets):
+                wall, steps = time_to(rows, target)
+                results.append(
+                    {
+                        "task": name,
+                        "target": target,
+                        "target_label": label if isinstance(label, str) else f"{label:g}",
+                        "contender": kind,
+                        "wall_s": wall,
+                        "env_steps": steps,
+                        "iterations": len(rows),
+                        "best_return": max(
+                            (r["return"] for r in rows if r["return"] is not None), default=None
+                        ),
+                    }
+                )
+    table = Table(title=f"time to target training return (limit {limit:.0f} s per run)")
+    for col in (
+        "task",
+        "target",
+        "contender",
+        "wall s",
+        "env steps",
+        "best return",
+        "× mobrl wall",
+    ):
+        table.add_column(col, justify="left" if col in ("task", "contender") else "right")
+    for row in results:
+        ours = next(
+            (
+                r["wall_s"]
+                for r in results
+                if r["task"] == row["task"]
+                and r["target"] == row["target"]
+                and r["contender"] == "mobrl"
+            ),
+            None,
+        )
+        ratio = f"{row['wall_s'] / ours:.1f}×" if row["wall_s"] and ours else "-"
+        target = row["target_label"]
+        if target == "greedy":
+            target = f"greedy ({row['target']:.1f})"
+        table.add_row(
+            row["task"],
+            target,
+            row["contender"],
+            f"{row['wall_s']:.0f}" if row["wall_s"] is not None else f"> {limit:.0f}",
+            str(row["env_steps"]) if row["env_steps"] is not None else "-",
+            f"{row['best_return']:.1f}" if row["best_return"] is not None else "-",
+            ratio,
+        )
+    console.print(table)
+    if out is not None:
+        out.write_text(json.dumps(results, indent=1))
+        console.print(f"results: {out}")
+    return results
+
+
+if __name__ == "__main__":
+    main()

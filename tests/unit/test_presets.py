@@ -1,0 +1,95 @@
+"""Presets: which file each (algo, scenario, env) gets, that overrides win, and provenance."""
+
+from __future__ import annotations
+
+from importlib import resources
+
+import pytest
+import yaml
+
+from mobrl.config import compose, group_options, validate_command_line
+from mobrl.config.schema import ANY_LAYOUT
+from mobrl.errors import UserError
+
+PRESETS = group_options("preset")
+
+
+@pytest.mark.parametrize(
+    ("overrides", "expected"),
+    [
+        (["scenario=small", "env=ma"], "ppo/small/ma"),
+        (["scenario=small", "env=central"], "ppo/small/central"),
+        (["scenario=large", "env=ma"], "ppo/large/ma"),
+        (["scenario=cartpole"], "ppo/cartpole"),
+        (["scenario=cartpole", "env=central"], "ppo/cartpole"),  # tasks ignore the env mode
+        (["scenario=small", "preset=ppo/medium/ma"], "ppo/medium/ma"),  # chosen by hand
+        (["scenario=small", "~preset"], None),  # the algorithm's own defaults
+        (["scenario=gym", "scenario.id=MountainCar-v0"], None),  # no preset for any id
+    ],
+)
+def test_preset_follows_algo_scenario_and_env(overrides: list[str], expected: str | None) -> None:
+    cfg = compose(overrides)
+    assert cfg.preset.name == expected
+    if expected is None:
+        assert cfg.run.batch.train_batch_size is None and cfg.run.resources.num_env_runners == 1
+    else:
+        data = yaml.safe_load(_preset_file(expected).read_text())
+        assert cfg.run.batch.train_batch_size == data["run"]["batch"]["train_batch_size"]
+        assert cfg.algo.training.lr == data["algo"]["training"]["lr"]
+
+
+def test_user_layout_gets_the_any_layout_preset(tmp_path, monkeypatch) -> None:
+    from mobrl import scenarios
+
+    (tmp_path / "scenarios").mkdir()
+    layout = yaml.safe_load(scenarios.path_of("small").read_text())
+    (tmp_path / "scenarios" / "campus.yaml").write_text(yaml.safe_dump(layout))
+    monkeypatch.chdir(tmp_path)
+    assert compose(["scenario=campus"]).preset.name == f"ppo/{ANY_LAYOUT}/ma"
+    assert compose(["scenario=campus", "env=central"]).preset.name == f"ppo/{ANY_LAYOUT}/central"
+
+
+def test_overrides_and_smoke_budget_win_over_the_preset() -> None:
+    cfg = compose(["scenario=small", "algo.training.lr=0.123", "run.batch.num_epochs=7"])
+    assert cfg.algo.training.lr == 0.123 and cfg.run.batch.num_epochs == 7
+    smoke = compose(["scenario=small", "run=smoke"])
+    assert smoke.run.batch.train_batch_size == 200
+    assert smoke.run.resources.num_env_runners == 1
+    assert smoke.preset.name == "ppo/small/ma"  # the rest of the preset still applies
+
+
+def test_other_algorithms_do_not_inherit_ppo_presets() -> None:
+    cfg = compose(["scenario=small", "algo=appo"])
+    assert cfg.preset.name in (None, "appo/small/ma", f"appo/{ANY_LAYOUT}/ma")
+    assert "vf_clip_param" not in cfg.algo.training or cfg.preset.name is not None
+
+
+@pytest.mark.parametrize("preset", PRESETS)
+def test_every_preset_composes_and_records_how_it_was_found(preset: str) -> None:
+    data = yaml.safe_load(_preset_file(preset).read_text())
+    assert data["preset"]["name"] == preset
+    found_by = data["preset"]["found_by"]
+    assert found_by.startswith("mobrl train ") and " tune=" in found_by
+    assert data["preset"]["notes"]
+    algo = preset.split("/")[0]
+    # the sweep command itself is a valid mobrl command line
+    validate_command_line(found_by.split()[2:])
+    cfg = validate_command_line([f"algo={algo}", f"preset={preset}", *_scenario_of(preset)])
+    assert cfg.preset.name == preset
+
+
+def test_unknown_preset_names_the_choices() -> None:
+    with pytest.raises(UserError, match="Did you mean 'ppo/small/ma'"):
+        validate_command_line(["preset=ppo/smal/ma"])
+
+
+def _preset_file(name: str):
+    return resources.files("mobrl.conf").joinpath("preset", f"{name}.yaml")
+
+
+def _scenario_of(preset: str) -> list[str]:
+    parts = preset.split("/")
+    if len(parts) == 2:
+        return [f"scenario={parts[1]}"]
+    scenario = "small" if parts[1] == ANY_LAYOUT else parts[1]
+    return [f"scenario={scenario}", f"env={parts[2]}"]
