@@ -145,6 +145,63 @@ class EpisodeTracker:
         return out
 
 
+class ArrayEpisodeTracker(EpisodeTracker):
+    """An `EpisodeTracker` fed with whole arrays per step (mobrl's fast engine, see
+    `FastEngine.metric_arrays`): the same metrics without building per-UE dicts each step."""
+
+    def __init__(self, num_stations: int, ue_ids: Iterable[Any]):
+        super().__init__(num_stations)
+        self.ue_ids = list(ue_ids)
+        n = len(self.ue_ids)
+        self._sums = {k: np.zeros(n) for k in ("steps", "utility", "rate", "snr_db", "snr_links",
+                                                "connections", "connected", "changes")}  # fmt: skip
+        self._serving = np.zeros((num_stations, n), dtype=bool)
+
+    def record_arrays(
+        self, utility: np.ndarray, rate: np.ndarray, links: np.ndarray, snr_db: np.ndarray
+    ) -> None:
+        """One step: each UE's scaled utility (NaN: not active), data rate, the (BS, UE) links
+        serving it and every link's SNR (dB), UEs in `ue_ids` order."""
+        active = ~np.isnan(utility)
+        n = int(np.count_nonzero(active))
+        if not n:
+            return
+        self.steps += 1
+        links = links & active[None, :]
+        per_ue = links.sum(axis=0)
+        sums = self._sums
+        sums["steps"] += active
+        sums["utility"] += np.where(active, utility, 0.0)
+        sums["rate"] += np.where(active, rate, 0.0)
+        sums["connections"] += per_ue
+        sums["connected"] += per_ue > 0
+        sums["snr_db"] += np.where(links, snr_db, 0.0).sum(axis=0)
+        sums["snr_links"] += per_ue
+        changed = (links ^ self._serving).sum(axis=0)
+        sums["changes"] += np.where(active, changed, 0)
+        self._serving[:, active] = links[:, active]
+        self._utility_sum += float(utility[active].sum()) / n
+        self._connected_fraction_sum += int(np.count_nonzero(per_ue[active])) / n
+        stations = max(self.num_stations, 1)
+        self._connections_per_bs_sum += int(per_ue.sum()) / stations
+        self._busy_bs_fraction_sum += int(np.count_nonzero(links.any(axis=1))) / stations
+
+    def per_ue(self) -> dict[Any, dict[str, float]]:
+        s = self._sums
+        out = {}
+        for i in np.flatnonzero(s["steps"]).tolist():
+            steps = s["steps"][i]
+            out[self.ue_ids[i]] = {
+                keys.UE_UTILITY: s["utility"][i] / steps,
+                keys.UE_RATE: s["rate"][i] / steps,
+                keys.UE_SNR: s["snr_db"][i] / s["snr_links"][i] if s["snr_links"][i] else math.nan,
+                keys.UE_CONNECTIONS: s["connections"][i] / steps,
+                keys.UE_CONNECTED: s["connected"][i] / steps,
+                keys.UE_CHANGES: float(s["changes"][i]),
+            }
+        return out
+
+
 def core_step_snapshot(core: Any) -> tuple[dict, dict, dict, dict]:
     """Read the last step of a mobile-env core: utilities, data rates, serving BSs and
     serving-link SNRs (dB), keyed by UE id, for the UEs that were active in that step.

@@ -2,11 +2,12 @@
 
 Both engines step the same scenario with the same pre-drawn random actions, in alternating
 rounds in one process, so the ratio is not biased by the machine's load at one moment. With
-`--train`, also measures `mobrl train` sampling throughput (env steps/s of one env runner)
-with each engine. Usage:
+`--train`, also measures RLlib sampling throughput under `mobrl train` (env steps/s of one env
+runner): stock mobile-env and mobrl's engine through RLlib's multi-agent runner, and mobrl's
+UE-slot sampler (the default for env=ma where it applies). Usage:
 
     python scripts/bench_env.py [--scenarios small,medium,large] [--modes ma,central]
-                                [--seconds 2] [--rounds 3] [--train]
+                                [--seconds 2] [--rounds 3] [--train] [--copies 8]
 """
 
 from __future__ import annotations
@@ -66,14 +67,37 @@ def bench_engines(scenarios: list[str], modes: list[str], seconds: float, rounds
     Console().print(table)
 
 
-def bench_training(scenarios: list[str], steps: int) -> None:
-    """Env-runner sampling throughput under RLlib, one runner per engine, same moment."""
+def sampling_rate(overrides: list[str], steps: int) -> float:
+    """Env steps/s of one local RLlib env runner built from `mobrl train` overrides."""
+    from mobrl.algos import build_algorithm_config
+    from mobrl.config import compose
+    from mobrl.envs import factory
+
+    cfg = compose(["env=ma", *overrides])
+    env_config = factory.env_config_from(cfg)
+    algo_config = build_algorithm_config(cfg, factory.ENV_NAME, env_config)
+    algo_config.env_runners(num_env_runners=0)
+    algo = algo_config.build_algo()
+    runner = algo.env_runner
+    # slot runners count a slot step as 1/n_ues of an env step
+    per_step = factory.num_ues(env_config) if factory.uses_slots(env_config) else 1
+    try:
+        runner.sample(num_timesteps=200 * per_step, random_actions=False)  # warm-up
+        start = time.perf_counter()
+        runner.sample(num_timesteps=steps * per_step, random_actions=False)
+        return steps / (time.perf_counter() - start)
+    finally:
+        algo.stop()
+
+
+def bench_training(scenarios: list[str], steps: int, copies: int) -> None:
+    """RLlib env-runner sampling throughput (env steps/s of one runner), same moment:
+    stock mobile-env and mobrl's engine through RLlib's multi-agent runner with one env (as
+    before mobrl's samplers), and mobrl's default for env=ma (UE slots of `copies` env copies)."""
     import ray
     from rich.console import Console
     from rich.table import Table
 
-    from mobrl.algos import build_algorithm_config
-    from mobrl.config import compose
     from mobrl.envs import factory
     from mobrl.train import _configure_ray
 
@@ -81,26 +105,23 @@ def bench_training(scenarios: list[str], steps: int) -> None:
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     factory.register()
     table = Table(title=f"RLlib env-runner sampling, env steps/s ({steps} steps, env=ma)")
-    for col in ("scenario", "stock", "mobrl", "ratio"):
+    cols = ("scenario", "stock, multi-agent", "mobrl, multi-agent", f"mobrl, UE slots x{copies}")
+    for col in (*cols, "vs stock", "vs multi-agent"):
         table.add_column(col, justify="left" if col == "scenario" else "right")
+    one_env = ["run.resources.num_envs_per_env_runner=1", "env.sampler=multi_agent"]
     try:
         for scenario in scenarios:
-            rates = {}
-            for engine in ("stock", "fast"):
-                cfg = compose([f"scenario={scenario}", "env=ma", "run=smoke", f"engine={engine}"])
-                env_config = factory.env_config_from(cfg)
-                algo_config = build_algorithm_config(cfg, factory.ENV_NAME, env_config)
-                algo_config.env_runners(num_env_runners=0)
-                algo = algo_config.build_algo()
-                runner = algo.env_runner
-                runner.sample(num_timesteps=200, random_actions=False)  # warm-up
-                start = time.perf_counter()
-                runner.sample(num_timesteps=steps, random_actions=False)
-                rates[engine] = steps / (time.perf_counter() - start)
-                algo.stop()
-            ratio = rates["fast"] / rates["stock"]
+            base = [f"scenario={scenario}", "run=smoke"]
+            stock = sampling_rate([*base, *one_env, "engine=stock"], steps)
+            multi = sampling_rate([*base, *one_env], steps)
+            slots = sampling_rate([*base, f"run.resources.num_envs_per_env_runner={copies}"], steps)
             table.add_row(
-                scenario, f"{rates['stock']:.0f}", f"{rates['fast']:.0f}", f"{ratio:.1f}x"
+                scenario,
+                f"{stock:.0f}",
+                f"{multi:.0f}",
+                f"{slots:.0f}",
+                f"{slots / stock:.1f}x",
+                f"{slots / multi:.1f}x",
             )
     finally:
         ray.shutdown()
@@ -116,10 +137,11 @@ def main() -> None:
     parser.add_argument("--train", action="store_true", help="also RLlib sampling throughput")
     parser.add_argument("--train-scenarios", default="small,medium")
     parser.add_argument("--train-steps", type=int, default=2000)
+    parser.add_argument("--copies", type=int, default=8, help="env copies of the UE-slot sampler")
     args = parser.parse_args()
     bench_engines(args.scenarios.split(","), args.modes.split(","), args.seconds, args.rounds)
     if args.train:
-        bench_training(args.train_scenarios.split(","), args.train_steps)
+        bench_training(args.train_scenarios.split(","), args.train_steps, args.copies)
 
 
 if __name__ == "__main__":

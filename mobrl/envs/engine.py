@@ -586,6 +586,13 @@ class FastEngine:
     def utilities(self, value: Any) -> None:
         """Stock code assigns it; the engine derives it."""
 
+    def metric_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The last step for mobrl's `ArrayEpisodeTracker`, UEs in id order: scaled utility
+        (NaN: not active), data rate, the (BS, UE) links up and every pair's SNR in dB."""
+        rate = np.where(self._connected_before, self._macro, 0.0)
+        snr_db = 10.0 * np.log10(np.maximum(self._snr, 1e-30))
+        return self._util, rate, self._conn, snr_db
+
     def step_snapshot(self) -> tuple[dict, dict, dict, dict]:
         """The last step for mobrl's metrics, straight from the arrays (see netstats)."""
         util_idx = np.flatnonzero(~np.isnan(self._util))

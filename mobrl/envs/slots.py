@@ -21,7 +21,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.vector.utils import batch_space
 
-from mobrl.netstats import EpisodeTracker
+from mobrl.netstats import ArrayEpisodeTracker
 
 #: mobile-env seeds of training copies start here, far from the seeds `mobrl evaluate` uses
 TRAIN_SEED_BASE = 1_000_000
@@ -64,7 +64,7 @@ class UESlotVectorEnv(gym.vector.VectorEnv):
         self._needs_reset = np.zeros(self.copies, dtype=bool)
         self._returns = np.zeros((self.copies, self.n_ues))
         self._started = [0.0] * self.copies
-        self._trackers: list[EpisodeTracker | None] = [None] * self.copies
+        self._trackers: list[ArrayEpisodeTracker | None] = [None] * self.copies
 
     def reseed(self, seeds: list[int]) -> None:
         """Rebuild the copies with these mobile-env config seeds (before the first reset)."""
@@ -82,7 +82,11 @@ class UESlotVectorEnv(gym.vector.VectorEnv):
         self._obs[self._slots(copy)] = core.observe_all()
         self._returns[copy] = 0.0
         self._started[copy] = time.perf_counter()
-        self._trackers[copy] = EpisodeTracker(core.NUM_STATIONS) if self.track_metrics else None
+        self._trackers[copy] = (
+            ArrayEpisodeTracker(core.NUM_STATIONS, core._ue_ids.tolist())
+            if self.track_metrics
+            else None
+        )
 
     def reset(self, *, seed: int | list[int] | None = None, options: dict | None = None):
         # mobile-env draws every episode from its config seed (see `copy_seed`); like
@@ -107,7 +111,7 @@ class UESlotVectorEnv(gym.vector.VectorEnv):
             self._returns[copy] += reward
             tracker = self._trackers[copy]
             if tracker is not None:
-                tracker.record_step(*core.step_snapshot())
+                tracker.record_arrays(*core.metric_arrays())
             self._obs[slots] = core.observe_all()
             if done:
                 truncated[slots] = True

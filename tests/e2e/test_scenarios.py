@@ -70,3 +70,45 @@ def test_mobile_layouts_log_per_ue_metrics(sweep: dict[str, Path]) -> None:
     utility = progress[metrics.result_key(metrics.UTILITY_MEAN)].iloc[-1]
     assert -1.0 <= utility <= 1.0
     assert metrics.result_key(metrics.ue_tag(39, metrics.UE_UTILITY)) in progress  # 40 UEs
+
+
+#: layouts with PPO presets of their own, in both env modes
+PRESET_LAYOUTS = ["small", "medium", "large", "dense_urban", "highway"]
+
+
+@pytest.fixture(scope="module")
+def preset_sweep(tmp_path_factory) -> dict[tuple[str, str], Path]:
+    """One iteration of every mobile PPO preset as it ships (run=quick keeps its batch sizes
+    and resources; only the budget is cut)."""
+    root = tmp_path_factory.mktemp("presets") / "sweep"
+    result = run_mobrl(
+        "train", "-m", f"scenario={','.join(PRESET_LAYOUTS)}", "env=ma,central", "run=quick",
+        "run.stop.iterations=1", "run.checkpoint.frequency=0", f"hydra.sweep.dir={root}",
+        timeout=1800,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    runs = {}
+    for run_dir in root.iterdir():
+        if (run_dir / "manifest.json").is_file():
+            manifest = json.loads((run_dir / "manifest.json").read_text())
+            runs[manifest["scenario"], manifest["env_mode"]] = run_dir
+    return runs
+
+
+@pytest.mark.parametrize("mode", ["ma", "central"])
+@pytest.mark.parametrize("scenario", PRESET_LAYOUTS)
+def test_preset_trains_one_iteration_as_configured(preset_sweep, scenario: str, mode: str) -> None:
+    import yaml
+
+    run_dir = preset_sweep[scenario, mode]
+    resolved = yaml.safe_load((run_dir / "config.yaml").read_text())
+    assert resolved["preset"]["name"] == f"ppo/{scenario}/{mode}"
+    progress = _progress(run_dir)
+    assert len(progress) == 1
+    # one iteration samples the preset's batch, counted in env steps whatever the sampler
+    batch = resolved["run"]["batch"]["train_batch_size"]
+    assert batch <= progress[metrics.ENV_STEPS].iloc[0] < batch * 1.1
+    assert progress[metrics.RETURN_MEAN].notna().all()
+    sampler = json.loads((run_dir / "manifest.json").read_text())["env_config"]["sampler"]
+    expected = {"ma": "multi_agent" if scenario == "dense_urban" else "ue_slots", "central": None}
+    assert sampler == expected[mode]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 
 from mobrl import metrics as keys
@@ -80,3 +81,26 @@ def test_empty_steps_are_ignored() -> None:
     t = EpisodeTracker(num_stations=3)
     t.record_step({}, {}, {})
     assert t.summary() == {}
+
+
+@pytest.mark.parametrize("scenario", ["small", "dense_urban"])  # dense_urban: UEs come and go
+def test_array_tracker_matches_the_dict_tracker(scenario: str) -> None:
+    from mobrl.envs.factory import make_mobile_core
+    from mobrl.netstats import ArrayEpisodeTracker, EpisodeTracker, core_step_snapshot
+
+    core = make_mobile_core(scenario, "ma")
+    rng = np.random.default_rng(3)
+    for _ in range(2):  # two episodes, so the second starts from a used env
+        core.reset()
+        by_dict = EpisodeTracker(core.NUM_STATIONS)
+        by_array = ArrayEpisodeTracker(core.NUM_STATIONS, sorted(core.users))
+        done = False
+        while not done:
+            actions = {ue.ue_id: int(rng.integers(0, core.NUM_STATIONS + 1)) for ue in core.active}
+            *_, done, _ = core.step(actions)
+            by_dict.record_step(*core_step_snapshot(core))
+            by_array.record_arrays(*core.metric_arrays())
+        expected, got = by_dict.summary(), by_array.summary()
+        assert sorted(got) == sorted(expected)
+        for key, value in expected.items():
+            assert got[key] == pytest.approx(value, rel=1e-9, abs=1e-12, nan_ok=True), key

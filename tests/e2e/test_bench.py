@@ -1,0 +1,39 @@
+"""The time-to-target bench runs end to end (tiny budget; timings are not asserted)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import REPO
+
+pytestmark = pytest.mark.slow
+
+
+def test_bench_train_quick_trains_every_contender(tmp_path) -> None:
+    out = tmp_path / "bench.json"
+    result = subprocess.run(
+        [sys.executable, str(REPO / "scripts" / "bench_train.py"), "--quick", "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        cwd=tmp_path,
+    )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    rows = json.loads(out.read_text())
+    expected = {"mobrl", "rllib"}
+    if importlib.util.find_spec("stable_baselines3") is not None:
+        expected.add("sb3")
+    assert {r["contender"] for r in rows} == expected
+    for row in rows:
+        assert row["task"] == "cartpole" and row["target"] == 150.0
+        # every contender trained and reported its training return at least once
+        assert row["iterations"] >= 1 and row["best_return"] is not None, row
+        if row["wall_s"] is not None:  # reached: the time and steps are where it got there
+            assert 0 < row["wall_s"] <= 60 + 30 and row["env_steps"] > 0
+    assert "time to target training return" in result.stdout
+    assert not list(tmp_path.glob("outputs")), "the bench leaves no run dirs behind"
