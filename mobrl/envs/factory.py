@@ -50,7 +50,7 @@ def env_config_from(cfg: Any, render_mode: str | None = None) -> dict[str, Any]:
     return env_config
 
 
-def resolve_sampler(env_config: dict[str, Any], requested: str) -> str:
+def resolve_sampler(env_config: dict[str, Any], requested: str) -> str | None:
     """`ue_slots` or `multi_agent` for multi-agent mobile scenarios (`env.sampler`), None for
     the others; a `ue_slots` request that cannot apply is a one-line error naming why."""
     from mobrl.envs import slots
@@ -59,7 +59,7 @@ def resolve_sampler(env_config: dict[str, Any], requested: str) -> str:
     if requested not in SAMPLERS:
         raise unknown_choice("env.sampler", str(requested), SAMPLERS, "Use env.sampler=auto.")
     if not is_multi_agent(env_config) or env_config["kind"] != "mobile":
-        return None  # type: ignore[return-value]
+        return None
     fits = slots.applies(env_config)
     if requested == "ue_slots" and not fits:
         raise UserError(

@@ -48,10 +48,11 @@ class UESlotEnvRunner(SingleAgentEnvRunner):
             self._module_to_env.remove("NormalizeAndClipActions")
 
     def make_env(self) -> None:
-        super().make_env()
-        slots = self.env.unwrapped
-        run_seed = int(self.config.env_config.get("seed") or 0)
-        slots.reseed([copy_seed(run_seed, self.worker_index or 0, c) for c in range(slots.copies)])
+        super().make_env()  # RLlib's vector entry point builds the copies of env runner 0
+        if self.worker_index:
+            slots = self.env.unwrapped
+            run_seed = int(self.config.env_config.get("seed") or 0)
+            slots.reseed([copy_seed(run_seed, self.worker_index, c) for c in range(slots.copies)])
 
     def sample(
         self, *, num_timesteps: int | None = None, num_episodes: int | None = None, **kwargs: Any
