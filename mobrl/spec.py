@@ -85,6 +85,9 @@ def check_config(cfg: DictConfig) -> None:
             )
         if cfg.engine not in MOBILE_ENGINES:
             raise unknown_choice("engine", cfg.engine, MOBILE_ENGINES, "Use engine=fast or stock.")
+        from mobrl.envs.factory import env_config_from
+
+        env_config_from(cfg)  # policy mapping and sampler: one-line errors before Hydra starts
     algo = cfg.algo.name
     if algo not in ALGORITHMS:
         raise unknown_choice("algorithm", algo, ALGORITHMS, "Use algo=<name>.")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
 import yaml
 
 PROBE = """
@@ -79,3 +80,19 @@ def test_scenarios_list_stays_light(tmp_path) -> None:
     stdout, stderr = _probe(["scenarios", "list"], tmp_path)
     assert "HEAVY=\n" in stderr and "CODE=0" in stderr, stderr
     assert "dense_urban" in stdout and "arena" in stdout
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        ["env.sampler=slots"],
+        ["scenario=dense_urban", "env.sampler=ue_slots"],
+        ["env.policies=bogus"],
+    ],
+)
+def test_env_errors_exit_2_before_any_run_dir_is_made(mobrl_cli, tmp_path, overrides) -> None:
+    result = mobrl_cli("train", *overrides, cwd=tmp_path)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert result.stderr.startswith("error: ") and len(result.stderr.strip().splitlines()) == 1
+    assert "env.sampler" in result.stderr or "env.policies" in result.stderr
+    assert not (tmp_path / "outputs").exists()
