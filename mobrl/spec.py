@@ -9,7 +9,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from mobrl.algos import ALGORITHMS
-from mobrl.envs.factory import MOBILE_ENGINES, MOBILE_MODES
+from mobrl.envs.factory import MOBILE_ENGINES, MOBILE_MODES, SAMPLERS
 from mobrl.errors import UserError, unknown_choice
 
 SCENARIO_KINDS = ("mobile", "gym", "arena")
@@ -71,6 +71,8 @@ def check_config(cfg: DictConfig) -> None:
     kind = cfg.scenario.kind
     if kind not in SCENARIO_KINDS:
         raise unknown_choice("scenario.kind", kind, SCENARIO_KINDS, "Fix scenario.kind.")
+    if cfg.env.sampler not in SAMPLERS:
+        raise unknown_choice("env.sampler", cfg.env.sampler, SAMPLERS, "Use env.sampler=auto.")
     if kind == "mobile":
         if not cfg.scenario.path:
             raise UserError(
