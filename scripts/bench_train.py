@@ -176,9 +176,14 @@ def _rllib_worker(task: Task, record) -> None:
             policies={"shared"}, policy_mapping_fn=lambda *args, **kwargs: "shared"
         )
     else:
-        import mobile_env  # noqa: F401
 
-        config = config.environment(task.gym_id)
+        def make_central(_: dict) -> gym.Env:
+            import mobile_env  # noqa: F401  (registers its ids inside RLlib's env runners)
+
+            return gym.make(task.gym_id)
+
+        register_env("mobile-central", make_central)
+        config = config.environment("mobile-central")
     algo = config.build_algo()
     try:
         while True:
@@ -238,7 +243,10 @@ def run_worker(kind: str, task: str, goal: float, limit: float, workdir: Path) -
     cmd = [sys.executable, __file__, "--worker", kind, "--task", task, "--goal", str(goal)]
     cmd += ["--limit", str(limit), "--t0", str(t0), "--worker-out", str(out)]
     env = {**os.environ, "PYTHONWARNINGS": "ignore", "RAY_DEDUP_LOGS": "1"}
-    subprocess.run(cmd, capture_output=True, text=True, timeout=limit + 300, env=env)
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=limit + 300, env=env)
+    if done.returncode != 0:
+        errors = [line for line in done.stderr.splitlines() if "Error" in line] or ["?"]
+        print(f"  {kind} failed (exit {done.returncode}): {errors[-1][:200]}")
     if not out.is_file():
         return []
     return [json.loads(line) for line in out.read_text().splitlines()]
