@@ -83,7 +83,7 @@ class UESlotVectorEnv(gym.vector.VectorEnv):
         self._returns[copy] = 0.0
         self._started[copy] = time.perf_counter()
         self._trackers[copy] = (
-            ArrayEpisodeTracker(core.NUM_STATIONS, core._ue_ids.tolist())
+            ArrayEpisodeTracker(core.NUM_STATIONS, sorted(core.users))
             if self.track_metrics
             else None
         )
@@ -129,7 +129,7 @@ class UESlotVectorEnv(gym.vector.VectorEnv):
                 "length": int(core.time),
                 "duration_s": time.perf_counter() - self._started[copy],
                 "ue_returns": self._returns[copy].tolist(),
-                "ue_ids": [ue.ue_id for ue in core._ue_list],
+                "ue_ids": sorted(core.users),
                 "metrics": tracker.summary() if tracker is not None else {},
             }
         )
