@@ -34,9 +34,19 @@ class MobileMetricsCallback(RLlibCallback):
         if tracked is None or metrics_logger is None:
             return
         _, tracker = tracked
-        for tag, value in tracker.summary().items():
-            if value == value:  # NaN (e.g. no serving link all episode) would poison the mean
-                metrics_logger.log_value(tag, value, reduce="mean", window=100)
+        log_episode_summary(metrics_logger, tracker.summary())
+
+
+#: mobrl's UE and network metrics are means over this many of the last episodes
+EPISODE_METRICS_WINDOW = 100
+
+
+def log_episode_summary(metrics_logger, summary: dict[str, float]) -> None:
+    """Log one episode's `EpisodeTracker.summary()`; Tune then shows each metric's mean over
+    the last episodes under `env_runners/<tag>`."""
+    for tag, value in summary.items():
+        if value == value:  # NaN (e.g. no serving link all episode) would poison the mean
+            metrics_logger.log_value(tag, value, reduce="mean", window=EPISODE_METRICS_WINDOW)
 
 
 _STATS = "mobrl_episode_stats"

@@ -19,10 +19,8 @@ from ray.rllib.utils.metrics import (
     EPISODE_RETURN_MIN,
 )
 
+from mobrl.callbacks import log_episode_summary
 from mobrl.envs.slots import copy_seed
-
-#: window of mobrl's UE and network metrics (as mobrl.callbacks logs them)
-UE_METRICS_WINDOW = 100
 
 
 class UESlotEnvRunner(SingleAgentEnvRunner):
@@ -113,6 +111,4 @@ class UESlotEnvRunner(SingleAgentEnvRunner):
         self.metrics.log_dict(
             {EPISODE_LEN_MAX: length, EPISODE_RETURN_MAX: ret}, reduce="max", window=win
         )
-        for tag, value in episode["metrics"].items():
-            if value == value:  # NaN (no serving link all episode) would poison the mean
-                self.metrics.log_value(tag, value, reduce="mean", window=UE_METRICS_WINDOW)
+        log_episode_summary(self.metrics, episode["metrics"])
