@@ -115,6 +115,12 @@ def build_algorithm_config(cfg: DictConfig, env_name: str, env_config: dict) -> 
 
         algo.callbacks(ArenaMetricsCallback)
 
+    from mobrl.training_eval import periodic_evaluation
+
+    evaluation = periodic_evaluation(cfg, env_config)
+    if evaluation is not None:
+        algo.callbacks(on_train_result=evaluation)
+
     policies, mapping = policy_setup(env_config)
     if policies is not None and not slots:
         algo.multi_agent(policies=set(policies), policy_mapping_fn=mapping)

@@ -22,6 +22,26 @@ ENV_STEPS = "num_env_steps_sampled_lifetime"
 ITERATION = "training_iteration"
 TIME_TOTAL = "time_total_s"
 
+# --- evaluation during training (mobrl.training_eval, `run.eval.*`) ---------------------------
+#: result section of the periodic deterministic evaluation on fixed seeds
+EVALUATION = "evaluation"
+#: mean return of the evaluation episodes, and the half-width of its 95 % CI
+EVAL_RETURN_MEAN = "evaluation/return_mean"
+EVAL_RETURN_CI = "evaluation/return_ci95"
+#: iteration of the latest evaluation (present on every result once evaluation is on)
+EVAL_ITERATION = "evaluation/iteration"
+
+
+def eval_gap(baseline: str, stat: str) -> str:
+    """Paired return difference (policy - `baseline`, same seeds): `mean`, `ci95`, `ci_low`."""
+    return f"{EVALUATION}/gap/{baseline}/{stat}"
+
+
+def eval_beats(baseline: str) -> str:
+    """1 when the latest evaluation's paired-gap CI to `baseline` lies above 0, else 0."""
+    return f"{EVALUATION}/beats/{baseline}"
+
+
 #: Tune's TensorBoard logger writes every result key under this prefix
 TENSORBOARD_PREFIX = "ray/tune/"
 

@@ -125,6 +125,9 @@ def check_config(cfg: DictConfig) -> None:
             "run.stop has no criterion, so training would never end. "
             "Set one, e.g. run.stop.iterations=100."
         )
+    from mobrl.training_eval import check_eval_config
+
+    check_eval_config(cfg)
     if cfg.run.checkpoint.frequency < 0:
         raise UserError("run.checkpoint.frequency must be >= 0 (0: only at the end).")
     if cfg.run.storage_path is not None:

@@ -77,6 +77,9 @@ def run_training(cfg: DictConfig, run_dir: Path | None = None) -> float | None:
     from hydra.core.hydra_config import HydraConfig
 
     check_config(cfg)
+    from mobrl.tuning import rank_by_evaluation
+
+    rank_by_evaluation(cfg)
     overrides: list[str] = []
     if run_dir is None:
         hydra_cfg = HydraConfig.get()

@@ -48,6 +48,7 @@ KNOWN_METRICS = (
     metrics.ENV_STEPS,
     metrics.ITERATION,
     metrics.TIME_TOTAL,
+    metrics.EVAL_RETURN_MEAN,
     *(metrics.result_key(tag) for tag in metrics.NETWORK_TAGS),
 )
 #: result keys under these prefixes are open-ended (per agent, per module, per UE, learner stats)
@@ -56,6 +57,7 @@ METRIC_PREFIXES = (
     "env_runners/module_episode_returns_mean/",
     "env_runners/ue/",
     "env_runners/arena/",
+    metrics.EVALUATION + "/",
     "learners/",
     "perf/",
     "timers/",
@@ -236,7 +238,17 @@ def stop_criteria(cfg: DictConfig) -> dict[str, float]:
         metrics.RETURN_MEAN: stop.return_mean,
         metrics.TIME_TOTAL: stop.time_s,
     }
-    return {key: value for key, value in pairs.items() if value is not None}
+    criteria = {key: value for key, value in pairs.items() if value is not None}
+    if stop.beat is not None:  # evaluation reports 1 once the gap's CI lies above 0
+        criteria[metrics.eval_beats(stop.beat)] = 1
+    return criteria
+
+
+def rank_by_evaluation(cfg: DictConfig) -> None:
+    """With evaluation during training, rank trials and checkpoints by the evaluation return
+    instead of the exploring training return (unless tune.metric names another metric)."""
+    if cfg.run.eval.interval > 0 and cfg.tune.metric == metrics.RETURN_MEAN:
+        cfg.tune.metric = metrics.EVAL_RETURN_MEAN
 
 
 def searcher(cfg: DictConfig) -> Any:

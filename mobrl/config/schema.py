@@ -37,6 +37,10 @@ class EnvConf:
     #: how RLlib samples env=ma: `auto` (UE slots where they apply), `ue_slots` (one
     #: single-agent vector slot per UE: several times faster) or `multi_agent`
     sampler: str = "auto"
+    #: what each UE observes: `mobile` (mobile-env's own features) or `extended` (those plus,
+    #: per station, whether it is in range and how many UEs it serves; see
+    #: mobrl.envs.observations)
+    obs: str = "mobile"
 
 
 @dataclass
@@ -59,6 +63,26 @@ class StopConf:
     #: stop once the mean episode return reaches this value
     return_mean: Optional[float] = None
     time_s: Optional[float] = None
+    #: stop once evaluation during training (run.eval) shows the policy beating this
+    #: baseline: the 95 % CI of the paired return gap lies above 0 (e.g. greedy)
+    beat: Optional[str] = None
+
+
+@dataclass
+class EvalConf:
+    """Evaluation during training: deterministic episodes on fixed seeds, paired with the
+    heuristic baselines on the same seeds (mobrl.training_eval)."""
+
+    #: evaluate at the first iteration and every N-th (and at each periodic checkpoint);
+    #: 0: never
+    interval: int = 0
+    #: episodes per evaluation (each baseline plays the same seeds once, at the start)
+    episodes: int = 20
+    #: seed of the first evaluation episode (then seed+1, ...): apart from the training
+    #: episodes and from `mobrl evaluate`'s default seeds 0, 1, ...
+    seed: int = 100_000
+    #: baselines to compare with (null: every baseline that applies to the scenario)
+    baselines: Optional[list[str]] = None
 
 
 @dataclass
@@ -101,6 +125,7 @@ class RunConf:
     checkpoint: CheckpointConf = field(default_factory=CheckpointConf)
     resources: ResourcesConf = field(default_factory=ResourcesConf)
     batch: BatchConf = field(default_factory=BatchConf)
+    eval: EvalConf = field(default_factory=EvalConf)
     #: log per-UE, fairness and network metrics of mobile-env scenarios
     ue_metrics: bool = True
 

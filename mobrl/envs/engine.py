@@ -236,7 +236,7 @@ class FastEngine:
         whether the episode is over. The same transition as `step`, without the per-UE dicts,
         the info dict and mobile-env's monitor (for samplers that batch UEs: mobrl.envs.slots)."""
         core: MComCore = self  # type: ignore[assignment]
-        assert core.handler is MComMAHandler, "step_arrays needs the multi-agent handler"
+        assert issubclass(core.handler, MComMAHandler), "step_arrays needs the multi-agent handler"
         assert not core.time_is_up, "step() called on terminated episode"
         act = np.asarray(actions, dtype=np.int64)
         if np.count_nonzero(act.view(np.uint64) > len(self._bs_list)):
@@ -310,7 +310,7 @@ class FastEngine:
     def _action_array(self, actions: Any) -> np.ndarray | None:
         """Each UE's action (0: keep connections) in UE order; None if no UE acts."""
         core: MComCore = self  # type: ignore[assignment]
-        if core.handler is MComCentralHandler and not isinstance(actions, dict):
+        if issubclass(core.handler, MComCentralHandler) and not isinstance(actions, dict):
             act = np.asarray(actions, dtype=np.int64)  # already one action per UE, in id order
             assert act.shape == (len(self._ue_list),), "Number of actions must equal overall UEs."
         else:
@@ -359,13 +359,13 @@ class FastEngine:
         core: MComCore = self  # type: ignore[assignment]
         handler = core.handler
         sel = self._sel
-        if handler is MComMAHandler:
+        if issubclass(handler, MComMAHandler):
             counts, bs_util = self._bs_stats
             reach = self._reach[:, sel]
             ngbr_util = (reach * bs_util[:, None]).sum(axis=0)
             ngbr_counts = (reach * counts[:, None]).sum(axis=0)
             return (ngbr_util + self._util[sel]) / (ngbr_counts + 1)
-        if handler is MComCentralHandler:
+        if issubclass(handler, MComCentralHandler):
             utilities = self._util[sel]
             assert np.logical_and(utilities >= -1, utilities <= 1).all(), (
                 "Utilities must be in range [-1, +1]"
@@ -375,7 +375,7 @@ class FastEngine:
 
     def _reward_of(self, values: Any, ue_ids: np.ndarray) -> Any:
         """`_reward_values` as the handler returns them (multi-agent: a dict by UE id)."""
-        if self.handler is MComMAHandler:  # type: ignore[attr-defined]
+        if issubclass(self.handler, MComMAHandler):  # type: ignore[attr-defined]
             return dict(zip(ue_ids.tolist(), values.tolist()))
         return values
 
@@ -423,6 +423,7 @@ class FastEngine:
         """Observation rows (float32) of UEs `ues` with mobile-env's features `names`."""
         n_bs = len(self._bs_list)
         out = np.empty((ues.size, sum(1 if k == "utility" else n_bs for k in names)), np.float32)
+        n_ues = len(self._ue_list)
         if ues.size == len(self._ue_list):
             ues = slice(None)  # every UE, in order: plain views instead of copies
         reach = self._reach[:, ues]
@@ -441,6 +442,10 @@ class FastEngine:
                 target[:, 0] = np.where(np.isnan(util), self._idle, util)
             elif name == "bcast":
                 target[:] = np.where(reach, self._bs_stats[1][:, None], self._idle).T
+            elif name == "reachable":  # mobrl's env.obs=extended (mobrl.envs.observations)
+                target[:] = reach.T
+            elif name == "load":
+                target[:] = (reach * self._bs_stats[0][:, None] / max(1, n_ues)).T
             else:  # stations_connected: connection counts of reachable BSs, normalized
                 num = reach * self._bs_stats[0][:, None].astype(float)
                 target[:] = (num / np.maximum(1.0, num.sum(axis=0))).T
@@ -454,17 +459,19 @@ class FastEngine:
             "utility": np.full((count, 1), self._idle),
             "bcast": np.full((count, n), self._idle),
             "stations_connected": np.ones((count, n)),
+            "reachable": np.zeros((count, n)),
+            "load": np.zeros((count, n)),
         }
         return np.concatenate([parts[k].astype(np.float32) for k in names], axis=1)
 
     def _observation(self) -> Any:
         core: MComCore = self  # type: ignore[assignment]
         handler = core.handler
-        if handler is MComMAHandler:
+        if issubclass(handler, MComMAHandler):
             idx = self._active_idx if not core.time_is_up else self._active_idx[:0]
             rows = self._features(idx, handler.features)
             return dict(zip(self._ue_ids[idx].tolist(), rows))
-        if handler is MComCentralHandler:
+        if issubclass(handler, MComCentralHandler):
             # mobile-env lists inactive UEs first (it builds them from a set; here: by id)
             idle = self._idle_idx
             rows = [self._idle_features(idle.size, handler.features)] if idle.size else []

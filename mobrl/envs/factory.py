@@ -42,12 +42,23 @@ def env_config_from(cfg: Any, render_mode: str | None = None) -> dict[str, Any]:
         from mobrl import scenarios
 
         env_config["layout"] = scenarios.load(cfg.scenario.path)
+        env_config["obs"] = check_obs(cfg.env.get("obs", "mobile"))
     env_config["policies"] = policy_spec(env_config, cfg.env.get("policies"))
     env_config["sampler"] = resolve_sampler(env_config, cfg.env.get("sampler", "auto"))
     if env_config["sampler"] == "ue_slots":
         env_config["seed"] = int(cfg.run.seed)
         env_config["ue_metrics"] = bool(cfg.run.ue_metrics)
     return env_config
+
+
+def check_obs(obs: str) -> str:
+    """A known `env.obs` value, or a one-line error."""
+    from mobrl.errors import unknown_choice
+
+    choices = ("mobile", "extended")  # mobrl.envs.observations.OBSERVATIONS, without its imports
+    if obs not in choices:
+        raise unknown_choice("env.obs", str(obs), choices, "Use env.obs=mobile or extended.")
+    return obs
 
 
 def resolve_sampler(env_config: dict[str, Any], requested: str) -> str | None:
@@ -89,7 +100,8 @@ def make_slot_env(env_config: dict[str, Any], num_envs: int) -> Any:
     layout = env_config["layout"]
 
     def make_core(seed: int) -> Any:
-        return make_mobile_core(layout, "ma", "fast", {**kwargs, "seed": seed})
+        obs = env_config.get("obs", "mobile")
+        return make_mobile_core(layout, "ma", "fast", {**kwargs, "seed": seed}, obs=obs)
 
     run_seed = int(env_config.get("seed") or 0)
     seeds = [copy_seed(run_seed, 0, c) for c in range(num_envs // n_ues)]
@@ -105,7 +117,8 @@ def make_env(env_config: dict[str, Any]) -> Any:
     if env_config["kind"] == "mobile":
         engine = env_config.get("engine", "fast")
         layout = env_config.get("layout") or env_config["id"]  # runs from before layouts as data
-        core = make_mobile_core(layout, env_config["mode"], engine, kwargs, render_mode)
+        obs = env_config.get("obs", "mobile")
+        core = make_mobile_core(layout, env_config["mode"], engine, kwargs, render_mode, obs)
         if env_config["mode"] == "central":
             return core
         from mobrl.envs.wrappers import MobileMultiAgentEnv
@@ -131,22 +144,22 @@ def make_mobile_core(
     engine: str = "fast",
     kwargs: dict[str, Any] | None = None,
     render_mode: str | None = None,
+    obs: str = "mobile",
 ) -> Any:
     """A mobile-env core (`MComCore`) of a layout (a scenario name, or validated layout data)
     with the handler of `mode` (`ma`: dict observations per UE, `central`: one flat vector) on
-    the chosen engine. `kwargs` are mobile-env config entries that override the layout's."""
+    the chosen engine. `kwargs` are mobile-env config entries that override the layout's;
+    `obs` picks the observation (mobrl.envs.observations)."""
     from mobile_env.core.base import MComCore
     from mobile_env.core.util import deep_dict_merge
-    from mobile_env.handlers.central import MComCentralHandler
-    from mobile_env.handlers.multi_agent import MComMAHandler
 
     from mobrl import scenarios
+    from mobrl.envs.observations import HANDLERS
 
     if isinstance(layout, str):
         layout = scenarios.load(scenarios.path_of(layout))
     stations, users, config = scenarios.build_config(layout)
-    handlers = {"ma": MComMAHandler, "central": MComCentralHandler}
-    config = deep_dict_merge(config, {"handler": handlers[mode], **(kwargs or {})})
+    config = deep_dict_merge(config, {"handler": HANDLERS[obs, mode], **(kwargs or {})})
     if engine == "fast":
         from mobrl.envs.engine import FastCore
 

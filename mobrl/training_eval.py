@@ -1,0 +1,169 @@
+"""Evaluation during training (`run.eval.*`): every N iterations the current policy plays
+fixed episode seeds with deterministic actions, through the same rollout as `mobrl evaluate`,
+and is compared, seed by seed, with the heuristic baselines on those seeds.
+
+The baselines' returns are computed once, at the first evaluation. Results go under
+`evaluation/...` (see mobrl.metrics): Tune writes them to progress.csv and TensorBoard, the
+ranking of checkpoints uses them, and `run.stop.beat` stops a trial once the 95 % CI of the
+paired gap to a baseline lies above 0.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mobrl import metrics as keys
+
+#: first episode seed of evaluation during training: apart from training copies (1,000,000+,
+#: mobrl.envs.slots) and from `mobrl evaluate`'s default test seeds (0, 1, ...)
+EVAL_SEED_BASE = 100_000
+
+
+def eval_baselines(cfg: Any) -> list[str]:
+    """The baselines evaluation during training compares with (`run.eval.baselines`, or all
+    that apply to the scenario)."""
+    from mobrl.policies import baselines_for
+
+    if cfg.run.eval.baselines is not None:
+        return list(cfg.run.eval.baselines)
+    return baselines_for({"kind": cfg.scenario.kind, "id": str(cfg.scenario.get("id", ""))})
+
+
+def check_eval_config(cfg: Any) -> None:
+    """One-line errors for `run.eval.*` and `run.stop.beat` (no Ray, no env built)."""
+    from mobrl.errors import UserError
+    from mobrl.evaluate import check_baselines
+
+    ev, beat = cfg.run.eval, cfg.run.stop.beat
+    if ev.interval < 0:
+        raise UserError(
+            f"run.eval.interval must be >= 0 (0: no evaluation), got {ev.interval}. "
+            "Set e.g. run.eval.interval=5."
+        )
+    if ev.episodes < 2:
+        raise UserError(
+            f"run.eval.episodes must be at least 2 (a confidence interval needs two episodes), "
+            f"got {ev.episodes}. Set e.g. run.eval.episodes=20."
+        )
+    if beat is None and ev.interval == 0:
+        return
+    names = eval_baselines(cfg)
+    env = {"kind": cfg.scenario.kind, "id": str(cfg.scenario.get("id", ""))}
+    check_baselines(names, env, flag="run.eval.baselines")
+    if beat is not None:
+        if ev.interval == 0:
+            raise UserError(
+                f"run.stop.beat={beat} needs evaluation during training. "
+                "Add run.eval.interval=N (e.g. 5)."
+            )
+        if beat not in names:
+            check_baselines([beat], env, flag="run.stop.beat")
+            raise UserError(
+                f"run.stop.beat={beat} is not among run.eval.baselines ({', '.join(names)}). "
+                f"Add it there or drop run.eval.baselines."
+            )
+
+
+def periodic_evaluation(cfg: Any, env_config: dict[str, Any]) -> PeriodicEvaluation | None:
+    """The callback for this config (None when `run.eval.interval` is 0)."""
+    from mobrl.envs.factory import policy_ids
+
+    ev = cfg.run.eval
+    if ev.interval <= 0:
+        return None
+    return PeriodicEvaluation(
+        env_config,
+        interval=ev.interval,
+        episodes=ev.episodes,
+        seed=ev.seed,
+        baselines=eval_baselines(cfg),
+        policy_ids=policy_ids(env_config),
+        checkpoint_frequency=cfg.run.checkpoint.frequency,
+    )
+
+
+class PeriodicEvaluation:
+    """An RLlib `on_train_result` callback (picklable: Tune ships it to the trial's process)."""
+
+    def __init__(
+        self,
+        env_config: dict[str, Any],
+        interval: int,
+        episodes: int,
+        seed: int,
+        baselines: list[str],
+        policy_ids: list[str],
+        checkpoint_frequency: int = 0,
+    ) -> None:
+        self.env_config = {**env_config, "render_mode": None}
+        self.interval = interval
+        self.checkpoint_frequency = checkpoint_frequency
+        self.seeds = [seed + i for i in range(episodes)]
+        self.baselines = baselines
+        self.policy_ids = policy_ids
+        self._baseline_returns: dict[str, list[float]] | None = None
+        self._beats = dict.fromkeys(baselines, 0.0)
+        self._last_iteration = 0
+
+    def due(self, iteration: int) -> bool:
+        """The first iteration (so every result file has the columns), every `interval`-th,
+        and every iteration with a periodic checkpoint (so checkpoints rank by evaluation)."""
+        ckpt = self.checkpoint_frequency
+        return (
+            iteration == 1 or iteration % self.interval == 0 or (ckpt > 0 and iteration % ckpt == 0)
+        )
+
+    def __call__(self, *, algorithm: Any, result: dict, **kwargs: Any) -> None:
+        iteration = int(result.get(keys.ITERATION, 0))
+        section: dict[str, Any] = {}
+        if self.due(iteration):
+            modules = {pid: algorithm.get_module(pid) for pid in self.policy_ids}
+            section = self.evaluate(modules)
+            self._last_iteration = iteration
+            for name in self.baselines:
+                low = section["gap"][name]["ci_low"]
+                self._beats[name] = float(low == low and low > 0)
+        # present on every result, so that Tune's stop rule and progress.csv always see them
+        section["iteration"] = self._last_iteration
+        section["beats"] = dict(self._beats)
+        result[keys.EVALUATION] = section
+
+    def evaluate(self, modules: dict[str, Any]) -> dict[str, Any]:
+        """Returns, episode metrics and paired gaps of the policy made of `modules`."""
+        from mobrl.evaluate import mean_ci
+        from mobrl.policies import TrainedPolicy
+        from mobrl.rollout import EPISODE_METRICS, run_episode
+
+        policy = TrainedPolicy(modules, self.env_config, explore=False)
+        rows = [run_episode(self.env_config, policy, seed) for seed in self.seeds]
+        returns = [row["return"] for row in rows]
+        mean, half, _ = mean_ci(returns)
+        section: dict[str, Any] = {"return_mean": mean, "return_ci95": half}
+        for key in EPISODE_METRICS:
+            values = [row[key] for row in rows if key in row]
+            if values:
+                section[key] = mean_ci(values)[0]
+        section["gap"] = {}
+        for name, base in self.baseline_returns().items():
+            gap_mean, gap_half, _ = mean_ci([a - b for a, b in zip(returns, base)])
+            section["gap"][name] = {
+                "mean": gap_mean,
+                "ci95": gap_half,
+                "ci_low": gap_mean - gap_half,
+            }
+        return section
+
+    def baseline_returns(self) -> dict[str, list[float]]:
+        """Each baseline's return on the evaluation seeds (computed once)."""
+        if self._baseline_returns is None:
+            from mobrl.policies import BASELINES
+            from mobrl.rollout import run_episode
+
+            self._baseline_returns = {
+                name: [
+                    run_episode(self.env_config, BASELINES[name](), seed)["return"]
+                    for seed in self.seeds
+                ]
+                for name in self.baselines
+            }
+        return self._baseline_returns

@@ -1,0 +1,89 @@
+"""Evaluation during training (`run.eval.*`, `run.stop.beat`): config checks, the stop rule,
+and the callback's numbers against `mobrl evaluate`'s own rollout (no Ray)."""
+
+from __future__ import annotations
+
+import pytest
+
+from mobrl import metrics
+from mobrl.config import validate_command_line
+from mobrl.errors import UserError
+from mobrl.evaluate import mean_ci
+from mobrl.tuning import rank_by_evaluation, stop_criteria
+
+
+@pytest.mark.parametrize(
+    "overrides,message",
+    [
+        (["run.eval.interval=-1"], "run.eval.interval must be >= 0"),
+        (["run.eval.interval=2", "run.eval.episodes=1"], "run.eval.episodes must be at least 2"),
+        (["run.stop.beat=greedy"], "run.stop.beat=greedy needs evaluation during training"),
+        (
+            ["run.eval.interval=2", "run.eval.baselines=[gredy]"],
+            "unknown baseline 'gredy'. Did you mean 'greedy'",
+        ),
+        (
+            ["run.eval.interval=2", "run.eval.baselines=[full]", "run.stop.beat=greedy"],
+            "run.stop.beat=greedy is not among run.eval.baselines",
+        ),
+        (
+            ["scenario=cartpole", "run.eval.interval=2", "run.stop.beat=greedy"],
+            "baseline 'greedy' does not apply to CartPole-v1",
+        ),
+    ],
+)
+def test_bad_eval_settings_are_one_line_errors(overrides: list[str], message: str) -> None:
+    with pytest.raises(UserError, match=message):
+        validate_command_line(overrides)
+
+
+def test_beat_stops_on_the_evaluations_verdict_and_ranking_uses_evaluation() -> None:
+    cfg = validate_command_line(["run.eval.interval=5", "run.stop.beat=greedy"])
+    assert stop_criteria(cfg)[metrics.eval_beats("greedy")] == 1
+    rank_by_evaluation(cfg)
+    assert cfg.tune.metric == metrics.EVAL_RETURN_MEAN
+    other = validate_command_line(["run.eval.interval=5", "tune.metric=time_total_s"])
+    rank_by_evaluation(other)
+    assert other.tune.metric == metrics.TIME_TOTAL  # a metric the user chose stays
+
+
+def test_evaluation_is_due_at_start_every_interval_and_at_checkpoints() -> None:
+    from mobrl.training_eval import PeriodicEvaluation
+
+    ev = PeriodicEvaluation({"kind": "gym"}, 4, 2, 0, [], [], checkpoint_frequency=10)
+    assert [i for i in range(1, 21) if ev.due(i)] == [1, 4, 8, 10, 12, 16, 20]
+
+
+def test_callback_reports_paired_gaps_that_match_evaluate(monkeypatch) -> None:
+    """The callback's return and gap to `full` equal those computed from `mobrl evaluate`'s
+    rollout of the same policy on the same seeds; `beats` follows the CI's lower bound."""
+    from mobrl.envs.factory import env_config_from
+    from mobrl.policies import FullPolicy, GreedyPolicy
+    from mobrl.rollout import run_episode
+    from mobrl.training_eval import PeriodicEvaluation
+
+    cfg = validate_command_line(["scenario=small", "env.sampler=multi_agent"])
+    env_config = env_config_from(cfg)
+    seeds = list(range(500, 506))
+    ev = PeriodicEvaluation(env_config, 1, len(seeds), 500, ["full", "noop"], ["default_policy"])
+    # the policy under test: greedy, through TrainedPolicy's place in the callback
+    monkeypatch.setattr(
+        "mobrl.policies.TrainedPolicy", lambda modules, env_config, explore: GreedyPolicy()
+    )
+    result = {metrics.ITERATION: 1}
+    ev(algorithm=type("A", (), {"get_module": lambda self, pid: None})(), result=result)
+    section = result[metrics.EVALUATION]
+    greedy = [run_episode(env_config, GreedyPolicy(), s)["return"] for s in seeds]
+    full = [run_episode(env_config, FullPolicy(), s)["return"] for s in seeds]
+    assert section["return_mean"] == pytest.approx(sum(greedy) / len(seeds))
+    gap, half, _ = mean_ci([g - f for g, f in zip(greedy, full)])
+    assert section["gap"]["full"]["mean"] == pytest.approx(gap)
+    assert section["gap"]["full"]["ci_low"] == pytest.approx(gap - half)
+    assert section["beats"]["full"] == float(gap - half > 0)
+    assert section["beats"]["noop"] == 1.0  # never connecting loses on every seed
+    assert section["iteration"] == 1 and metrics.UTILITY_MEAN in section
+    # between evaluations only the verdict and the iteration it comes from are reported
+    later = {metrics.ITERATION: 2}
+    ev.interval = 5
+    ev(algorithm=None, result=later)
+    assert later[metrics.EVALUATION] == {"iteration": 1, "beats": section["beats"]}
