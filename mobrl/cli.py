@@ -104,7 +104,7 @@ def _resume(args: list[str]) -> None:
 def evaluate(
     ctx: typer.Context,
     checkpoint: Path = typer.Option(
-        ..., "--checkpoint", help="Checkpoint, trial, experiment, run or multirun dir."
+        ..., "--checkpoint", help="Checkpoint, trial, experiment, run or multirun dir, or zoo:NAME."
     ),
     episodes: int = typer.Option(20, "--episodes", help="Episodes per policy."),
     seed: int = typer.Option(0, "--seed", help="Seed of the first episode (then seed+1, ...)."),
@@ -155,7 +155,9 @@ def render(
     ctx: typer.Context,
     video: Path = typer.Option(..., "--video", help="Output file: .mp4 (H.264) or .gif."),
     checkpoint: Path = typer.Option(
-        None, "--checkpoint", help="Checkpoint, trial, experiment, run or multirun dir."
+        None,
+        "--checkpoint",
+        help="Checkpoint, trial, experiment, run or multirun dir, or zoo:NAME.",
     ),
     policy: str = typer.Option(
         None, "--policy", help="Render a baseline instead: random, noop, greedy, full, ..."
@@ -245,6 +247,49 @@ def scenarios_plot(
     except UserError as err:
         raise _fail(err) from None
     print(f"plot: {written} ({width}x{height} px)")
+
+
+zoo_app = typer.Typer(
+    help="Trained policies shipped with mobrl: list them, or export a checkpoint as one.",
+    no_args_is_help=True,
+)
+app.add_typer(zoo_app, name="zoo")
+
+
+@zoo_app.command("list")
+def zoo_list(
+    markdown: bool = typer.Option(False, "--markdown", help="Print a Markdown table."),
+) -> None:
+    """Every zoo policy: its scenario, held-out evaluation against the heuristics, training
+    cost and the command that trained it. Use one with --checkpoint zoo:<name>."""
+    from mobrl.zoo.commands import list_command
+
+    list_command(markdown)
+
+
+@zoo_app.command("export")
+def zoo_export(
+    checkpoint: Path = typer.Option(..., "--checkpoint", help="Checkpoint or run dir."),
+    name: str = typer.Option(..., "--name", help="Entry name (then --checkpoint zoo:NAME)."),
+    evaluation: Path = typer.Option(
+        None, "--evaluation", help="Output dir of `mobrl evaluate` of this checkpoint."
+    ),
+    output: Path = typer.Option(
+        None, "--output", help="Dir to write NAME.npz/.json (default: mobrl's zoo)."
+    ),
+    pick: str = typer.Option("best", "--pick", help="best or last checkpoint of a run dir."),
+) -> None:
+    """Write a checkpoint's policy network as plain arrays plus its provenance: a policy that
+    loads without Ray or torch and cannot run code when loaded."""
+    from mobrl.zoo.commands import export_command
+
+    try:
+        written = export_command(checkpoint, name, evaluation, output, pick)
+    except UserError as err:
+        raise _fail(err) from None
+    print(
+        f"zoo entry: {written} ({written.stat().st_size / 1024:.0f} KiB), {written.with_suffix('.json')}"
+    )
 
 
 def main() -> None:

@@ -146,6 +146,12 @@ def resolve_target(
         if override_env is None:
             raise UserError("name a scenario, e.g. `mobrl baselines scenario=small env=ma`.")
         return Target(None, override_env, "baselines only")
+    from mobrl import zoo
+
+    if zoo.is_ref(checkpoint):
+        meta = zoo.entry(str(checkpoint))
+        env = override_env if override_env is not None else meta["env_config"]
+        return Target(Path(str(checkpoint)), env, f"zoo policy {meta['name']}")
     chosen, note = pick_checkpoint(checkpoint, pick)
     if override_env is not None:
         return Target(chosen, override_env, note)
@@ -167,6 +173,10 @@ def _make_policy(name: str, checkpoint: str | None, env_config: dict, explore: b
     from mobrl.policies import BASELINES, TrainedPolicy
 
     if name == TRAINED:
+        from mobrl import zoo
+
+        if zoo.is_ref(checkpoint):
+            return zoo.ZooPolicy.load(str(checkpoint), explore=explore)
         return TrainedPolicy.from_checkpoint(Path(checkpoint), env_config, explore=explore)
     return BASELINES[name]()
 
@@ -332,9 +342,9 @@ def evaluate_command(
     if not policies:
         raise UserError("nothing to evaluate: give --checkpoint or --baselines.")
     if target.checkpoint is not None:
-        from mobrl.policies import TrainedPolicy
+        from mobrl.policies import policy_for_env
 
-        trained = TrainedPolicy.for_env(target.checkpoint, target.env_config, explore)
+        trained = policy_for_env(target.checkpoint, target.env_config, explore)
         # episodes run in this process reuse the policy just loaded
         _WORKER["key"], _WORKER["policy"] = (TRAINED, str(target.checkpoint), explore), trained
         console.print(target.note)

@@ -126,6 +126,23 @@ class TrainedPolicy:
         return [a.item() if a.ndim == 0 else a for a in actions]
 
 
+def policy_for_env(checkpoint: Any, env_config: dict[str, Any], explore: bool = False) -> Any:
+    """A checkpoint's policy (or a zoo entry's, for `zoo:<name>`), checked against the env."""
+    from mobrl import zoo
+
+    if not zoo.is_ref(checkpoint):
+        return TrainedPolicy.for_env(Path(checkpoint), env_config, explore)
+    from mobrl.envs.factory import make_env
+
+    policy = zoo.ZooPolicy.load(str(checkpoint), explore=explore)
+    env = make_env({**env_config, "render_mode": None})
+    try:
+        policy.check_spaces(env)
+    finally:
+        env.close()
+    return policy
+
+
 # --- heuristic baselines: the same `act(observation, env)` interface as TrainedPolicy ---------
 
 

@@ -173,7 +173,7 @@ def _policy(
 ) -> tuple[Any, dict[str, Any], str]:
     """(policy, env_config, description) for a checkpoint or a named baseline."""
     from mobrl.evaluate import TRAINED, check_baselines, target_for
-    from mobrl.policies import BASELINES, TrainedPolicy
+    from mobrl.policies import BASELINES, policy_for_env
 
     if checkpoint is not None and policy_name not in (None, TRAINED):
         raise UserError(
@@ -192,7 +192,7 @@ def _policy(
     if checkpoint is None:
         check_baselines([policy_name], env_config, flag="--policy")
         return BASELINES[policy_name](), env_config, f"baseline {policy_name}"
-    policy = TrainedPolicy.for_env(target.checkpoint, env_config, explore)
+    policy = policy_for_env(target.checkpoint, env_config, explore)
     return policy, env_config, target.note
 
 

@@ -1,0 +1,201 @@
+"""The model zoo: trained policies shipped with mobrl, run with numpy alone (no Ray, no torch).
+
+An entry is two files in `mobrl/zoo/entries/`: `<name>.npz` holds the layers of the policy
+network (what acting needs: the actor's MLP and its action head; the critic is left out) as
+plain arrays, loaded with `allow_pickle=False`, so a zoo file cannot run code; `<name>.json`
+records the env to act in, how the policy was trained (command, mobrl commit, wall time, env
+steps) and its evaluation against the heuristics. `mobrl zoo export` writes an entry from an
+RLlib checkpoint (anyone can make their own portable policy the same way); `--checkpoint
+zoo:<name>` evaluates or renders one; `mobrl zoo list` lists them.
+"""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from mobrl.errors import UserError, unknown_choice
+
+#: `--checkpoint zoo:<name>` names a zoo entry
+PREFIX = "zoo:"
+#: activations of RLlib's default MLPs that the exported network may use
+ACTIVATIONS = {
+    "Tanh": np.tanh,
+    "ReLU": lambda x: np.maximum(x, 0.0),
+    "Identity": lambda x: x,
+}
+
+
+def is_ref(checkpoint: Any) -> bool:
+    return checkpoint is not None and str(checkpoint).startswith(PREFIX)
+
+
+def entries_dir() -> Path:
+    return Path(str(resources.files("mobrl.zoo").joinpath("entries")))
+
+
+def names() -> list[str]:
+    return sorted(p.stem for p in entries_dir().glob("*.json"))
+
+
+def entry(name: str) -> dict[str, Any]:
+    """The metadata of zoo entry `name` (one-line error for an unknown name)."""
+    name = name.removeprefix(PREFIX)
+    path = entries_dir() / f"{name}.json"
+    if not path.is_file():
+        raise unknown_choice(
+            "zoo policy", name, names(), "See `mobrl zoo list` for the shipped policies."
+        )
+    return json.loads(path.read_text())
+
+
+# --- the network as arrays -----------------------------------------------------------------
+
+
+def export_layers(module: Any) -> list[tuple[str, Any]]:
+    """The acting path of an RLlib default RLModule (MLP encoder, then the policy head) as
+    [("linear", (W, b)) or ("activation", name)], or a one-line error for other models."""
+    import torch
+
+    encoder = module.encoder
+    actor = getattr(encoder, "actor_encoder", None) or getattr(encoder, "encoder", None)
+    head = getattr(module, "pi", None)
+    if actor is None or head is None:
+        raise UserError(
+            f"cannot export {type(module).__name__}: mobrl's zoo takes RLlib's default MLP "
+            "modules (PPO, APPO, IMPALA). Export a checkpoint of one of those."
+        )
+    layers: list[tuple[str, Any]] = []
+    for part in (actor.net.mlp, head.net.mlp):
+        for layer in part:
+            if isinstance(layer, torch.nn.Linear):
+                layers.append(
+                    (
+                        "linear",
+                        (
+                            layer.weight.detach().cpu().numpy().astype(np.float32),
+                            layer.bias.detach().cpu().numpy().astype(np.float32),
+                        ),
+                    )
+                )
+            elif type(layer).__name__ in ACTIVATIONS:
+                layers.append(("activation", type(layer).__name__))
+            else:
+                raise UserError(
+                    f"cannot export a {type(layer).__name__} layer to mobrl's zoo (it takes "
+                    f"Linear and {', '.join(ACTIVATIONS)}). Train without it."
+                )
+    return layers
+
+
+def save_layers(path: Path, layers: list[tuple[str, Any]]) -> None:
+    arrays: dict[str, np.ndarray] = {}
+    kinds = []
+    for i, (kind, value) in enumerate(layers):
+        if kind == "linear":
+            arrays[f"w{i}"], arrays[f"b{i}"] = value
+            kinds.append("linear")
+        else:
+            kinds.append(value)
+    arrays["layers"] = np.array(kinds)
+    with open(path, "wb") as f:
+        np.savez_compressed(f, **arrays)
+
+
+def load_layers(path: Path) -> list[tuple[str, Any]]:
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            kinds = [str(k) for k in data["layers"]]
+            return [
+                ("linear", (data[f"w{i}"], data[f"b{i}"])) if k == "linear" else ("activation", k)
+                for i, k in enumerate(kinds)
+            ]
+    except (OSError, ValueError, KeyError) as err:
+        raise UserError(
+            f"zoo file '{path}' is damaged ({str(err).splitlines()[0] if str(err) else err!r}). "
+            "Reinstall mobrl or export the entry again."
+        ) from err
+
+
+def logits(layers: list[tuple[str, Any]], obs: np.ndarray) -> np.ndarray:
+    """The action logits of a batch of observations (float64 for exact argmax ties)."""
+    x = np.asarray(obs, dtype=np.float32)
+    for kind, value in layers:
+        if kind == "linear":
+            weight, bias = value
+            x = x @ weight.T + bias
+        else:
+            if value not in ACTIVATIONS:
+                raise UserError(f"unknown activation '{value}' in a zoo file. Export it again.")
+            x = ACTIVATIONS[value](x)
+    return x
+
+
+class ZooPolicy:
+    """A zoo entry behind the `act(observation, env)` interface of mobrl's policies."""
+
+    name = "trained"
+
+    def __init__(
+        self,
+        layers: list[tuple[str, Any]],
+        env_config: dict[str, Any],
+        nvec: list[int] | None = None,
+        explore: bool = False,
+    ) -> None:
+        self.layers = layers
+        self.env_config = env_config
+        self.nvec = nvec  # MultiDiscrete actions (env=central): one logit segment per UE
+        self.explore = explore
+        self.rng = np.random.default_rng(0)
+
+    @classmethod
+    def load(cls, ref: str, explore: bool = False) -> ZooPolicy:
+        meta = entry(ref)
+        name = ref.removeprefix(PREFIX)
+        layers = load_layers(entries_dir() / f"{name}.npz")
+        return cls(layers, meta["env_config"], meta.get("nvec"), explore)
+
+    def reset(self, seed: int | None = None) -> None:
+        self.rng = np.random.default_rng(seed)
+
+    def _choose(self, z: np.ndarray) -> np.ndarray:
+        if not self.explore:
+            return z.argmax(axis=-1)
+        p = np.exp(z - z.max(axis=-1, keepdims=True))
+        p /= p.sum(axis=-1, keepdims=True)
+        u = self.rng.random(p.shape[:-1] + (1,))
+        return (p.cumsum(axis=-1) < u).sum(axis=-1).clip(0, p.shape[-1] - 1)
+
+    def actions(self, obs: np.ndarray) -> np.ndarray:
+        """Actions of a batch of observations."""
+        z = logits(self.layers, obs)
+        if self.nvec is None:
+            return self._choose(z)
+        parts = np.split(z, np.cumsum(self.nvec)[:-1], axis=-1)
+        return np.stack([self._choose(p) for p in parts], axis=-1)
+
+    def act(self, observation: Any, env: Any = None) -> Any:
+        if isinstance(observation, dict):
+            agents = list(observation)
+            chosen = self.actions(np.stack([observation[a] for a in agents]))
+            return {a: int(c) for a, c in zip(agents, chosen)}
+        chosen = self.actions(np.asarray(observation)[None])[0]
+        return chosen if self.nvec is not None else int(chosen)
+
+    def check_spaces(self, env: Any) -> None:
+        space = (
+            env.observation_spaces[env.possible_agents[0]]
+            if hasattr(env, "observation_spaces") and isinstance(env.observation_spaces, dict)
+            else env.observation_space
+        )
+        width = self.layers[0][1][0].shape[1]
+        if space.shape != (width,):
+            raise UserError(
+                f"the zoo policy observes {width} values per agent but the scenario gives "
+                f"{space.shape}. Evaluate it on the scenario it was trained on."
+            )

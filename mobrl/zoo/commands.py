@@ -1,0 +1,199 @@
+"""`mobrl zoo export` and `mobrl zoo list`: write a zoo entry from a checkpoint, show entries."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from mobrl import zoo
+from mobrl.errors import UserError
+
+
+def _trial_progress(checkpoint: Path) -> dict[str, Any]:
+    """Wall time, env steps and iteration of the result the checkpoint was saved after (the
+    trial's last result written before the checkpoint)."""
+    results = checkpoint.parent / "result.json"
+    if not results.is_file():
+        return {}
+    saved = checkpoint.stat().st_mtime
+    best: dict[str, Any] = {}
+    for line in results.read_text().splitlines():
+        if not line.strip():
+            continue
+        row = json.loads(line)
+        if row.get("timestamp", 0) <= saved + 1:
+            best = row
+    if not best:
+        return {}
+    return {
+        "iteration": best.get("training_iteration"),
+        "env_steps": best.get("num_env_steps_sampled_lifetime"),
+        "wall_time_s": round(float(best.get("time_total_s", float("nan"))), 1),
+    }
+
+
+def _commit() -> str | None:
+    """The git commit of the mobrl source tree, when it is a checkout."""
+    root = Path(__file__).resolve().parents[2]
+    try:
+        out = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "--short=12", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return out.stdout.strip() or None
+
+
+def _evaluation(evaluation: Path, checkpoint: Path) -> dict[str, Any]:
+    """The result of `mobrl evaluate` of this checkpoint, from its summary.json."""
+    from mobrl.evaluate import SUMMARY_FILE
+
+    path = evaluation / SUMMARY_FILE if evaluation.is_dir() else evaluation
+    if not path.is_file():
+        raise UserError(
+            f"--evaluation '{evaluation}' holds no {SUMMARY_FILE}. Give the --output dir of "
+            "`mobrl evaluate --checkpoint` for this checkpoint."
+        )
+    summary = json.loads(path.read_text())
+    if Path(summary.get("checkpoint") or "") != checkpoint:
+        raise UserError(
+            f"--evaluation '{evaluation}' evaluated {summary.get('checkpoint')}, not "
+            f"{checkpoint}. Evaluate this checkpoint and pass that dir."
+        )
+    seeds = summary.get("seeds") or []
+    return {
+        "episodes": summary.get("episodes"),
+        "seeds": f"{min(seeds)}-{max(seeds)}" if seeds else None,
+        "explore": summary.get("explore"),
+        "returns": {
+            name: {"mean": stats["return"]["mean"], "ci95": stats["return"]["ci95"]}
+            for name, stats in summary["policies"].items()
+        },
+        "paired_vs_trained": summary.get("paired_vs_trained", {}),
+    }
+
+
+def export_command(
+    checkpoint: Path, name: str, evaluation: Path | None, output: Path | None, pick: str
+) -> Path:
+    """Write `<name>.npz` and `<name>.json` for the (picked) checkpoint."""
+    from mobrl.checkpoints import find_manifest, load_rl_modules
+    from mobrl.evaluate import pick_checkpoint
+
+    if not name or not name.replace("_", "").replace("-", "").isalnum():
+        raise UserError(f"--name '{name}' must be letters, digits, - and _. E.g. --name small.")
+    chosen, _ = pick_checkpoint(checkpoint, pick)
+    manifest = find_manifest(chosen)
+    if manifest is None:
+        raise UserError(f"'{chosen}' has no mobrl manifest. Export a checkpoint of `mobrl train`.")
+    modules = load_rl_modules(chosen)
+    if len(modules) != 1:
+        raise UserError(
+            f"the checkpoint holds {len(modules)} policies ({', '.join(sorted(modules))}); the "
+            "zoo takes one policy shared by all agents. Train with env.policies=shared."
+        )
+    module = next(iter(modules.values()))
+    layers = zoo.export_layers(module)
+    nvec = getattr(module.action_space, "nvec", None)
+    meta = {
+        "name": name,
+        "scenario": manifest["scenario"],
+        "env_mode": manifest["env_mode"],
+        "obs": manifest["env_config"].get("obs", "mobile"),
+        "algo": manifest.get("algo"),
+        "env_config": {**manifest["env_config"], "render_mode": None},
+        "nvec": [int(n) for n in nvec] if nvec is not None else None,
+        "command": manifest.get("command"),
+        "mobrl_commit": _commit(),
+        "versions": manifest.get("versions"),
+        "checkpoint": chosen.name,
+        "training": _trial_progress(chosen),
+        "evaluation": _evaluation(evaluation, chosen) if evaluation else None,
+    }
+    out = Path(output) if output else zoo.entries_dir()
+    out.mkdir(parents=True, exist_ok=True)
+    npz, js = out / f"{name}.npz", out / f"{name}.json"
+    tmp = out / f".{name}.npz.tmp"
+    zoo.save_layers(tmp, layers)
+    os.replace(tmp, npz)
+    tmp = out / f".{name}.json.tmp"
+    tmp.write_text(json.dumps(meta, indent=2, default=str) + "\n")
+    os.replace(tmp, js)
+    return npz
+
+
+def _gap(meta: dict[str, Any], baseline: str) -> str:
+    diff = ((meta.get("evaluation") or {}).get("paired_vs_trained") or {}).get(baseline)
+    if not diff:
+        return "-"
+    return f"{diff['return_diff_mean']:+.1f} ± {diff['ci95']:.1f}"
+
+
+def _ret(meta: dict[str, Any], policy: str) -> str:
+    stats = ((meta.get("evaluation") or {}).get("returns") or {}).get(policy)
+    return f"{stats['mean']:.1f} ± {stats['ci95']:.1f}" if stats else "-"
+
+
+def rows() -> list[dict[str, str]]:
+    """One row per zoo entry: what a results table shows."""
+    out = []
+    for name in zoo.names():
+        meta = zoo.entry(name)
+        train = meta.get("training") or {}
+        ev = meta.get("evaluation") or {}
+        size = (zoo.entries_dir() / f"{name}.npz").stat().st_size
+        out.append(
+            {
+                "policy": f"zoo:{name}",
+                "scenario": f"{meta['scenario']} ({meta['env_mode']}, obs={meta['obs']})",
+                "trained": _ret(meta, "trained"),
+                "greedy": _ret(meta, "greedy"),
+                "full": _ret(meta, "full"),
+                "random": _ret(meta, "random"),
+                "noop": _ret(meta, "noop"),
+                "trained − greedy": _gap(meta, "greedy"),
+                "trained − full": _gap(meta, "full"),
+                "episodes (seeds)": f"{ev.get('episodes', '-')} ({ev.get('seeds', '-')})",
+                "training": f"{train.get('wall_time_s', '-')} s, {int(train.get('env_steps') or 0):,} steps",
+                "size": f"{size / 1024:.0f} KiB",
+                "command": meta.get("command") or "",
+            }
+        )
+    return out
+
+
+def list_command(markdown: bool) -> None:
+    from rich.table import Table
+
+    from mobrl.ui import make_console
+
+    table_rows = rows()
+    if markdown:
+        if not table_rows:
+            print("(no zoo policies)")
+            return
+        cols = [c for c in table_rows[0] if c != "command"]
+        print("| " + " | ".join(cols) + " |")
+        print("|" + "|".join("---" for _ in cols) + "|")
+        for r in table_rows:
+            print("| " + " | ".join(r[c] for c in cols) + " |")
+        print()
+        for r in table_rows:
+            print(f"- `{r['policy']}`: `{r['command']}`")
+        return
+    console = make_console()
+    table = Table(title="mobrl zoo: return mean ± 95 % CI, paired gaps on held-out seeds")
+    cols = [c for c in (table_rows[0] if table_rows else {}) if c != "command"]
+    for c in cols:
+        table.add_column(c, justify="left" if c in ("policy", "scenario") else "right")
+    for r in table_rows:
+        table.add_row(*(r[c] for c in cols))
+    console.print(table)
+    for r in table_rows:
+        console.print(f"{r['policy']}: {r['command']}")
