@@ -1,0 +1,133 @@
+"""Evaluation during training, end to end: `evaluation/` columns in progress.csv and
+TensorBoard, ranking by evaluation, `run.stop.beat`, and zoo export of the result."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from mobrl import metrics
+from tests.conftest import run_mobrl
+
+pytestmark = pytest.mark.slow
+
+
+def _trial(run_dir: Path) -> Path:
+    (trial,) = [p for p in (run_dir / "tune").iterdir() if p.is_dir()]
+    return trial
+
+
+@pytest.fixture(scope="module")
+def small_eval_run(tmp_path_factory) -> Path:
+    run_dir = tmp_path_factory.mktemp("small_eval") / "run"
+    result = run_mobrl(
+        "train", "run=smoke", "scenario=small", "env.obs=extended", "run.eval.interval=1",
+        "run.eval.episodes=3", "run.eval.baselines=[greedy,noop]", f"hydra.run.dir={run_dir}",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    return run_dir
+
+
+def test_smoke_run_logs_finite_evaluation_columns(small_eval_run: Path) -> None:
+    trial = _trial(small_eval_run)
+    progress = pd.read_csv(trial / "progress.csv")
+    columns = [
+        metrics.EVAL_RETURN_MEAN,
+        metrics.eval_gap("greedy", "mean"),
+        metrics.eval_gap("noop", "ci_low"),
+        f"{metrics.EVALUATION}/{metrics.UTILITY_MEAN}",
+    ]
+    for col in columns:
+        assert col in progress, sorted(c for c in progress if c.startswith("evaluation"))
+        assert all(math.isfinite(v) for v in progress[col]), (col, progress[col].tolist())
+    # every UE loses far more when it never connects: even an untrained policy beats noop
+    assert (progress[metrics.eval_beats("noop")] == 1).all()
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    acc = EventAccumulator(str(trial), size_guidance={"scalars": 0})
+    acc.Reload()
+    tag = metrics.tensorboard_tag(metrics.eval_gap("greedy", "mean"))
+    assert [e.value for e in acc.Scalars(tag)] == pytest.approx(
+        progress[metrics.eval_gap("greedy", "mean")].tolist(), rel=1e-5
+    )
+    summary = json.loads((small_eval_run / "summary.json").read_text())
+    assert summary["metric"] == metrics.EVAL_RETURN_MEAN
+    assert summary["best_return"] == pytest.approx(progress[metrics.EVAL_RETURN_MEAN].max())
+
+
+def test_evaluation_return_equals_evaluate_on_the_same_seeds(small_eval_run: Path, tmp_path) -> None:
+    """What training logged for its last checkpoint is what `mobrl evaluate` measures."""
+    summary = json.loads((small_eval_run / "summary.json").read_text())
+    progress = pd.read_csv(_trial(small_eval_run) / "progress.csv")
+    out = tmp_path / "eval"
+    result = run_mobrl(
+        "evaluate", "--checkpoint", summary["last_checkpoint"], "--episodes", "3",
+        "--seed", "100000", "--baselines", "greedy", "--workers", "1", "--output", str(out),
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    evaluated = json.loads((out / "summary.json").read_text())
+    assert evaluated["policies"]["trained"]["return"]["mean"] == pytest.approx(
+        progress[metrics.EVAL_RETURN_MEAN].iloc[-1], rel=1e-6
+    )
+    assert evaluated["paired_vs_trained"]["greedy"]["return_diff_mean"] == pytest.approx(
+        progress[metrics.eval_gap("greedy", "mean")].iloc[-1], rel=1e-6
+    )
+
+
+def test_zoo_export_acts_like_the_checkpoint_without_ray(small_eval_run: Path, tmp_path) -> None:
+    import subprocess
+    import sys
+
+    summary = json.loads((small_eval_run / "summary.json").read_text())
+    result = run_mobrl(
+        "zoo", "export", "--checkpoint", summary["last_checkpoint"], "--name", "smoke",
+        "--output", str(tmp_path),
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    meta = json.loads((tmp_path / "smoke.json").read_text())
+    assert meta["obs"] == "extended" and meta["training"]["iteration"] == 2
+    # the zoo's numpy network gives RLlib's logits, in a process that never imports Ray
+    probe = f"""
+import json, sys, numpy as np
+from pathlib import Path
+from mobrl import zoo
+layers = zoo.load_layers(Path({str(tmp_path / 'smoke.npz')!r}))
+obs = np.random.default_rng(0).uniform(-1, 1, size=(64, 19)).astype(np.float32)
+np.save({str(tmp_path / 'logits.npy')!r}, zoo.logits(layers, obs))
+assert not any(m == 'ray' or m.startswith('ray.') for m in sys.modules), 'ray imported'
+assert 'torch' not in sys.modules, 'torch imported'
+"""
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    import torch
+
+    from mobrl.checkpoints import load_rl_modules
+
+    module = load_rl_modules(Path(summary["last_checkpoint"]))["default_policy"]
+    obs = np.random.default_rng(0).uniform(-1, 1, size=(64, 19)).astype(np.float32)
+    with torch.no_grad():
+        ref = module.forward_inference({"obs": torch.as_tensor(obs)})["action_dist_inputs"]
+    np.testing.assert_allclose(np.load(tmp_path / "logits.npy"), ref.numpy(), atol=1e-5)
+
+
+def test_stop_beat_ends_training_once_the_gap_ci_is_above_zero(tmp_path: Path) -> None:
+    """CartPole: an untrained deterministic policy ties or loses to random; PPO's preset
+    beats it within a few iterations, and the run stops there rather than at 40."""
+    run_dir = tmp_path / "run"
+    result = run_mobrl(
+        "train", "scenario=cartpole", "run.eval.interval=1", "run.eval.episodes=10",
+        "run.eval.baselines=[random]", "run.stop.beat=random", "run.stop.iterations=40",
+        "run.checkpoint.frequency=0", f"hydra.run.dir={run_dir}",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    progress = pd.read_csv(_trial(run_dir) / "progress.csv")
+    last = progress.iloc[-1]
+    assert len(progress) < 40
+    assert last[metrics.eval_beats("random")] == 1
+    assert last[metrics.eval_gap("random", "ci_low")] > 0
+    assert (progress[metrics.eval_beats("random")].iloc[:-1] == 0).all()
