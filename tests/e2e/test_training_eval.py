@@ -60,7 +60,9 @@ def test_smoke_run_logs_finite_evaluation_columns(small_eval_run: Path) -> None:
     assert summary["best_return"] == pytest.approx(progress[metrics.EVAL_RETURN_MEAN].max())
 
 
-def test_evaluation_return_equals_evaluate_on_the_same_seeds(small_eval_run: Path, tmp_path) -> None:
+def test_evaluation_return_equals_evaluate_on_the_same_seeds(
+    small_eval_run: Path, tmp_path
+) -> None:
     """What training logged for its last checkpoint is what `mobrl evaluate` measures."""
     summary = json.loads((small_eval_run / "summary.json").read_text())
     progress = pd.read_csv(_trial(small_eval_run) / "progress.csv")
@@ -96,9 +98,9 @@ def test_zoo_export_acts_like_the_checkpoint_without_ray(small_eval_run: Path, t
 import json, sys, numpy as np
 from pathlib import Path
 from mobrl import zoo
-layers = zoo.load_layers(Path({str(tmp_path / 'smoke.npz')!r}))
+layers = zoo.load_layers(Path({str(tmp_path / "smoke.npz")!r}))
 obs = np.random.default_rng(0).uniform(-1, 1, size=(64, 19)).astype(np.float32)
-np.save({str(tmp_path / 'logits.npy')!r}, zoo.logits(layers, obs))
+np.save({str(tmp_path / "logits.npy")!r}, zoo.logits(layers, obs))
 assert not any(m == 'ray' or m.startswith('ray.') for m in sys.modules), 'ray imported'
 assert 'torch' not in sys.modules, 'torch imported'
 """

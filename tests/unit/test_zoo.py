@@ -1,0 +1,101 @@
+"""The model zoo: shipped entries load without Ray or torch, act, and beat greedy; files are
+plain arrays that cannot run code; bad references are one-line errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from mobrl import zoo
+from mobrl.errors import UserError
+from mobrl.evaluate import mean_ci
+
+ENTRIES = zoo.names()
+
+
+def test_the_zoo_ships_policies_with_their_provenance() -> None:
+    assert ENTRIES, "mobrl ships at least one zoo policy"
+    for name in ENTRIES:
+        meta = zoo.entry(name)
+        for key in ("command", "mobrl_commit", "training", "evaluation", "env_config"):
+            assert meta.get(key), (name, key)
+        assert meta["training"]["env_steps"] > 0 and meta["training"]["wall_time_s"] > 0
+        # the recorded held-out evaluation: >= 100 paired episodes, CI of the gap above 0
+        ev = meta["evaluation"]
+        assert ev["episodes"] >= 100 and ev["explore"] is False
+        for baseline in ("greedy", "full"):
+            gap = ev["paired_vs_trained"][baseline]
+            assert gap["return_diff_mean"] - gap["ci95"] > 0, (name, baseline, gap)
+        size = (zoo.entries_dir() / f"{name}.npz").stat().st_size
+        assert size < 200 * 1024, f"{name}.npz is {size} bytes: keep the wheel lean"
+
+
+@pytest.mark.parametrize("name", ENTRIES)
+def test_entry_loads_and_acts_without_ray_or_torch(name: str) -> None:
+    probe = f"""
+import sys, numpy as np
+from mobrl import zoo
+policy = zoo.ZooPolicy.load("zoo:{name}")
+width = policy.layers[0][1][0].shape[1]
+obs = np.zeros((7, width), dtype=np.float32)
+assert policy.actions(obs).shape[0] == 7
+heavy = [m for m in sys.modules if m.split('.')[0] in ('ray', 'torch')]
+assert not heavy, heavy[:5]
+"""
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.parametrize("name", ENTRIES)
+def test_entry_beats_greedy_on_20_paired_episodes(name: str) -> None:
+    from mobrl.policies import GreedyPolicy
+    from mobrl.rollout import run_episode
+
+    policy = zoo.ZooPolicy.load(f"zoo:{name}")
+    env_config = policy.env_config
+    seeds = range(20)
+    gaps = [
+        run_episode(env_config, policy, s)["return"]
+        - run_episode(env_config, GreedyPolicy(), s)["return"]
+        for s in seeds
+    ]
+    mean, half, _ = mean_ci(gaps)
+    assert mean > 0, (mean, half)
+
+
+def test_zoo_files_hold_arrays_only(tmp_path) -> None:
+    """A pickled object in a zoo file is refused, not executed."""
+    marker = tmp_path / "ran"
+    evil = tmp_path / "evil.npz"
+
+    class Boom:
+        def __reduce__(self):
+            return (open, (str(marker), "w"))
+
+    np.savez(evil, layers=np.array([Boom()], dtype=object))
+    with pytest.raises(UserError, match="damaged"):
+        zoo.load_layers(evil)
+    assert not marker.exists()
+
+
+def test_unknown_zoo_name_names_the_closest() -> None:
+    if not ENTRIES:
+        pytest.skip("no entries")
+    with pytest.raises(UserError, match=f"Did you mean '{ENTRIES[0]}'"):
+        zoo.entry(f"zoo:{ENTRIES[0]}x")
+
+
+def test_numpy_network_matches_layers_math() -> None:
+    rng = np.random.default_rng(0)
+    w0, b0 = rng.normal(size=(4, 3)).astype(np.float32), rng.normal(size=4).astype(np.float32)
+    w1, b1 = rng.normal(size=(2, 4)).astype(np.float32), rng.normal(size=2).astype(np.float32)
+    layers = [("linear", (w0, b0)), ("activation", "Tanh"), ("linear", (w1, b1))]
+    x = rng.normal(size=(5, 3)).astype(np.float32)
+    np.testing.assert_allclose(zoo.logits(layers, x), np.tanh(x @ w0.T + b0) @ w1.T + b1, 1e-6)
+    policy = zoo.ZooPolicy(layers, {}, nvec=[1, 1])
+    assert policy.actions(x).shape == (5, 2)
+    assert json.dumps(zoo.names())  # names are plain strings
