@@ -52,7 +52,27 @@ def build_manifest(
         "policy_ids": policy_ids,
         "seed": cfg.run.seed,
         "command": " ".join(command),
+        "mobrl_commit": source_commit(),
     }
+
+
+def source_commit() -> str | None:
+    """The git commit of the mobrl source tree when it runs from a checkout (else None)."""
+    import subprocess
+
+    root = Path(__file__).resolve().parents[1]
+    if not (root / ".git").exists():
+        return None
+    try:
+        out = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "--short=12", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return out.stdout.strip() or None
 
 
 def write_manifest(run_dir: Path, manifest: dict[str, Any]) -> Path:

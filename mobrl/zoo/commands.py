@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -33,21 +32,6 @@ def _trial_progress(checkpoint: Path) -> dict[str, Any]:
         "env_steps": best.get("num_env_steps_sampled_lifetime"),
         "wall_time_s": round(float(best.get("time_total_s", float("nan"))), 1),
     }
-
-
-def _commit() -> str | None:
-    """The git commit of the mobrl source tree, when it is a checkout."""
-    root = Path(__file__).resolve().parents[2]
-    try:
-        out = subprocess.run(
-            ["git", "-C", str(root), "rev-parse", "--short=12", "HEAD"],
-            capture_output=True,
-            text=True,
-            timeout=10,
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return out.stdout.strip() or None
 
 
 def _evaluation(evaluation: Path, checkpoint: Path) -> dict[str, Any]:
@@ -83,7 +67,7 @@ def export_command(
     checkpoint: Path, name: str, evaluation: Path | None, output: Path | None, pick: str
 ) -> Path:
     """Write `<name>.npz` and `<name>.json` for the (picked) checkpoint."""
-    from mobrl.checkpoints import find_manifest, load_rl_modules
+    from mobrl.checkpoints import find_manifest, load_rl_modules, source_commit
     from mobrl.evaluate import pick_checkpoint
 
     if not name or not name.replace("_", "").replace("-", "").isalnum():
@@ -110,7 +94,9 @@ def export_command(
         "env_config": {**manifest["env_config"], "render_mode": None},
         "nvec": [int(n) for n in nvec] if nvec is not None else None,
         "command": manifest.get("command"),
-        "mobrl_commit": _commit(),
+        # the commit that trained it (manifests of older runs lack it: then the exporting one)
+        "mobrl_commit": manifest.get("mobrl_commit") or source_commit(),
+        "mobrl_commit_of": "training" if manifest.get("mobrl_commit") else "export",
         "versions": manifest.get("versions"),
         "checkpoint": chosen.name,
         "training": _trial_progress(chosen),

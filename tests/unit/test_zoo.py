@@ -99,3 +99,15 @@ def test_numpy_network_matches_layers_math() -> None:
     policy = zoo.ZooPolicy(layers, {}, nvec=[1, 1])
     assert policy.actions(x).shape == (5, 2)
     assert json.dumps(zoo.names())  # names are plain strings
+
+
+def test_readme_zoo_table_is_what_mobrl_prints(capsys) -> None:
+    from pathlib import Path
+
+    from mobrl.zoo.commands import list_command
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    start = readme.index("<!-- zoo table: produced by `mobrl zoo list --markdown` -->")
+    block = readme[start : readme.index("<!-- end zoo table -->")].split("\n", 1)[1]
+    list_command(markdown=True)
+    assert block.strip() == capsys.readouterr().out.strip()
