@@ -43,15 +43,7 @@ class TrainedPolicy:
         cls, checkpoint: Path, env_config: dict[str, Any], explore: bool = False
     ) -> TrainedPolicy:
         """Restore from `checkpoint` and check that it fits the env of `env_config`."""
-        from mobrl.envs.factory import make_env
-
-        policy = cls.from_checkpoint(checkpoint, env_config, explore=explore)
-        env = make_env({**env_config, "render_mode": None})
-        try:
-            policy.check_spaces(env)
-        finally:
-            env.close()
-        return policy
+        return checked(cls.from_checkpoint(checkpoint, env_config, explore=explore), env_config)
 
     def module_for(self, agent_id: Any) -> Any:
         if self._mapping is None or len(self.modules) == 1:
@@ -132,9 +124,13 @@ def policy_for_env(checkpoint: Any, env_config: dict[str, Any], explore: bool = 
 
     if not zoo.is_ref(checkpoint):
         return TrainedPolicy.for_env(Path(checkpoint), env_config, explore)
+    return checked(zoo.ZooPolicy.load(str(checkpoint), explore=explore), env_config)
+
+
+def checked(policy: Any, env_config: dict[str, Any]) -> Any:
+    """`policy`, after `policy.check_spaces` on the env of `env_config` (one-line errors)."""
     from mobrl.envs.factory import make_env
 
-    policy = zoo.ZooPolicy.load(str(checkpoint), explore=explore)
     env = make_env({**env_config, "render_mode": None})
     try:
         policy.check_spaces(env)

@@ -148,6 +148,13 @@ def report(
         if metric == metrics.RETURN_MEAN and best_value is not None
         else ""
     )
+    if metric == metrics.EVAL_RETURN_MEAN and best_value is not None:
+        ev = cfg.run.eval
+        averaged = (
+            f" (evaluation during training: deterministic actions, {ev.episodes} episodes on "
+            f"seeds {ev.seed}-{ev.seed + ev.episodes - 1}; for a result to publish, run "
+            "`mobrl evaluate` on other seeds)"
+        )
     console.print(
         f"[bold]best {metric}:[/bold] "
         + ("no episode finished" if best_value is None else f"{best_value:.3f}{averaged}")
