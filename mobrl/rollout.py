@@ -42,12 +42,28 @@ def run_episode(
     `on_step(env, return_so_far)` is called after every step (rendering records frames
     there); `max_steps` ends the episode early."""
     env = episode_env(env_config, seed)
+    try:
+        return play(env, policy, env_config, seed, on_step, max_steps)
+    finally:
+        env.close()
+
+
+def play(
+    env: Any,
+    policy: Any,
+    env_config: dict[str, Any] | None = None,
+    seed: int | None = None,
+    on_step: Callable[[Any, float], None] | None = None,
+    max_steps: int | None = None,
+) -> dict[str, float]:
+    """Reset `env` (with `seed`) and play one episode of `policy` in it: the measures of
+    `run_episode` (`env_config` names the policies whose returns count separately)."""
     policy.reset(seed)
     obs, _ = env.reset(seed=seed)
     core = find_core(env)
     tracker = EpisodeTracker(core.NUM_STATIONS) if core is not None else None
     # with several policies (e.g. the arena's explorer and chaser) each one's return counts
-    mapping = env_config.get("policies") or {}
+    mapping = (env_config or {}).get("policies") or {}
     policies = sorted(set(mapping.values()))
     by_policy = dict.fromkeys(policies, 0.0) if len(policies) > 1 else {}
     total, steps = 0.0, 0
@@ -70,7 +86,6 @@ def run_episode(
         if done or (max_steps is not None and steps >= max_steps):
             break
     stats = find_env(env, lambda node: hasattr(node, "episode_stats"))
-    env.close()
     row = {"return": total, "length": float(steps)}
     row.update({f"{RETURN_OF}{name}": value for name, value in by_policy.items()})
     if stats is not None:

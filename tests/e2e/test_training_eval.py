@@ -133,3 +133,53 @@ def test_stop_beat_ends_training_once_the_gap_ci_is_above_zero(tmp_path: Path) -
     assert last[metrics.eval_beats("random")] == 1
     assert last[metrics.eval_gap("random", "ci_low")] > 0
     assert (progress[metrics.eval_beats("random")].iloc[:-1] == 0).all()
+
+
+@pytest.mark.parametrize("obs", ["mobile", "extended"])
+def test_mobrl_rollout_equals_rllibs_own_evaluation(obs: str) -> None:
+    """Whatever the env feeds the policy in training (here: its observation), mobrl's rollout
+    (used by `mobrl evaluate`, `render` and evaluation during training) reproduces RLlib's own
+    deterministic evaluation of the algorithm: same episode, same return."""
+    import ray
+
+    from mobrl.algos import build_algorithm_config
+    from mobrl.config import validate_command_line
+    from mobrl.envs import factory
+    from mobrl.policies import TrainedPolicy
+
+    cfg = validate_command_line(
+        ["scenario=small", f"env.obs={obs}", "env.sampler=multi_agent", "run=smoke",
+         "run.resources.num_env_runners=0"]
+    )  # fmt: skip
+    env_config = factory.env_config_from(cfg)
+    seed = 4242
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        factory.register()
+        config = build_algorithm_config(cfg, factory.ENV_NAME, env_config)
+        eval_env = {**env_config, "kwargs": {**env_config["kwargs"], "seed": seed}}
+        config.evaluation(
+            evaluation_interval=1,
+            evaluation_num_env_runners=0,
+            evaluation_duration=1,
+            evaluation_duration_unit="episodes",
+            evaluation_config={"explore": False, "env_config": eval_env},
+        )
+        algo = config.build_algo()
+        try:
+            algo.train()
+            # RLlib's evaluation env runner resets its env before the episode it evaluates: a
+            # copy of that env, taken now, plays the same episode in mobrl's rollout
+            import copy
+
+            from mobrl.rollout import play
+
+            env = copy.deepcopy(algo.eval_env_runner.env.envs[0])
+            rllib = algo.evaluate()["env_runners"]["episode_return_mean"]
+            modules = {pid: algo.get_module(pid) for pid in factory.policy_ids(env_config)}
+            ours = play(env, TrainedPolicy(modules, env_config))["return"]
+        finally:
+            algo.stop()
+    finally:
+        ray.shutdown()
+    assert ours == pytest.approx(rllib, rel=1e-6)

@@ -69,7 +69,8 @@ def test_every_preset_composes_and_records_how_it_was_found(preset: str) -> None
     data = yaml.safe_load(_preset_file(preset).read_text())
     assert data["preset"]["name"] == preset
     found_by = data["preset"]["found_by"]
-    assert found_by.startswith("mobrl train ") and " tune=" in found_by
+    # the sweep (tune=...) or the training runs compared (variants such as ppo/small/ma_strong)
+    assert found_by.startswith("mobrl train ") and (" tune=" in found_by or "_" in preset)
     assert data["preset"]["notes"]
     algo = preset.split("/")[0]
     # the sweep command itself is a valid mobrl command line
@@ -92,4 +93,5 @@ def _scenario_of(preset: str) -> list[str]:
     if len(parts) == 2:
         return [f"scenario={parts[1]}"]
     scenario = "small" if parts[1] == ANY_LAYOUT else parts[1]
-    return [f"scenario={scenario}", f"env={parts[2]}"]
+    # variants of a preset (e.g. ma_strong) are named <env>_<variant>
+    return [f"scenario={scenario}", f"env={parts[2].split('_')[0]}"]
