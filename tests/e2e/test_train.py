@@ -42,6 +42,7 @@ def test_small_ma_run_dir_is_self_describing(small_ma_run: Path) -> None:
         assert manifest["versions"][package], package
     assert manifest["command"].startswith("mobrl train")
     assert "scenario=small" in manifest["command"]
+    assert manifest["mobrl_commit"]  # a checkout: the commit that trained it
 
     resolved = yaml.safe_load((small_ma_run / "config.yaml").read_text())
     assert resolved["scenario"]["name"] == "small" and resolved["run"]["name"] == "smoke"
