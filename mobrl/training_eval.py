@@ -79,7 +79,28 @@ def periodic_evaluation(cfg: Any, env_config: dict[str, Any]) -> PeriodicEvaluat
         baselines=eval_baselines(cfg),
         policy_ids=policy_ids(env_config),
         checkpoint_frequency=cfg.run.checkpoint.frequency,
+        final_when=_budget(cfg),
     )
+
+
+def _budget(cfg: Any) -> dict[str, float]:
+    """The stop criteria that end a trial on budget (the last result gets evaluated too, so
+    that the final checkpoint is ranked by evaluation like the periodic ones)."""
+    from mobrl.tuning import stop_criteria
+
+    return {k: v for k, v in stop_criteria(cfg).items() if not k.startswith(keys.EVALUATION)}
+
+
+def _lookup(result: dict, key: str) -> Any:
+    """`result["a"]["b"]` for key "a/b" (Tune's flattened names), or the flat key itself."""
+    if key in result:
+        return result[key]
+    node: Any = result
+    for part in key.split("/"):
+        if not isinstance(node, dict) or part not in node:
+            return None
+        node = node[part]
+    return node
 
 
 class PeriodicEvaluation:
@@ -94,10 +115,12 @@ class PeriodicEvaluation:
         baselines: list[str],
         policy_ids: list[str],
         checkpoint_frequency: int = 0,
+        final_when: dict[str, float] | None = None,
     ) -> None:
         self.env_config = {**env_config, "render_mode": None}
         self.interval = interval
         self.checkpoint_frequency = checkpoint_frequency
+        self.final_when = final_when or {}
         self.seeds = [seed + i for i in range(episodes)]
         self.baselines = baselines
         self.policy_ids = policy_ids
@@ -113,10 +136,18 @@ class PeriodicEvaluation:
             iteration == 1 or iteration % self.interval == 0 or (ckpt > 0 and iteration % ckpt == 0)
         )
 
+    def is_last(self, result: dict) -> bool:
+        """Whether a budget criterion (run.stop.*) ends the trial with this result."""
+        for key, limit in self.final_when.items():
+            value = _lookup(result, key)
+            if value is not None and value == value and value >= limit:
+                return True
+        return False
+
     def __call__(self, *, algorithm: Any, result: dict, **kwargs: Any) -> None:
         iteration = int(result.get(keys.ITERATION, 0))
         section: dict[str, Any] = {}
-        if self.due(iteration):
+        if self.due(iteration) or self.is_last(result):
             modules = {pid: algorithm.get_module(pid) for pid in self.policy_ids}
             section = self.evaluate(modules)
             self._last_iteration = iteration

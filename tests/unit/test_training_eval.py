@@ -47,11 +47,26 @@ def test_beat_stops_on_the_evaluations_verdict_and_ranking_uses_evaluation() -> 
     assert other.tune.metric == metrics.TIME_TOTAL  # a metric the user chose stays
 
 
-def test_evaluation_is_due_at_start_every_interval_and_at_checkpoints() -> None:
-    from mobrl.training_eval import PeriodicEvaluation
+def test_evaluation_is_due_at_start_every_interval_at_checkpoints_and_at_the_end() -> None:
+    from mobrl.envs.factory import env_config_from
+    from mobrl.training_eval import PeriodicEvaluation, periodic_evaluation
 
     ev = PeriodicEvaluation({"kind": "gym"}, 4, 2, 0, [], [], checkpoint_frequency=10)
     assert [i for i in range(1, 21) if ev.due(i)] == [1, 4, 8, 10, 12, 16, 20]
+    # the result that ends the trial on budget is evaluated too (its checkpoint is the last)
+    cfg = validate_command_line(
+        ["scenario=cartpole", "run.eval.interval=4", "run.stop.iterations=7",
+         "run.stop.env_steps=5000", "run.stop.beat=random"]
+    )  # fmt: skip
+    ev = periodic_evaluation(cfg, env_config_from(cfg))
+    assert metrics.eval_beats("random") not in ev.final_when
+    assert ev.is_last({metrics.ITERATION: 7, metrics.ENV_STEPS: 100})
+    assert ev.is_last({metrics.ITERATION: 3, metrics.ENV_STEPS: 5100})
+    assert not ev.is_last({metrics.ITERATION: 6, metrics.ENV_STEPS: 4000})
+    nested = validate_command_line(["run.eval.interval=4", "run.stop.return_mean=-30"])
+    ev = periodic_evaluation(nested, env_config_from(nested))
+    assert ev.is_last({"env_runners": {"episode_return_mean": -20.0}})
+    assert not ev.is_last({"env_runners": {"episode_return_mean": float("nan")}})
 
 
 def test_callback_reports_paired_gaps_that_match_evaluate(monkeypatch) -> None:
