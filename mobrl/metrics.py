@@ -42,6 +42,19 @@ def eval_beats(baseline: str) -> str:
     return f"{EVALUATION}/beats/{baseline}"
 
 
+def result_value(result: dict, key: str) -> object:
+    """A result's value of `key`: flat (`"a/b"` as Tune's files name it) or nested
+    (`result["a"]["b"]`, as RLlib returns it); None when absent."""
+    if key in result:
+        return result[key]
+    node: object = result
+    for part in key.split("/"):
+        if not isinstance(node, dict) or part not in node:
+            return None
+        node = node[part]
+    return node
+
+
 #: Tune's TensorBoard logger writes every result key under this prefix
 TENSORBOARD_PREFIX = "ray/tune/"
 

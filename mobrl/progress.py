@@ -15,17 +15,7 @@ from rich.table import Table
 from mobrl import metrics
 from mobrl.ui import make_console
 
-
-def _get(result: dict[str, Any], key: str) -> Any:
-    """Read a possibly nested result key written with '/' separators."""
-    if key in result:
-        return result[key]
-    node: Any = result
-    for part in key.split("/"):
-        if not isinstance(node, dict) or part not in node:
-            return None
-        node = node[part]
-    return node
+_get = metrics.result_value
 
 
 def _fmt(value: Any, digits: int = 2) -> str:

@@ -91,18 +91,6 @@ def _budget(cfg: Any) -> dict[str, float]:
     return {k: v for k, v in stop_criteria(cfg).items() if not k.startswith(keys.EVALUATION)}
 
 
-def _lookup(result: dict, key: str) -> Any:
-    """`result["a"]["b"]` for key "a/b" (Tune's flattened names), or the flat key itself."""
-    if key in result:
-        return result[key]
-    node: Any = result
-    for part in key.split("/"):
-        if not isinstance(node, dict) or part not in node:
-            return None
-        node = node[part]
-    return node
-
-
 class PeriodicEvaluation:
     """An RLlib `on_train_result` callback (picklable: Tune ships it to the trial's process)."""
 
@@ -139,7 +127,7 @@ class PeriodicEvaluation:
     def is_last(self, result: dict) -> bool:
         """Whether a budget criterion (run.stop.*) ends the trial with this result."""
         for key, limit in self.final_when.items():
-            value = _lookup(result, key)
+            value = keys.result_value(result, key)
             if value is not None and value == value and value >= limit:
                 return True
         return False
