@@ -170,14 +170,10 @@ _WORKER: dict[str, Any] = {}
 
 
 def _make_policy(name: str, checkpoint: str | None, env_config: dict, explore: bool) -> Any:
-    from mobrl.policies import BASELINES, TrainedPolicy
+    from mobrl.policies import BASELINES, load_policy
 
     if name == TRAINED:
-        from mobrl import zoo
-
-        if zoo.is_ref(checkpoint):
-            return zoo.ZooPolicy.load(str(checkpoint), explore=explore)
-        return TrainedPolicy.from_checkpoint(Path(checkpoint), env_config, explore=explore)
+        return load_policy(checkpoint, env_config, explore)
     return BASELINES[name]()
 
 

@@ -25,11 +25,9 @@ TIME_TOTAL = "time_total_s"
 # --- evaluation during training (mobrl.training_eval, `run.eval.*`) ---------------------------
 #: result section of the periodic deterministic evaluation on fixed seeds
 EVALUATION = "evaluation"
-#: mean return of the evaluation episodes, and the half-width of its 95 % CI
+#: mean return of the evaluation episodes (the section also holds `return_ci95`, the UE
+#: metrics, `gap/...`, `beats/...` and the `iteration` of the latest evaluation)
 EVAL_RETURN_MEAN = "evaluation/return_mean"
-EVAL_RETURN_CI = "evaluation/return_ci95"
-#: iteration of the latest evaluation (present on every result once evaluation is on)
-EVAL_ITERATION = "evaluation/iteration"
 
 
 def eval_gap(baseline: str, stat: str) -> str:

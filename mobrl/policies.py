@@ -38,13 +38,6 @@ class TrainedPolicy:
             env_config = manifest["env_config"]
         return cls(load_rl_modules(Path(checkpoint)), env_config, explore=explore)
 
-    @classmethod
-    def for_env(
-        cls, checkpoint: Path, env_config: dict[str, Any], explore: bool = False
-    ) -> TrainedPolicy:
-        """Restore from `checkpoint` and check that it fits the env of `env_config`."""
-        return checked(cls.from_checkpoint(checkpoint, env_config, explore=explore), env_config)
-
     def module_for(self, agent_id: Any) -> Any:
         if self._mapping is None or len(self.modules) == 1:
             # single agent, or one module for all (also plain RLlib checkpoints of other names)
@@ -118,19 +111,20 @@ class TrainedPolicy:
         return [a.item() if a.ndim == 0 else a for a in actions]
 
 
-def policy_for_env(checkpoint: Any, env_config: dict[str, Any], explore: bool = False) -> Any:
-    """A checkpoint's policy (or a zoo entry's, for `zoo:<name>`), checked against the env."""
+def load_policy(checkpoint: Any, env_config: dict[str, Any], explore: bool = False) -> Any:
+    """A checkpoint's policy, or a zoo entry's for `zoo:<name>` (no Ray, no torch)."""
     from mobrl import zoo
 
-    if not zoo.is_ref(checkpoint):
-        return TrainedPolicy.for_env(Path(checkpoint), env_config, explore)
-    return checked(zoo.ZooPolicy.load(str(checkpoint), explore=explore), env_config)
+    if zoo.is_ref(checkpoint):
+        return zoo.ZooPolicy.load(str(checkpoint), explore=explore)
+    return TrainedPolicy.from_checkpoint(Path(checkpoint), env_config, explore=explore)
 
 
-def checked(policy: Any, env_config: dict[str, Any]) -> Any:
-    """`policy`, after `policy.check_spaces` on the env of `env_config` (one-line errors)."""
+def policy_for_env(checkpoint: Any, env_config: dict[str, Any], explore: bool = False) -> Any:
+    """`load_policy`, checked against the env of `env_config` (one-line errors)."""
     from mobrl.envs.factory import make_env
 
+    policy = load_policy(checkpoint, env_config, explore)
     env = make_env({**env_config, "render_mode": None})
     try:
         policy.check_spaces(env)

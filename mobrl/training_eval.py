@@ -26,7 +26,12 @@ def eval_baselines(cfg: Any) -> list[str]:
 
     if cfg.run.eval.baselines is not None:
         return list(cfg.run.eval.baselines)
-    return baselines_for({"kind": cfg.scenario.kind, "id": str(cfg.scenario.get("id", ""))})
+    return baselines_for(_scenario(cfg))
+
+
+def _scenario(cfg: Any) -> dict[str, str]:
+    """What `baselines_for`/`check_baselines` read of a scenario, without building its env."""
+    return {"kind": cfg.scenario.kind, "id": str(cfg.scenario.get("id", ""))}
 
 
 def check_eval_config(cfg: Any) -> None:
@@ -48,7 +53,7 @@ def check_eval_config(cfg: Any) -> None:
     if beat is None and ev.interval == 0:
         return
     names = eval_baselines(cfg)
-    env = {"kind": cfg.scenario.kind, "id": str(cfg.scenario.get("id", ""))}
+    env = _scenario(cfg)
     check_baselines(names, env, flag="run.eval.baselines")
     if beat is not None:
         if ev.interval == 0:

@@ -18,6 +18,8 @@ MOBILE_MODES = ("ma", "central")
 SAMPLERS = ("auto", "ue_slots", "multi_agent")
 #: `fast`: mobrl's array engine (mobrl.envs.engine); `stock`: mobile-env's own step
 MOBILE_ENGINES = ("fast", "stock")
+#: values of `env.obs` (the handlers behind them: mobrl.envs.observations.HANDLERS)
+OBSERVATIONS = ("mobile", "extended")
 
 
 def env_config_from(cfg: Any, render_mode: str | None = None) -> dict[str, Any]:
@@ -55,9 +57,8 @@ def check_obs(obs: str) -> str:
     """A known `env.obs` value, or a one-line error."""
     from mobrl.errors import unknown_choice
 
-    choices = ("mobile", "extended")  # mobrl.envs.observations.OBSERVATIONS, without its imports
-    if obs not in choices:
-        raise unknown_choice("env.obs", str(obs), choices, "Use env.obs=mobile or extended.")
+    if obs not in OBSERVATIONS:
+        raise unknown_choice("env.obs", str(obs), OBSERVATIONS, "Use env.obs=mobile or extended.")
     return obs
 
 

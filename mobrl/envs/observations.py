@@ -24,8 +24,6 @@ from mobile_env.handlers.multi_agent import MComMAHandler
 
 #: per-station features `extended` adds after mobile-env's own
 EXTRA_FEATURES = ("reachable", "load")
-#: values of `env.obs`
-OBSERVATIONS = ("mobile", "extended")
 
 
 def extra_features(core: Any, ue: Any) -> dict[str, np.ndarray]:
