@@ -41,6 +41,10 @@ class EnvConf:
     #: per station, whether it is in range and how many UEs it serves; see
     #: mobrl.envs.observations)
     obs: str = "mobile"
+    #: env=ma: the share of each UE's learning reward taken from the mean reward of all UEs
+    #: of its env copy (0: its own mobile-env reward, 1: the team mean). The sum over UEs,
+    #: and so the episode return, stays mobile-env's
+    team_reward: float = 0.0
 
 
 @dataclass

@@ -45,6 +45,7 @@ def env_config_from(cfg: Any, render_mode: str | None = None) -> dict[str, Any]:
 
         env_config["layout"] = scenarios.load(cfg.scenario.path)
         env_config["obs"] = check_obs(cfg.env.get("obs", "mobile"))
+        env_config["team_reward"] = check_team_reward(cfg.env.get("team_reward", 0.0))
     env_config["policies"] = policy_spec(env_config, cfg.env.get("policies"))
     env_config["sampler"] = resolve_sampler(env_config, cfg.env.get("sampler", "auto"))
     if env_config["sampler"] == "ue_slots":
@@ -60,6 +61,22 @@ def check_obs(obs: str) -> str:
     if obs not in OBSERVATIONS:
         raise unknown_choice("env.obs", str(obs), OBSERVATIONS, "Use env.obs=mobile or extended.")
     return obs
+
+
+def check_team_reward(value: Any) -> float:
+    """`env.team_reward` as a float in [0, 1], or a one-line error."""
+    from mobrl.errors import UserError
+
+    try:
+        share = float(value)
+    except (TypeError, ValueError):
+        share = float("nan")
+    if not 0.0 <= share <= 1.0:
+        raise UserError(
+            f"env.team_reward={value} is not a share between 0 and 1. Use env.team_reward=0 "
+            f"(each UE learns from its own reward) up to 1 (from the mean over all UEs)."
+        )
+    return share
 
 
 def resolve_sampler(env_config: dict[str, Any], requested: str) -> str | None:
@@ -106,7 +123,12 @@ def make_slot_env(env_config: dict[str, Any], num_envs: int) -> Any:
 
     run_seed = int(env_config.get("seed") or 0)
     seeds = [copy_seed(run_seed, 0, c) for c in range(num_envs // n_ues)]
-    return UESlotVectorEnv(make_core, seeds, track_metrics=env_config.get("ue_metrics", True))
+    return UESlotVectorEnv(
+        make_core,
+        seeds,
+        track_metrics=env_config.get("ue_metrics", True),
+        team_reward=float(env_config.get("team_reward") or 0.0),
+    )
 
 
 def make_env(env_config: dict[str, Any]) -> Any:
@@ -124,7 +146,7 @@ def make_env(env_config: dict[str, Any]) -> Any:
             return core
         from mobrl.envs.wrappers import MobileMultiAgentEnv
 
-        return MobileMultiAgentEnv(core)
+        return MobileMultiAgentEnv(core, team_reward=float(env_config.get("team_reward") or 0.0))
     if env_config["kind"] == "arena":
         from mobrl.envs.arena import GridArena
 

@@ -46,7 +46,11 @@ class UESlotVectorEnv(gym.vector.VectorEnv):
     metadata = {"autoreset_mode": gym.vector.AutoresetMode.NEXT_STEP}
 
     def __init__(
-        self, make_core: Callable[[int], Any], seeds: list[int], track_metrics: bool = True
+        self,
+        make_core: Callable[[int], Any],
+        seeds: list[int],
+        track_metrics: bool = True,
+        team_reward: float = 0.0,
     ):
         self._make_core = make_core
         self.cores = [make_core(seed) for seed in seeds]
@@ -59,6 +63,7 @@ class UESlotVectorEnv(gym.vector.VectorEnv):
         self.observation_space = batch_space(self.single_observation_space, self.num_envs)
         self.action_space = batch_space(self.single_action_space, self.num_envs)
         self.track_metrics = track_metrics
+        self.team_reward = team_reward
         self.finished: list[dict[str, Any]] = []
         self._obs = np.zeros((self.num_envs, *self.single_observation_space.shape), np.float32)
         self._needs_reset = np.zeros(self.copies, dtype=bool)
@@ -107,7 +112,7 @@ class UESlotVectorEnv(gym.vector.VectorEnv):
                 self._needs_reset[copy] = False
                 continue
             reward, done = core.step_arrays(actions[slots])
-            rewards[slots] = reward
+            rewards[slots] = share_rewards(reward, self.team_reward)
             self._returns[copy] += reward
             tracker = self._trackers[copy]
             if tracker is not None:
@@ -142,6 +147,14 @@ class UESlotVectorEnv(gym.vector.VectorEnv):
     def close(self, **kwargs: Any) -> None:
         for core in self.cores:
             core.close()
+
+
+def share_rewards(rewards: np.ndarray, team: float) -> np.ndarray:
+    """Each UE's learning reward: `1 - team` of its own plus `team` of the mean over the UEs
+    rewarded in this step. The sum over UEs is unchanged, so is the episode return."""
+    if not team or rewards.size == 0:
+        return rewards
+    return (1.0 - team) * rewards + team * rewards.mean()
 
 
 def applies(env_config: dict[str, Any]) -> bool:

@@ -26,9 +26,11 @@ class MobileMultiAgentEnv(MultiAgentEnv):
     needs a last observation to bootstrap from.
     """
 
-    def __init__(self, core: Any):
+    def __init__(self, core: Any, team_reward: float = 0.0):
         super().__init__()
         self.core = core
+        #: share of each UE's reward taken from the mean over rewarded UEs (env.team_reward)
+        self.team_reward = team_reward
         self.possible_agents = [agent_id(u) for u in sorted(core.users)]
         self.agents = list(self.possible_agents)
         self.observation_spaces = {agent_id(u): s for u, s in core.observation_space.spaces.items()}
@@ -49,6 +51,11 @@ class MobileMultiAgentEnv(MultiAgentEnv):
         obs, rewards, terminated, truncated, info = self.core.step(actions)
         out_obs = {agent_id(u): o for u, o in obs.items()}
         out_rew = {agent_id(u): float(r) for u, r in rewards.items()}
+        if self.team_reward and out_rew:
+            from mobrl.envs.slots import share_rewards
+
+            shared = share_rewards(np.array(list(out_rew.values())), self.team_reward)
+            out_rew = dict(zip(out_rew, shared.tolist()))
         active = {agent_id(ue.ue_id) for ue in self.core.active}
         done = set(self._acting) if truncated else self._acting - active
         for a in self._acting:

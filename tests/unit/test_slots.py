@@ -15,9 +15,9 @@ def _env_config(*overrides: str) -> dict:
     return factory.env_config_from(compose(list(overrides)))
 
 
-@pytest.mark.parametrize("scenario", ["small", "medium"])
-def test_slots_step_like_the_multi_agent_wrapper(scenario: str) -> None:
-    env_config = _env_config(f"scenario={scenario}", "env=ma")
+@pytest.mark.parametrize(("scenario", "team"), [("small", 0.0), ("medium", 0.0), ("small", 0.5)])
+def test_slots_step_like_the_multi_agent_wrapper(scenario: str, team: float) -> None:
+    env_config = _env_config(f"scenario={scenario}", "env=ma", f"env.team_reward={team}")
     copies = 2
     n = factory.num_ues(env_config)
     slots = factory.make_slot_env(env_config, copies * n)
@@ -39,7 +39,7 @@ def test_slots_step_like_the_multi_agent_wrapper(scenario: str) -> None:
             act = {f"ue_{u}": int(actions[c * n + u]) for u in range(n)}
             ma_obs[c], ma_rew, _, ma_trunc, _ = wrapper.step(act)
             expected = np.array([ma_rew[f"ue_{u}"] for u in range(n)], dtype=np.float32)
-            np.testing.assert_array_equal(rewards[c * n : (c + 1) * n], expected)
+            np.testing.assert_allclose(rewards[c * n : (c + 1) * n], expected, rtol=1e-6)
             returns[c] += float(expected.astype(np.float64).sum())
             assert truncated[c * n : (c + 1) * n].all() == ma_trunc["__all__"]
             if ma_trunc["__all__"]:
@@ -89,3 +89,31 @@ def test_forcing_slots_where_they_do_not_apply_names_the_fix() -> None:
         _env_config("scenario=dense_urban", "env.sampler=ue_slots")
     with pytest.raises(UserError, match="Did you mean 'ue_slots'"):
         _env_config("scenario=small", "env.sampler=ue_slot")
+
+
+def test_team_reward_moves_credit_between_ues_but_keeps_the_return() -> None:
+    plain, shared = (
+        factory.make_env(_env_config("scenario=dense_urban", f"env.team_reward={t}"))
+        for t in (0.0, 1.0)
+    )
+    plain.reset(seed=3)
+    shared.reset(seed=3)
+    rng = np.random.default_rng(1)
+    differ = False
+    for _ in range(60):  # UEs arrive and leave: only the rewarded UEs share
+        actions = {a: int(rng.integers(0, 4)) for a in plain.agents}
+        _, own, *_ = plain.step(actions)
+        _, team, *_ = shared.step(actions)
+        assert own.keys() == team.keys()
+        assert sum(team.values()) == pytest.approx(sum(own.values()), abs=1e-9)
+        if len(team) > 1:
+            mean = sum(own.values()) / len(own)
+            assert all(v == pytest.approx(mean) for v in team.values())
+            differ |= any(abs(team[a] - own[a]) > 1e-6 for a in own)
+    assert differ
+
+
+@pytest.mark.parametrize("bad", ["1.5", "-0.1", "lots"])
+def test_team_reward_outside_zero_to_one_names_the_fix(bad: str) -> None:
+    with pytest.raises(UserError, match=f"env.team_reward={bad}"):
+        _env_config("scenario=small", f"env.team_reward={bad}")
