@@ -7,8 +7,10 @@ import os
 from pathlib import Path
 from typing import Any
 
+from mobrl import metrics as keys
 from mobrl import zoo
 from mobrl.errors import UserError
+
 
 
 def _trial_progress(checkpoint: Path) -> dict[str, Any]:
@@ -37,6 +39,7 @@ def _trial_progress(checkpoint: Path) -> dict[str, Any]:
 def _evaluation(evaluation: Path, checkpoint: Path) -> dict[str, Any]:
     """The result of `mobrl evaluate` of this checkpoint, from its summary.json."""
     from mobrl.evaluate import SUMMARY_FILE
+    from mobrl.rollout import EPISODE_METRICS
 
     path = evaluation / SUMMARY_FILE if evaluation.is_dir() else evaluation
     if not path.is_file():
@@ -57,6 +60,15 @@ def _evaluation(evaluation: Path, checkpoint: Path) -> dict[str, Any]:
         "explore": summary.get("explore"),
         "returns": {
             name: {"mean": stats["return"]["mean"], "ci95": stats["return"]["ci95"]}
+            for name, stats in summary["policies"].items()
+        },
+        # what the return does not show: how well the UEs are served under each policy
+        "ue_metrics": {
+            name: {
+                key: {"mean": stats[key]["mean"], "ci95": stats[key]["ci95"]}
+                for key in EPISODE_METRICS
+                if key in stats
+            }
             for name, stats in summary["policies"].items()
         },
         "paired_vs_trained": summary.get("paired_vs_trained", {}),
@@ -126,6 +138,15 @@ def _ret(meta: dict[str, Any], policy: str) -> str:
     return f"{stats['mean']:.1f} ± {stats['ci95']:.1f}" if stats else "-"
 
 
+def _service(meta: dict[str, Any], key: str) -> str:
+    """`trained / greedy` of one service measure (mean over the held-out episodes)."""
+    by_policy = (meta.get("evaluation") or {}).get("ue_metrics") or {}
+    values = [by_policy.get(p, {}).get(key) for p in ("trained", "greedy")]
+    if not all(values):
+        return "-"
+    return " / ".join(f"{v['mean']:.2f}" for v in values)
+
+
 def rows() -> list[dict[str, str]]:
     """One row per zoo entry: what a results table shows."""
     out = []
@@ -145,6 +166,8 @@ def rows() -> list[dict[str, str]]:
                 "noop": _ret(meta, "noop"),
                 "trained − greedy": _gap(meta, "greedy"),
                 "trained − full": _gap(meta, "full"),
+                "UE utility (trained / greedy)": _service(meta, keys.UTILITY_MEAN),
+                "connected (trained / greedy)": _service(meta, keys.NET_CONNECTED),
                 "episodes (seeds)": f"{ev.get('episodes', '-')} ({ev.get('seeds', '-')})",
                 "training": f"{train.get('wall_time_s', '-')} s, {int(train.get('env_steps') or 0):,} steps",
                 "size": f"{size / 1024:.0f} KiB",
