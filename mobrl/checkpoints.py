@@ -57,22 +57,28 @@ def build_manifest(
 
 
 def source_commit() -> str | None:
-    """The git commit of the mobrl source tree when it runs from a checkout (else None)."""
+    """The git commit of the mobrl source tree when it runs from a checkout (else None),
+    with `-dirty` when the package's files differ from that commit."""
     import subprocess
 
     root = Path(__file__).resolve().parents[1]
     if not (root / ".git").exists():
         return None
-    try:
+
+    def git(*args: str) -> str:
         out = subprocess.run(
-            ["git", "-C", str(root), "rev-parse", "--short=12", "HEAD"],
-            capture_output=True,
-            text=True,
-            timeout=10,
+            ["git", "-C", str(root), *args], capture_output=True, text=True, timeout=10
         )
+        return out.stdout.strip()
+
+    try:
+        commit = git("rev-parse", "--short=12", "HEAD")
+        changed = git("status", "--porcelain", "--untracked-files=no", "--", "mobrl")
     except (OSError, subprocess.TimeoutExpired):
         return None
-    return out.stdout.strip() or None
+    if not commit:
+        return None
+    return f"{commit}-dirty" if changed else commit
 
 
 def write_manifest(run_dir: Path, manifest: dict[str, Any]) -> Path:

@@ -27,6 +27,13 @@ app = typer.Typer(
 _PASS_THROUGH = {"allow_extra_args": True, "ignore_unknown_options": True}
 
 
+#: --pick of evaluate and render
+PICK_HELP = (
+    "best (by the run's ranking: evaluation return when run.eval was on, else training "
+    "return) or last."
+)
+
+
 def _fail(err: UserError) -> typer.Exit:
     print(f"error: {err}", file=sys.stderr)
     return typer.Exit(USER_ERROR_EXIT)
@@ -111,7 +118,7 @@ def evaluate(
     baselines: str = typer.Option(
         None, "--baselines", help="Comma-separated: random,noop,greedy,full,pole_angle."
     ),
-    pick: str = typer.Option("best", "--pick", help="best (by training return) or last."),
+    pick: str = typer.Option("best", "--pick", help=PICK_HELP),
     output: Path = typer.Option(None, "--output", help="Dir for summary.json, episodes.csv."),
     explore: bool = typer.Option(False, "--explore/--no-explore", help="Sample actions."),
     workers: int = typer.Option(None, "--workers", help="Parallel processes (default: CPUs)."),
@@ -166,7 +173,7 @@ def render(
     seed: int = typer.Option(0, "--seed", help="Seed of the first episode (then seed+1, ...)."),
     fps: float = typer.Option(None, "--fps", help="Frames per second (default: the env's)."),
     max_steps: int = typer.Option(None, "--max-steps", help="Stop each episode after T steps."),
-    pick: str = typer.Option("best", "--pick", help="best (by training return) or last."),
+    pick: str = typer.Option("best", "--pick", help=PICK_HELP),
     explore: bool = typer.Option(False, "--explore/--no-explore", help="Sample actions."),
     workers: int = typer.Option(None, "--workers", help="Processes drawing frames."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing file."),

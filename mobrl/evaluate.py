@@ -77,18 +77,27 @@ def pick_checkpoint(path: Path, pick: str) -> tuple[Path, str]:
         latest = _latest(found)
         return latest, f"last checkpoint of {len(found)}: {latest}"
     summaries = sorted({s for c in found for s in _run_summary_above(c)})
-    best: tuple[float, Path] | None = None
+    best: tuple[float, Path, str] | None = None
     for summary_path in summaries:
         summary = json.loads(summary_path.read_text())
         value, ckpt = summary.get("best_return"), summary.get("best_checkpoint")
         located = _locate(ckpt, found) if ckpt else None
         if value is not None and located is not None:
             if best is None or value > best[0]:
-                best = (value, located)
+                best = (value, located, _ranked_by(summary.get("metric")))
     if best is not None:
-        return best[1], f"best checkpoint by training return {best[0]:.3f}: {best[1]}"
+        return best[1], f"best checkpoint by {best[2]} {best[0]:.3f}: {best[1]}"
     latest = _latest(found)
     return latest, f"no training results to rank {len(found)} checkpoints; using the last: {latest}"
+
+
+def _ranked_by(metric: str | None) -> str:
+    """How a run's summary ranked its checkpoints, in words."""
+    from mobrl.metrics import EVAL_RETURN_MEAN
+
+    if metric == EVAL_RETURN_MEAN:
+        return "evaluation return (during training)"
+    return "training return"
 
 
 def _check_one_env(checkpoints: list[Path]) -> None:

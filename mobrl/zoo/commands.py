@@ -12,7 +12,6 @@ from mobrl import zoo
 from mobrl.errors import UserError
 
 
-
 def _trial_progress(checkpoint: Path) -> dict[str, Any]:
     """Wall time, env steps and iteration of the result the checkpoint was saved after (the
     trial's last result written before the checkpoint)."""
