@@ -30,6 +30,11 @@ def test_the_zoo_ships_policies_with_their_provenance() -> None:
         for baseline in ("greedy", "full"):
             gap = ev["paired_vs_trained"][baseline]
             assert gap["return_diff_mean"] - gap["ci95"] > 0, (name, baseline, gap)
+        # what the return does not show: service to the UEs, for every policy
+        for policy in ("trained", "greedy", "full"):
+            service = ev["ue_metrics"][policy]
+            assert -1.0 <= service["ue/utility/mean"]["mean"] <= 1.0, (name, policy)
+            assert 0.0 < service["network/connected_fraction"]["mean"] <= 1.0, (name, policy)
         size = (zoo.entries_dir() / f"{name}.npz").stat().st_size
         assert size < 200 * 1024, f"{name}.npz is {size} bytes: keep the wheel lean"
 
