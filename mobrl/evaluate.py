@@ -203,7 +203,11 @@ def run_all(
     workers: int,
     progress: Any = None,
 ) -> list[dict[str, Any]]:
-    """Every policy on every seed; rows of (policy, episode, seed, return, metrics...)."""
+    """Every policy on every seed; rows of (policy, episode, seed, return, metrics...).
+
+    With `workers` > 1, a checkpoint's policy plays in this process, where it is loaded
+    already, while worker processes play the others (baselines and zoo policies load in a
+    fraction of a second, without Ray or torch); each worker starts once."""
     tasks = [(name, i, seed) for name in policies for i, seed in enumerate(seeds)]
     ckpt = str(target.checkpoint) if target.checkpoint else None
     rows: list[dict[str, Any]] = []
@@ -213,20 +217,43 @@ def run_all(
         if progress is not None:
             progress()
 
-    if workers <= 1:
-        for name, i, seed in tasks:
+    def run_here(batch: list[tuple[str, int, int]]) -> None:
+        for name, i, seed in batch:
             add(name, i, seed, _run(name, seed, ckpt, target.env_config, explore))
+
+    from mobrl import zoo
+
+    heavy = ckpt is not None and not zoo.is_ref(ckpt)  # restoring it imports Ray and torch
+    here = [t for t in tasks if heavy and t[0] == TRAINED] if workers > 1 else tasks
+    away = [t for t in tasks if t not in here]
+    if not away:
+        run_here(here)
     else:
         import multiprocessing
+        import threading
 
         context = multiprocessing.get_context("spawn")  # torch and forked threads do not mix
-        with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+        lock = threading.Lock()
+        pool_workers = max(1, workers - 1) if here else workers
+
+        def collect(future: Any, task: tuple[str, int, int]) -> None:
+            if future.exception() is None:  # errors surface from future.result() below
+                with lock:
+                    add(*task, future.result())
+
+        with ProcessPoolExecutor(max_workers=pool_workers, mp_context=context) as pool:
             futures = {
                 pool.submit(_run, name, seed, ckpt, target.env_config, explore): (name, i, seed)
-                for name, i, seed in tasks
+                for name, i, seed in away
             }
+            for future, task in futures.items():
+                future.add_done_callback(lambda f, task=task: collect(f, task))
+            for name, i, seed in here:
+                result = _run(name, seed, ckpt, target.env_config, explore)
+                with lock:
+                    add(name, i, seed, result)
             for future in as_completed(futures):
-                add(*futures[future], future.result())
+                future.result()
     rows.sort(key=lambda r: (policies.index(r["policy"]), r["episode"]))
     return rows
 

@@ -131,8 +131,10 @@ def make_slot_env(env_config: dict[str, Any], num_envs: int) -> Any:
     )
 
 
-def make_env(env_config: dict[str, Any]) -> Any:
-    """Create the environment described by `env_config` (see `env_config_from`)."""
+def make_env(env_config: dict[str, Any], rllib: bool = False) -> Any:
+    """Create the environment described by `env_config` (see `env_config_from`). `rllib`:
+    for RLlib's runners, whose multi-agent envs must subclass its `MultiAgentEnv` (and so
+    import Ray); evaluation and rendering get the same env without that import."""
     render_mode = env_config.get("render_mode")
     if uses_slots(env_config) and "num_envs" in env_config:  # RLlib's vector entry point
         return make_slot_env(env_config, env_config["num_envs"])
@@ -144,9 +146,12 @@ def make_env(env_config: dict[str, Any]) -> Any:
         core = make_mobile_core(layout, env_config["mode"], engine, kwargs, render_mode, obs)
         if env_config["mode"] == "central":
             return core
-        from mobrl.envs.wrappers import MobileMultiAgentEnv
+        if rllib:
+            from mobrl.envs.rllib_env import MobileMultiAgentEnv as UEEnv
+        else:
+            from mobrl.envs.wrappers import UEAgentsEnv as UEEnv
 
-        return MobileMultiAgentEnv(core, team_reward=float(env_config.get("team_reward") or 0.0))
+        return UEEnv(core, team_reward=float(env_config.get("team_reward") or 0.0))
     if env_config["kind"] == "arena":
         from mobrl.envs.arena import GridArena
 
@@ -352,7 +357,7 @@ def check_env(env_config: dict[str, Any]) -> None:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
-            env = make_env({**env_config, "render_mode": None})
+            env = make_env({**env_config, "render_mode": None}, rllib=True)
             try:
                 if is_multi_agent(env_config):
                     from ray.rllib.utils.pre_checks.env import check_multiagent_environments
@@ -384,4 +389,6 @@ def register() -> None:
     """Register `make_env` with Tune so every Ray worker can build the env by name."""
     from ray.tune.registry import register_env
 
-    register_env(ENV_NAME, make_env)
+    from mobrl.envs.rllib_env import make_rllib_env
+
+    register_env(ENV_NAME, make_rllib_env)

@@ -1,4 +1,5 @@
-"""Wrappers: mobile-env as an RLlib multi-agent env (one agent per UE), and one-hot observations."""
+"""Wrappers: mobile-env with one agent per UE (RLlib's multi-agent API, without importing Ray),
+and one-hot observations."""
 
 from __future__ import annotations
 
@@ -6,7 +7,6 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
-from ray.rllib.env.multi_agent_env import MultiAgentEnv
 
 
 def agent_id(ue_id: int) -> str:
@@ -18,8 +18,11 @@ def ue_id(agent: str) -> int:
     return int(agent.removeprefix("ue_"))
 
 
-class MobileMultiAgentEnv(MultiAgentEnv):
-    """One agent per UE of a mobile-env core built with the multi-agent handler.
+class UEAgentsEnv(gym.Env):
+    """One agent per UE of a mobile-env core built with the multi-agent handler, with the API
+    of RLlib's `MultiAgentEnv` (dict observations, rewards and dones per agent, `__all__`).
+    Evaluation and rendering use it as it is, without importing Ray; RLlib gets the subclass
+    `mobrl.envs.rllib_env.MobileMultiAgentEnv`.
 
     UEs that are inactive (not yet arrived or departed) do not act. A UE that leaves, or every
     UE when the episode ends, gets a final zero observation and is marked truncated, as RLlib

@@ -121,3 +121,25 @@ def test_best_checkpoint_of_a_moved_run_dir_is_found_inside_it(tmp_path) -> None
     assert _locate("/old/place/tune/PPO_1/checkpoint_000001", found) == found[1]
     assert _locate(str(found[0]), found) == found[0]
     assert _locate("/old/place/tune/PPO_9/checkpoint_000001", found) is None
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_evaluation_reproduces_recorded_episodes(workers: int) -> None:
+    """Every policy's return on every seed equals what mobrl evaluate recorded for
+    `--checkpoint zoo:small` (seeds 0-11) before evaluation ran in worker processes without Ray."""
+    import csv
+    from pathlib import Path
+
+    from mobrl import zoo
+    from mobrl.evaluate import Target, run_all
+
+    recorded = Path(__file__).parents[1] / "data" / "evaluate_zoo_small_seeds0-11.csv"
+    with recorded.open() as f:
+        expected = {(r["policy"], int(r["seed"])): float(r["return"]) for r in csv.DictReader(f)}
+    policies = ["trained", "random", "noop", "greedy", "full"]
+    target = Target("zoo:small", zoo.entry("small")["env_config"], "")
+    rows = run_all(target, policies, list(range(12)), explore=False, workers=workers)
+    got = {(r["policy"], r["seed"]): r["return"] for r in rows}
+    assert got.keys() == expected.keys()
+    for key, value in expected.items():
+        assert got[key] == pytest.approx(value, rel=1e-12, abs=1e-12), key
