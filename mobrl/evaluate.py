@@ -144,7 +144,7 @@ def target_for(checkpoint: Path | None, overrides: list[str], pick: str) -> Targ
         from mobrl.envs.factory import check_env, env_config_from
 
         override_env = env_config_from(validate_command_line(overrides))
-        check_env(override_env)  # a scenario that may never have been trained on
+        check_env(override_env, rllib=False)  # a scenario that may never have been trained on
     return resolve_target(checkpoint, pick, override_env)
 
 

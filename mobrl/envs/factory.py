@@ -344,10 +344,11 @@ def policy_ids(env_config: dict[str, Any]) -> list[str]:
 _BROKEN_ENV_WARNINGS = ("not within the observation space", "must be", "Expects")
 
 
-def check_env(env_config: dict[str, Any]) -> None:
-    """Build the scenario once and run RLlib's multi-agent checker or Gymnasium's passive
-    checks (reset and one step, against the spaces) on it; a failure is a one-line
-    `UserError`, not a traceback from inside a Ray worker later."""
+def check_env(env_config: dict[str, Any], rllib: bool = True) -> None:
+    """Build the scenario once and run RLlib's multi-agent checker (`rllib`, before training)
+    or Gymnasium's passive checks (reset and one step, against the spaces; each agent's for
+    multi-agent envs, without importing Ray) on it; a failure is a one-line `UserError`,
+    not a traceback from inside a Ray worker later."""
     import warnings
 
     from mobrl.errors import UserError
@@ -357,12 +358,14 @@ def check_env(env_config: dict[str, Any]) -> None:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
-            env = make_env({**env_config, "render_mode": None}, rllib=True)
+            env = make_env({**env_config, "render_mode": None}, rllib=rllib)
             try:
-                if is_multi_agent(env_config):
+                if is_multi_agent(env_config) and rllib:
                     from ray.rllib.utils.pre_checks.env import check_multiagent_environments
 
                     check_multiagent_environments(env)
+                elif is_multi_agent(env_config):
+                    _check_agents(env)
                 else:
                     from gymnasium.utils import passive_env_checker as passive
 
@@ -383,6 +386,17 @@ def check_env(env_config: dict[str, Any]) -> None:
             f"scenario '{name}' fails the env check: {problem}. Fix the scenario's definition "
             "(or the Gymnasium env it names)."
         )
+
+
+def _check_agents(env: Any) -> None:
+    """Reset and one step of a multi-agent env, every agent's observation against its space."""
+    observations, _ = env.reset(seed=0)
+    for _ in range(2):
+        for agent, obs in observations.items():
+            if not env.observation_spaces[agent].contains(obs):
+                raise ValueError(f"the observation of {agent} is not within the observation space")
+        actions = {agent: env.action_spaces[agent].sample() for agent in observations}
+        observations, *_ = env.step(actions)
 
 
 def register() -> None:

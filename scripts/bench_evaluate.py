@@ -1,0 +1,122 @@
+"""Wall time of `mobrl evaluate` and `mobrl render`, this checkout vs another commit, one run.
+
+Each command runs in a fresh process (imports, policy loading and worker start-up count), in
+alternating rounds: reference, this checkout, reference, ... so that both see the machine in
+the same state. The reference is a git worktree of `--ref` in a temporary directory, put first
+on PYTHONPATH. Usage:
+
+    python scripts/bench_evaluate.py [--ref COMMIT] [--checkpoint zoo:small] [--episodes 100]
+                                     [--rounds 2]
+
+`--checkpoint` also takes a run dir or checkpoint of `mobrl train`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def timed(argv: list[str], source: Path | None, workdir: Path) -> float:
+    """Seconds of wall time of `mobrl ARGV` run from `source` (None: this checkout)."""
+    env = dict(os.environ)
+    if source is not None:
+        env["PYTHONPATH"] = os.pathsep.join([str(source), env.get("PYTHONPATH", "")])
+    code = "import sys; from mobrl.cli import main; sys.argv = ['mobrl', *sys.argv[1:]]; main()"
+    start = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-c", code, *argv], cwd=workdir, env=env, capture_output=True, text=True
+    )
+    elapsed = time.perf_counter() - start
+    if done.returncode != 0:
+        raise SystemExit(f"`mobrl {' '.join(argv)}` failed:\n{done.stderr[-2000:]}")
+    return elapsed
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--ref", help="commit to compare with (default: this checkout only)")
+    parser.add_argument("--checkpoint", default="zoo:small")
+    parser.add_argument("--episodes", type=int, default=100)
+    parser.add_argument("--rounds", type=int, default=2)
+    args = parser.parse_args()
+
+    from rich.console import Console
+    from rich.table import Table
+
+    with tempfile.TemporaryDirectory(prefix="mobrl-bench-") as tmp:
+        tmp = Path(tmp)
+        sources: dict[str, Path | None] = {"this checkout": None}
+        if args.ref:
+            ref_dir = tmp / "ref"
+            subprocess.run(
+                ["git", "-C", str(ROOT), "worktree", "add", "--detach", str(ref_dir), args.ref],
+                check=True,
+                capture_output=True,
+            )
+            sources = {f"ref {args.ref}": ref_dir, **sources}
+        checkpoint = args.checkpoint
+        if not checkpoint.startswith("zoo:"):
+            checkpoint = str(Path(checkpoint).expanduser().absolute())
+        commands = {
+            f"evaluate {args.episodes} episodes × 5 policies": [
+                "evaluate",
+                "--checkpoint",
+                checkpoint,
+                "--episodes",
+                str(args.episodes),
+                "--output",
+                str(tmp / "eval"),
+            ],
+            "render --policy greedy, 100 steps (GIF)": [
+                "render",
+                "--policy",
+                "greedy",
+                "scenario=small",
+                "--video",
+                str(tmp / "greedy.gif"),
+                "--overwrite",
+            ],
+        }
+        times: dict[tuple[str, str], list[float]] = {}
+        try:
+            for _ in range(args.rounds):
+                for label, argv in commands.items():
+                    for name, source in sources.items():
+                        if label.startswith("evaluate"):
+                            subprocess.run(["rm", "-rf", str(tmp / "eval")], check=True)
+                        seconds = timed(argv, source, tmp)
+                        times.setdefault((label, name), []).append(seconds)
+                        print(f"{label} [{name}]: {seconds:.1f} s", flush=True)
+        finally:
+            if args.ref:
+                subprocess.run(
+                    ["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tmp / "ref")],
+                    capture_output=True,
+                )
+
+    table = Table(title=f"wall time, median of {args.rounds} rounds (s)")
+    table.add_column("command")
+    for name in sources:
+        table.add_column(name, justify="right")
+    if args.ref:
+        table.add_column("speed-up", justify="right")
+    for label in commands:
+        medians = [statistics.median(times[label, name]) for name in sources]
+        cells = [f"{m:.1f}" for m in medians]
+        if args.ref:
+            cells.append(f"{medians[0] / medians[1]:.1f}×")
+        table.add_row(label, *cells)
+    Console().print(table)
+
+
+if __name__ == "__main__":
+    main()
