@@ -207,7 +207,8 @@ def run_all(
 
     With `workers` > 1, a checkpoint's policy plays in this process, where it is loaded
     already, while worker processes play the others (baselines and zoo policies load in a
-    fraction of a second, without Ray or torch); each worker starts once."""
+    fraction of a second, without Ray or torch), and this process then takes over what they
+    have not started; each worker starts once."""
     tasks = [(name, i, seed) for name in policies for i, seed in enumerate(seeds)]
     ckpt = str(target.checkpoint) if target.checkpoint else None
     rows: list[dict[str, Any]] = []
@@ -252,8 +253,15 @@ def run_all(
                 result = _run(name, seed, ckpt, target.env_config, explore)
                 with lock:
                     add(name, i, seed, result)
+            if here:  # then take over the episodes the workers have not started yet
+                for future, (name, i, seed) in futures.items():
+                    if future.cancel():
+                        result = _run(name, seed, ckpt, target.env_config, explore)
+                        with lock:
+                            add(name, i, seed, result)
             for future in as_completed(futures):
-                future.result()
+                if not future.cancelled():
+                    future.result()
     rows.sort(key=lambda r: (policies.index(r["policy"]), r["episode"]))
     return rows
 

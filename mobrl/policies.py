@@ -22,6 +22,9 @@ class TrainedPolicy:
         self.env_config = env_config
         self.explore = explore
         _, self._mapping = policy_setup(env_config)
+        # deterministic actions of RLlib's default MLP modules with numpy: a forward pass of a
+        # few rows costs torch more in overhead than in arithmetic
+        self._numpy = {} if explore else {id(m): _numpy_actor(m) for m in modules.values()}
 
     @classmethod
     def from_checkpoint(
@@ -90,6 +93,14 @@ class TrainedPolicy:
         return self._forward(module, np.asarray(observation)[None])[0]
 
     def _forward(self, module: Any, batch: np.ndarray) -> list[Any]:
+        actor = self._numpy.get(id(module))
+        if actor is not None:
+            actions = actor.decide(batch)
+            if actions is not None:
+                return [a.item() if a.ndim == 0 else a for a in actions]
+        return self._torch_forward(module, batch)
+
+    def _torch_forward(self, module: Any, batch: np.ndarray) -> list[Any]:
         import torch
 
         with torch.no_grad():
@@ -109,6 +120,50 @@ class TrainedPolicy:
                 actions = dist.sample()
         actions = actions.cpu().numpy()
         return [a.item() if a.ndim == 0 else a for a in actions]
+
+
+#: logits closer than this to the best one leave the choice to torch, so that numpy and
+#: torch (float32 sums in different orders) never pick different actions
+_TIE = 1e-4
+
+
+class _NumpyActor:
+    """The argmax action of an exported MLP (`mobrl.zoo.export_layers`), or None when two
+    logits of any row are too close to call without torch's own arithmetic."""
+
+    def __init__(self, layers: list[tuple[str, Any]], nvec: list[int] | None):
+        self.layers = layers
+        self.splits = np.cumsum(nvec)[:-1] if nvec is not None else None
+
+    def decide(self, batch: np.ndarray) -> np.ndarray | None:
+        from mobrl.zoo import logits
+
+        z = logits(self.layers, batch)
+        parts = np.split(z, self.splits, axis=-1) if self.splits is not None else [z]
+        chosen = []
+        for part in parts:
+            top2 = np.sort(part, axis=-1)[..., -2:] if part.shape[-1] > 1 else None
+            if top2 is not None and (top2[..., 1] - top2[..., 0] < _TIE).any():
+                return None
+            chosen.append(part.argmax(axis=-1))
+        return chosen[0] if self.splits is None else np.stack(chosen, axis=-1)
+
+
+def _numpy_actor(module: Any) -> _NumpyActor | None:
+    """A numpy actor for RLlib's default MLP modules with discrete actions, else None."""
+    from gymnasium import spaces
+
+    from mobrl.zoo import export_layers
+
+    space = getattr(module, "action_space", None)
+    if not isinstance(space, (spaces.Discrete, spaces.MultiDiscrete)):
+        return None
+    try:
+        layers = export_layers(module)
+    except (UserError, AttributeError):
+        return None
+    nvec = [int(n) for n in space.nvec] if isinstance(space, spaces.MultiDiscrete) else None
+    return _NumpyActor(layers, nvec)
 
 
 def load_policy(checkpoint: Any, env_config: dict[str, Any], explore: bool = False) -> Any:

@@ -76,13 +76,13 @@ def main() -> None:
                 "--output",
                 str(tmp / "eval"),
             ],
-            "render --policy greedy, 100 steps (GIF)": [
+            "render --policy greedy, 100 steps (MP4)": [
                 "render",
                 "--policy",
                 "greedy",
                 "scenario=small",
                 "--video",
-                str(tmp / "greedy.gif"),
+                str(tmp / "greedy.mp4"),
                 "--overwrite",
             ],
         }
