@@ -205,6 +205,31 @@ def render(
         raise _fail(err) from None
 
 
+@app.command("report")
+def report(
+    paths: list[Path] = typer.Argument(
+        ..., help="Run dirs, multirun dirs and `mobrl evaluate` output dirs, mixed."
+    ),
+    out: Path = typer.Option(
+        None, "--out", help="Dir for the report (default: reports/DATE/TIME)."
+    ),
+    metric: list[str] = typer.Option(
+        None, "--metric", help="progress.csv column to plot (repeatable; default: the return)."
+    ),
+    x: str = typer.Option("env_steps", "--x", help="x axis: env_steps, time_s or iterations."),
+    group_by: list[str] = typer.Option(
+        None, "--group-by", help="Config key to group by (repeatable; default: what differs)."
+    ),
+) -> None:
+    """Learning curves (mean and 95 % CI over seeds), evaluation charts, report.md and .html."""
+    from mobrl.report import report_command
+
+    try:
+        report_command(paths, out, metric or None, x, group_by or None)
+    except UserError as err:
+        raise _fail(err) from None
+
+
 scenarios_app = typer.Typer(
     help="List, inspect and plot scenarios (mobile-env layouts as YAML, Gymnasium tasks).",
     no_args_is_help=True,

@@ -1,174 +1,519 @@
-"""The end of an experiment: trials ranked by the metric, best config and checkpoint, files.
+"""`mobrl report`: learning curves, evaluation charts and a shareable report across runs.
 
-Writes `summary.json` (what `mobrl evaluate` reads to pick the best checkpoint) and
-`trials.csv` (one row per trial: rank, searched hyperparameters, best and last metric,
-iterations, checkpoints, error) into the run dir, and prints the ranking as a table.
+Reads what `mobrl train` and `mobrl evaluate` leave behind (run dirs, multirun dirs, Tune
+trial dirs' progress.csv, evaluation summary.json), groups trials by the settings that differ
+between them (seeds excepted, so seeds become the confidence band), and writes figures (PNG and
+SVG), `report.md`, a self-contained `report.html` and `groups.csv`.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import math
-import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from omegaconf import DictConfig
+import numpy as np
 
-from mobrl import metrics
-from mobrl.checkpoints import RUN_SUMMARY
+from mobrl import metrics as keys
+from mobrl.errors import UserError
 
-TRIALS_CSV = "trials.csv"
+#: --x choices: the progress.csv column behind each
+X_AXES = {
+    "env_steps": keys.ENV_STEPS,
+    "time_s": keys.TIME_TOTAL,
+    "iterations": keys.ITERATION,
+}
+#: metrics drawn as small multiples when the runs logged them (mobile-env scenarios)
+SERVICE_METRICS = (
+    keys.UTILITY_MEAN,
+    keys.RATE_MEAN,
+    keys.JAIN_UTILITY,
+    keys.NET_CONNECTED,
+)
+#: composed-config keys that never tell runs apart in a meaningful way
+_IGNORED = ("run.name", "run.storage_path", "scenario.path", "preset.found_by", "preset.notes")
+GRID_POINTS = 100
 
 
-def _metric_history(result: Any, metric: str) -> list[float]:
-    frame = result.metrics_dataframe
-    if frame is None or metric not in frame:
-        return []
-    return [float(v) for v in frame[metric] if v is not None and not math.isnan(float(v))]
+@dataclass
+class Trial:
+    """One Tune trial of one run: its settings and its progress.csv."""
+
+    run_dir: Path
+    name: str
+    settings: dict[str, Any]
+    progress: Any  # pandas DataFrame (empty when the trial wrote nothing yet)
+    status: str = "finished"  # finished | error | running
 
 
-def trial_rows(
-    results: Any, metric: str, mode: str, locations: dict, scope: str = "all"
-) -> list[dict[str, Any]]:
-    """One dict per trial, best first (trials without the metric last). A trial's score
-    ("best") is its best value over all iterations (`scope="all"`) or its last one."""
-    from mobrl.tuning import sampled
+@dataclass
+class Found:
+    trials: list[Trial] = field(default_factory=list)
+    evaluations: list[tuple[Path, dict[str, Any]]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
-    better = max if mode == "max" else min
+
+def _flatten(node: Any, prefix: str = "") -> dict[str, Any]:
+    if isinstance(node, dict):
+        out: dict[str, Any] = {}
+        for key, value in node.items():
+            out.update(_flatten(value, f"{prefix}{key}."))
+        return out
+    if isinstance(node, list):
+        return {prefix[:-1]: json.dumps(node)}
+    return {prefix[:-1]: node}
+
+
+def _read_progress(path: Path) -> Any:
+    import pandas as pd
+
+    try:
+        return pd.read_csv(path)
+    except (pd.errors.EmptyDataError, FileNotFoundError):
+        return pd.DataFrame()
+
+
+def _run_trials(run_dir: Path, found: Found) -> None:
+    import yaml
+
+    config = _flatten(yaml.safe_load((run_dir / "config.yaml").read_text()) or {})
+    summary_path = run_dir / "summary.json"
+    summary = json.loads(summary_path.read_text()) if summary_path.is_file() else None
+    by_trial = {t["trial"]: t for t in (summary or {}).get("trials", [])}
+    trial_dirs = sorted({p.parent for p in run_dir.glob("tune/*/progress.csv")})
+    if not trial_dirs:
+        found.notes.append(f"{run_dir}: no trial has written progress yet")
+    for trial_dir in trial_dirs:
+        info = by_trial.get(trial_dir.name, {})
+        sampled = {f"tune.{k}": v for k, v in _flatten(info.get("params") or {}).items()}
+        status = "running" if summary is None else ("error" if info.get("error") else "finished")
+        progress = _read_progress(trial_dir / "progress.csv")
+        if status != "finished":
+            found.notes.append(f"{trial_dir}: trial {status}; its curves end where its data ends")
+        found.trials.append(Trial(run_dir, trial_dir.name, {**config, **sampled}, progress, status))
+
+
+def discover(paths: list[Path]) -> Found:
+    """Every trial and evaluation under `paths` (run, multirun, trial or evaluation dirs)."""
+    found = Found()
+    seen: set[Path] = set()
+    for path in paths:
+        path = Path(path).expanduser().absolute()
+        if not path.exists():
+            raise UserError(f"'{path}' does not exist. Give run, multirun or evaluation dirs.")
+        candidates = [path, *sorted(p for p in path.rglob("*") if p.is_dir())]
+        for folder in candidates:
+            if folder in seen or any(parent in seen for parent in folder.parents):
+                continue
+            if (folder / "config.yaml").is_file() and (folder / "manifest.json").is_file():
+                seen.add(folder)
+                _run_trials(folder, found)
+            elif (folder / "summary.json").is_file() and (folder / "episodes.csv").is_file():
+                summary = json.loads((folder / "summary.json").read_text())
+                if "policies" in summary:
+                    seen.add(folder)
+                    found.evaluations.append((folder, summary))
+    if not found.trials and not found.evaluations:
+        raise UserError(
+            f"no mobrl runs or evaluations under {', '.join(str(p) for p in paths)}. Give the "
+            "run dir `mobrl train` printed, a multirun dir or an `mobrl evaluate` output dir."
+        )
+    return found
+
+
+def _seed_like(key: str) -> bool:
+    return key.split(".")[-1] == "seed"
+
+
+def group_trials(trials: list[Trial], group_by: list[str] | None = None) -> dict[str, list[Trial]]:
+    """Trials grouped by the settings in `group_by`, or by every setting that differs between
+    them except seeds (so runs that differ only by seed form one group)."""
+    if group_by:
+        unknown = [k for k in group_by if not any(k in t.settings for t in trials)]
+        if unknown:
+            names = sorted({k for t in trials for k in t.settings})
+            from mobrl.errors import unknown_choice
+
+            raise unknown_choice(
+                "--group-by", unknown[0], names, "Use a config key, e.g. algo.name."
+            )
+        varying = list(group_by)
+    else:
+        all_keys = sorted({k for t in trials for k in t.settings})
+        varying = [
+            k
+            for k in all_keys
+            if not _seed_like(k)
+            and k not in _IGNORED
+            and len({json.dumps(t.settings.get(k), default=str) for t in trials}) > 1
+        ]
+        # keys that split the trials the same way as an earlier one say nothing new
+        # (scenario.name and scenario.id, algo.name and the algorithm's class)
+        partitions: set[tuple[str, ...]] = set()
+        distinct = []
+        for key in sorted(varying, key=lambda k: (not k.endswith(".name"), k)):
+            split = tuple(json.dumps(t.settings.get(key), default=str) for t in trials)
+            index = {v: i for i, v in enumerate(dict.fromkeys(split))}
+            shape = tuple(str(index[v]) for v in split)
+            if shape not in partitions:
+                partitions.add(shape)
+                distinct.append(key)
+        varying = sorted(distinct)
+    groups: dict[str, list[Trial]] = {}
+    for trial in trials:
+        label = ", ".join(f"{k}={trial.settings.get(k)}" for k in varying) or "all runs"
+        groups.setdefault(label, []).append(trial)
+    return groups
+
+
+def _series(trial: Trial, x_col: str, metric: str) -> tuple[np.ndarray, np.ndarray] | None:
+    frame = trial.progress
+    if frame is None or frame.empty or metric not in frame or x_col not in frame:
+        return None
+    data = frame[[x_col, metric]].dropna()
+    if data.empty:
+        return None
+    return data[x_col].to_numpy(float), data[metric].to_numpy(float)
+
+
+def t_half_width(values: np.ndarray) -> float:
+    """Half-width of the 95 % Student-t confidence interval of the mean (nan for n < 2)."""
+    from mobrl.evaluate import mean_ci
+
+    return mean_ci(list(values))[1]
+
+
+@dataclass
+class Curve:
+    """A group's mean curve over the x range every trial of the group covers."""
+
+    label: str
+    x: np.ndarray
+    mean: np.ndarray
+    half: np.ndarray  # 95 % CI half-width per point (nan with one trial)
+    n: int
+
+
+def group_curve(label: str, trials: list[Trial], x_col: str, metric: str) -> Curve | None:
+    series = [s for s in (_series(t, x_col, metric) for t in trials) if s is not None]
+    if not series:
+        return None
+    start = max(s[0].min() for s in series)
+    stop = min(s[0].max() for s in series)
+    grid = np.linspace(start, stop, GRID_POINTS) if stop > start else np.array([stop])
+    values = np.stack([np.interp(grid, x, y) for x, y in series])
+    half = np.array([t_half_width(values[:, i]) for i in range(values.shape[1])])
+    return Curve(label, grid, values.mean(axis=0), half, len(series))
+
+
+def _final_values(trials: list[Trial], metric: str) -> np.ndarray:
+    out = []
+    for trial in trials:
+        series = _series(trial, keys.ITERATION, metric)
+        if series is not None:
+            out.append(series[1][-1])
+    return np.asarray(out, dtype=float)
+
+
+def _best_values(trials: list[Trial], metric: str) -> np.ndarray:
+    out = []
+    for trial in trials:
+        series = _series(trial, keys.ITERATION, metric)
+        if series is not None:
+            out.append(np.nanmax(series[1]))
+    return np.asarray(out, dtype=float)
+
+
+def summary_rows(groups: dict[str, list[Trial]], metric: str) -> list[dict[str, Any]]:
+    """Per group: trials, last and best value of `metric` (mean ± 95 % CI over trials)."""
     rows = []
-    for result in results:
-        history = _metric_history(result, metric)
-        best_ckpt = None
-        if history:
-            try:
-                best = result.get_best_checkpoint(metric, mode)
-                best_ckpt = best.path if best else None
-            except Exception:  # checkpoint metrics without the metric (e.g. NaN at first)
-                best_ckpt = None
-        last_ckpt = result.checkpoint.path if result.checkpoint else None
-        trial_dir = Path(result.path)
+    for label, trials in groups.items():
+        last, best = _final_values(trials, metric), _best_values(trials, metric)
+        steps = _final_values(trials, keys.ENV_STEPS)
         rows.append(
             {
-                "trial": trial_dir.name,
-                "trial_dir": str(trial_dir),
-                "params": sampled(result.config or {}, locations),
-                "best": (better(history) if scope == "all" else history[-1]) if history else None,
-                "last": history[-1] if history else None,
-                "iterations": result.metrics.get(metrics.ITERATION) if result.metrics else None,
-                "best_checkpoint": best_ckpt or last_ckpt,
-                "last_checkpoint": last_ckpt,
-                "error": str(result.error).splitlines()[0] if result.error else None,
+                "group": label,
+                "trials": len(trials),
+                "metric": metric,
+                "last_mean": float(last.mean()) if last.size else float("nan"),
+                "last_ci95": t_half_width(last),
+                "best_mean": float(best.mean()) if best.size else float("nan"),
+                "best_ci95": t_half_width(best),
+                "env_steps_mean": float(steps.mean()) if steps.size else float("nan"),
             }
         )
-    sign = -1.0 if mode == "max" else 1.0
-    rows.sort(key=lambda r: (r["best"] is None, sign * (r["best"] or 0.0), r["trial"]))
-    for rank, row in enumerate(rows, start=1):
-        row["rank"] = rank if row["best"] is not None else None
     return rows
 
 
-def _show(value: Any) -> str:
-    if value is None:
+def _cell(mean: float, half: float) -> str:
+    if math.isnan(mean):
         return "-"
-    if isinstance(value, float):
-        return f"{value:.4g}"
-    return str(value)
+    return f"{mean:.2f}" if math.isnan(half) else f"{mean:.2f} ± {half:.2f}"
 
 
-def report(
-    cfg: DictConfig,
-    results: Any,
-    locations: dict,
-    run_dir: Path,
-    experiment_dir: Path,
-    console: Any,
+def _save(fig: Any, out: Path, stem: str) -> Path:
+    png = out / f"{stem}.png"
+    fig.savefig(png, dpi=120, bbox_inches="tight")
+    fig.savefig(out / f"{stem}.svg", bbox_inches="tight")
+    return png
+
+
+def plot_curves(curves: list[Curve], metric: str, x_name: str, out: Path, stem: str) -> Path:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for curve in curves:
+        (line,) = ax.plot(curve.x, curve.mean, label=f"{curve.label} (n={curve.n})")
+        if curve.n > 1:
+            ax.fill_between(
+                curve.x, curve.mean - curve.half, curve.mean + curve.half,
+                color=line.get_color(), alpha=0.2, linewidth=0,
+            )  # fmt: skip
+    ax.set_xlabel(x_name)
+    ax.set_ylabel(metric)
+    values = np.concatenate([c.mean for c in curves]) if curves else np.array([])
+    if values.size:
+        q10, q90 = np.percentile(values, [10, 90])
+        low, high = q10 - 3 * (q90 - q10), q90 + 3 * (q90 - q10)
+        if values.min() < low or values.max() > high:  # an untrained first iteration, say
+            pad = 0.05 * (q90 - q10 or 1.0)
+            ax.set_ylim(max(values.min(), low) - pad, min(values.max(), high) + pad)
+            ax.set_title("y axis clipped to the bulk of the curves", fontsize=8)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    path = _save(fig, out, stem)
+    plt.close(fig)
+    return path
+
+
+def plot_evaluation(folder: Path, summary: dict[str, Any], out: Path, stem: str) -> Path:
+    """Return per policy (mean ± 95 % CI) and the trained policy's paired gaps."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    policies = list(summary["policies"])
+    means = [summary["policies"][p]["return"]["mean"] for p in policies]
+    cis = [summary["policies"][p]["return"]["ci95"] for p in policies]
+    gaps = summary.get("paired_vs_trained") or {}
+    fig, axes = plt.subplots(1, 2 if gaps else 1, figsize=(10 if gaps else 5, 3.5), squeeze=False)
+    axes[0][0].bar(policies, means, yerr=cis, capsize=4, color="tab:blue")
+    axes[0][0].set_title("return (mean ± 95 % CI)")
+    magnitudes = np.abs(means)
+    if magnitudes.max() > 10 * max(np.median(magnitudes), 1e-9):  # e.g. noop far below the rest
+        axes[0][0].set_yscale("symlog", linthresh=max(np.median(magnitudes), 1.0))
+    if gaps:
+        names = list(gaps)
+        axes[0][1].bar(
+            names,
+            [gaps[n]["return_diff_mean"] for n in names],
+            yerr=[gaps[n]["ci95"] for n in names],
+            capsize=4,
+            color="tab:green",
+        )
+        axes[0][1].axhline(0, color="black", linewidth=0.8)
+        axes[0][1].set_title("trained − baseline (paired by seed)")
+    fig.suptitle(str(folder.name), fontsize=9)
+    path = _save(fig, out, stem)
+    plt.close(fig)
+    return path
+
+
+def _embed(md: str, out: Path) -> str:
+    """report.md as a self-contained HTML page (images inlined)."""
+    import re
+
+    def image(match: Any) -> str:
+        data = base64.b64encode((out / match.group(2)).read_bytes()).decode()
+        return f'<img alt="{match.group(1)}" src="data:image/png;base64,{data}">'
+
+    html = []
+    table: list[str] = []
+    for line in md.splitlines() + [""]:
+        if line.startswith("|"):
+            table.append(line)
+            continue
+        if table:
+            cells = [row.strip("|").split("|") for row in table if not set(row) <= set("|-")]
+            head, *body = cells
+            html.append("<table><tr>" + "".join(f"<th>{c.strip()}</th>" for c in head) + "</tr>")
+            html += ["<tr>" + "".join(f"<td>{c.strip()}</td>" for c in r) + "</tr>" for r in body]
+            html.append("</table>")
+            table = []
+        if line.startswith("# "):
+            html.append(f"<h1>{line[2:]}</h1>")
+        elif line.startswith("## "):
+            html.append(f"<h2>{line[3:]}</h2>")
+        elif line.startswith("!["):
+            html.append(re.sub(r"!\[(.*?)\]\((.*?)\)", image, line))
+        elif line.strip():
+            html.append(f"<p>{line}</p>")
+    style = "body{font-family:sans-serif;max-width:60em;margin:auto}td,th{padding:2px 8px}"
+    return f"<!doctype html><meta charset='utf-8'><style>{style}</style>" + "\n".join(html)
+
+
+def _md_table(rows: list[dict[str, str]]) -> list[str]:
+    cols = list(rows[0])
+    lines = ["| " + " | ".join(cols) + " |", "|" + "|".join("---" for _ in cols) + "|"]
+    return lines + ["| " + " | ".join(str(r[c]) for c in cols) + " |" for r in rows]
+
+
+def build_report(
+    paths: list[Path],
+    out: Path,
+    metrics: list[str] | None = None,
+    x: str = "env_steps",
+    group_by: list[str] | None = None,
 ) -> dict[str, Any]:
-    """Print the ranking and write summary.json and trials.csv; return the summary."""
+    """Write the report into `out`; return what it holds (groups, curves, tables, files)."""
     import pandas as pd
+
+    if x not in X_AXES:
+        from mobrl.errors import unknown_choice
+
+        raise unknown_choice("--x", x, list(X_AXES), "Use --x env_steps, time_s or iterations.")
+    found = discover(paths)
+    out.mkdir(parents=True, exist_ok=True)
+    md = ["# mobrl report", ""]
+    result: dict[str, Any] = {"groups": {}, "curves": {}, "tables": {}, "files": []}
+    if found.trials:
+        groups = group_trials(found.trials, group_by)
+        result["groups"] = {label: [t.name for t in ts] for label, ts in groups.items()}
+        columns = {c for t in found.trials if not t.progress.empty for c in t.progress.columns}
+        wanted = metrics or [keys.RETURN_MEAN] + (
+            [keys.EVAL_RETURN_MEAN] if keys.EVAL_RETURN_MEAN in columns else []
+        )
+        missing = [m for m in wanted if m not in columns]
+        if missing and len(missing) == len(wanted):
+            raise UserError(
+                f"no run logged '{missing[0]}'. Use --metric with a column of progress.csv, "
+                f"e.g. --metric {keys.RETURN_MEAN}."
+            )
+        md += ["## Runs", ""]
+        md += _md_table(
+            [
+                {"group": label, "trials": len(ts), "runs": len({t.run_dir for t in ts})}
+                for label, ts in groups.items()
+            ]
+        )
+        rows_all: list[dict[str, Any]] = []
+        for i, metric in enumerate(m for m in wanted if m in columns):
+            curves = [
+                c
+                for c in (group_curve(label, ts, X_AXES[x], metric) for label, ts in groups.items())
+                if c is not None
+            ]
+            result["curves"][metric] = curves
+            png = plot_curves(curves, metric, x, out, f"curve_{i}")
+            rows = summary_rows(groups, metric)
+            rows_all += rows
+            result["tables"][metric] = rows
+            result["files"].append(png)
+            md += ["", f"## {metric}", "", f"![{metric} vs {x}]({png.name})", ""]
+            md += _md_table(
+                [
+                    {
+                        "group": r["group"],
+                        "trials": r["trials"],
+                        "last (mean ± 95 % CI)": _cell(r["last_mean"], r["last_ci95"]),
+                        "best (mean ± 95 % CI)": _cell(r["best_mean"], r["best_ci95"]),
+                        "env steps": f"{r['env_steps_mean']:,.0f}",
+                    }
+                    for r in rows
+                ]
+            )
+        service = [keys.result_key(m) for m in SERVICE_METRICS if keys.result_key(m) in columns]
+        if service:
+            png = _plot_service(groups, service, X_AXES[x], x, out)
+            result["files"].append(png)
+            md += ["", "## UE service during training", "", f"![UE service]({png.name})"]
+        pd.DataFrame(rows_all).to_csv(out / "groups.csv", index=False)
+    for j, (folder, summary) in enumerate(found.evaluations):
+        png = plot_evaluation(folder, summary, out, f"evaluation_{j}")
+        result["files"].append(png)
+        md += ["", f"## Evaluation: {folder}", "", f"![evaluation]({png.name})", ""]
+        md += _md_table(
+            [
+                {
+                    "policy": name,
+                    "return": _cell(stats["return"]["mean"], stats["return"]["ci95"]),
+                    "episodes": int(stats["return"]["n"]),
+                }
+                for name, stats in summary["policies"].items()
+            ]
+        )
+    if found.notes:
+        md += ["", "## Notes", ""] + [f"- {note}" for note in found.notes]
+    text = "\n".join(md) + "\n"
+    (out / "report.md").write_text(text)
+    (out / "report.html").write_text(_embed(text, out))
+    result["notes"] = found.notes
+    return result
+
+
+def _plot_service(
+    groups: dict[str, list[Trial]], columns: list[str], x_col: str, x: str, out: Path
+) -> Path:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(columns), figsize=(3.2 * len(columns), 3), squeeze=False)
+    for ax, column in zip(axes[0], columns):
+        for label, trials in groups.items():
+            curve = group_curve(label, trials, x_col, column)
+            if curve is not None:
+                ax.plot(curve.x, curve.mean, label=label)
+        ax.set_title(column.removeprefix("env_runners/"), fontsize=9)
+        ax.set_xlabel(x, fontsize=8)
+        ax.grid(alpha=0.3)
+    axes[0][0].legend(fontsize=7)
+    path = _save(fig, out, "service")
+    plt.close(fig)
+    return path
+
+
+def report_command(
+    paths: list[Path],
+    out: Path | None,
+    metrics: list[str] | None,
+    x: str,
+    group_by: list[str] | None,
+) -> Path:
+    """`mobrl report`: write the report and print a one-screen summary."""
+    from datetime import datetime
+
     from rich.table import Table
 
-    metric, mode = cfg.tune.metric, cfg.tune.mode
-    rows = trial_rows(results, metric, mode, locations, cfg.tune.scope)
-    top = rows[0] if rows else None
-    scored = top is not None and top["best"] is not None
-    summary = {
-        "metric": metric,
-        "mode": mode,
-        "best_return": top["best"] if scored else None,
-        "best_trial": top["trial"] if scored else None,
-        "best_params": top["params"] if scored else {},
-        "best_checkpoint": top["best_checkpoint"] if top else None,
-        "last_checkpoint": top["last_checkpoint"] if top else None,
-        "experiment_dir": str(experiment_dir),
-        "trials": rows,
-        "failed": [r["trial"] for r in rows if r["error"]],
-    }
-    (run_dir / RUN_SUMMARY).write_text(json.dumps(summary, indent=2, default=str) + "\n")
-    flat = [
-        {
-            "rank": r["rank"],
-            "trial": r["trial"],
-            **r["params"],
-            f"best {metric}": r["best"],
-            f"last {metric}": r["last"],
-            "iterations": r["iterations"],
-            "best_checkpoint": r["best_checkpoint"],
-            "error": r["error"],
-        }
-        for r in rows
-    ]
-    pd.DataFrame(flat).to_csv(run_dir / TRIALS_CSV, index=False)
+    from mobrl.ui import make_console
 
-    console.print()
-    if len(rows) > 1 or locations:
-        table = Table(title=f"trials ranked by {metric} ({mode})")
-        params = list(locations)
-        for col in ("rank", "trial", *params, "best", "last", "iter", "status"):
-            table.add_column(col, justify="left" if col in ("trial", "status") else "right")
+    out = Path(out) if out else Path("reports") / datetime.now().strftime("%Y-%m-%d/%H-%M-%S")
+    result = build_report(paths, out, metrics, x, group_by)
+    console = make_console()
+    for metric, rows in result["tables"].items():
+        table = Table(title=f"{metric}: last and best value per group, mean ± 95 % CI over trials")
+        for col in ("group", "trials", "last", "best", "env steps"):
+            table.add_column(col, justify="left" if col == "group" else "right")
         for r in rows:
-            status = "error" if r["error"] else "ok"
             table.add_row(
-                _show(r["rank"]),
-                r["trial"],
-                *(_show(r["params"].get(p)) for p in params),
-                _show(r["best"]),
-                _show(r["last"]),
-                _show(r["iterations"]),
-                status,
+                r["group"],
+                str(r["trials"]),
+                _cell(r["last_mean"], r["last_ci95"]),
+                _cell(r["best_mean"], r["best_ci95"]),
+                f"{r['env_steps_mean']:,.0f}",
             )
         console.print(table)
-        if summary["best_params"]:
-            best = "  ".join(f"{k}={_show(v)}" for k, v in summary["best_params"].items())
-            console.print(f"[bold]best config:[/bold] {best}")
-    best_value = summary["best_return"]
-    averaged = (
-        f" (training return: mean of up to the last {metrics.RETURN_WINDOW} episodes, exploring "
-        "actions; `mobrl evaluate` measures the policy itself)"
-        if metric == metrics.RETURN_MEAN and best_value is not None
-        else ""
-    )
-    if metric == metrics.EVAL_RETURN_MEAN and best_value is not None:
-        ev = cfg.run.eval
-        averaged = (
-            f" (evaluation during training: deterministic actions, {ev.episodes} episodes on "
-            f"seeds {ev.seed}-{ev.seed + ev.episodes - 1}; for a result to publish, run "
-            "`mobrl evaluate` on other seeds)"
-        )
+    for note in result["notes"]:
+        console.print(f"note: {note}")
     console.print(
-        f"[bold]best {metric}:[/bold] "
-        + ("no episode finished" if best_value is None else f"{best_value:.3f}{averaged}")
+        f"report: {out / 'report.md'}, {out / 'report.html'} ({len(result['files'])} figures)"
     )
-    console.print(f"[bold]best checkpoint:[/bold] {summary['best_checkpoint']}")
-    console.print(f"[bold]last checkpoint:[/bold] {summary['last_checkpoint']}")
-    if summary["best_checkpoint"]:
-        console.print(f"evaluate: mobrl evaluate --checkpoint {summary['best_checkpoint']}")
-    console.print(f"tensorboard: tensorboard --logdir {run_dir}")
-    console.print(f"results: {run_dir / RUN_SUMMARY}, {run_dir / TRIALS_CSV}")
-    for r in rows:
-        if r["error"]:
-            print(
-                f"trial failed: {r['error']} (see {Path(r['trial_dir']) / 'error.txt'})",
-                file=sys.stderr,
-            )
-    return summary
+    return out

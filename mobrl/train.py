@@ -210,7 +210,7 @@ def _finish(
 ) -> float | None:
     """Report the experiment; an interrupted one tells how to continue it (exit 130)."""
     from mobrl.progress import INTERRUPTED
-    from mobrl.report import report
+    from mobrl.ranking import report
 
     summary = report(cfg, results, locations, run_dir, experiment_dir, console)
     if INTERRUPTED.is_set():

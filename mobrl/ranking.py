@@ -1,0 +1,174 @@
+"""The end of an experiment: trials ranked by the metric, best config and checkpoint, files.
+
+Writes `summary.json` (what `mobrl evaluate` reads to pick the best checkpoint) and
+`trials.csv` (one row per trial: rank, searched hyperparameters, best and last metric,
+iterations, checkpoints, error) into the run dir, and prints the ranking as a table.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig
+
+from mobrl import metrics
+from mobrl.checkpoints import RUN_SUMMARY
+
+TRIALS_CSV = "trials.csv"
+
+
+def _metric_history(result: Any, metric: str) -> list[float]:
+    frame = result.metrics_dataframe
+    if frame is None or metric not in frame:
+        return []
+    return [float(v) for v in frame[metric] if v is not None and not math.isnan(float(v))]
+
+
+def trial_rows(
+    results: Any, metric: str, mode: str, locations: dict, scope: str = "all"
+) -> list[dict[str, Any]]:
+    """One dict per trial, best first (trials without the metric last). A trial's score
+    ("best") is its best value over all iterations (`scope="all"`) or its last one."""
+    from mobrl.tuning import sampled
+
+    better = max if mode == "max" else min
+    rows = []
+    for result in results:
+        history = _metric_history(result, metric)
+        best_ckpt = None
+        if history:
+            try:
+                best = result.get_best_checkpoint(metric, mode)
+                best_ckpt = best.path if best else None
+            except Exception:  # checkpoint metrics without the metric (e.g. NaN at first)
+                best_ckpt = None
+        last_ckpt = result.checkpoint.path if result.checkpoint else None
+        trial_dir = Path(result.path)
+        rows.append(
+            {
+                "trial": trial_dir.name,
+                "trial_dir": str(trial_dir),
+                "params": sampled(result.config or {}, locations),
+                "best": (better(history) if scope == "all" else history[-1]) if history else None,
+                "last": history[-1] if history else None,
+                "iterations": result.metrics.get(metrics.ITERATION) if result.metrics else None,
+                "best_checkpoint": best_ckpt or last_ckpt,
+                "last_checkpoint": last_ckpt,
+                "error": str(result.error).splitlines()[0] if result.error else None,
+            }
+        )
+    sign = -1.0 if mode == "max" else 1.0
+    rows.sort(key=lambda r: (r["best"] is None, sign * (r["best"] or 0.0), r["trial"]))
+    for rank, row in enumerate(rows, start=1):
+        row["rank"] = rank if row["best"] is not None else None
+    return rows
+
+
+def _show(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return str(value)
+
+
+def report(
+    cfg: DictConfig,
+    results: Any,
+    locations: dict,
+    run_dir: Path,
+    experiment_dir: Path,
+    console: Any,
+) -> dict[str, Any]:
+    """Print the ranking and write summary.json and trials.csv; return the summary."""
+    import pandas as pd
+    from rich.table import Table
+
+    metric, mode = cfg.tune.metric, cfg.tune.mode
+    rows = trial_rows(results, metric, mode, locations, cfg.tune.scope)
+    top = rows[0] if rows else None
+    scored = top is not None and top["best"] is not None
+    summary = {
+        "metric": metric,
+        "mode": mode,
+        "best_return": top["best"] if scored else None,
+        "best_trial": top["trial"] if scored else None,
+        "best_params": top["params"] if scored else {},
+        "best_checkpoint": top["best_checkpoint"] if top else None,
+        "last_checkpoint": top["last_checkpoint"] if top else None,
+        "experiment_dir": str(experiment_dir),
+        "trials": rows,
+        "failed": [r["trial"] for r in rows if r["error"]],
+    }
+    (run_dir / RUN_SUMMARY).write_text(json.dumps(summary, indent=2, default=str) + "\n")
+    flat = [
+        {
+            "rank": r["rank"],
+            "trial": r["trial"],
+            **r["params"],
+            f"best {metric}": r["best"],
+            f"last {metric}": r["last"],
+            "iterations": r["iterations"],
+            "best_checkpoint": r["best_checkpoint"],
+            "error": r["error"],
+        }
+        for r in rows
+    ]
+    pd.DataFrame(flat).to_csv(run_dir / TRIALS_CSV, index=False)
+
+    console.print()
+    if len(rows) > 1 or locations:
+        table = Table(title=f"trials ranked by {metric} ({mode})")
+        params = list(locations)
+        for col in ("rank", "trial", *params, "best", "last", "iter", "status"):
+            table.add_column(col, justify="left" if col in ("trial", "status") else "right")
+        for r in rows:
+            status = "error" if r["error"] else "ok"
+            table.add_row(
+                _show(r["rank"]),
+                r["trial"],
+                *(_show(r["params"].get(p)) for p in params),
+                _show(r["best"]),
+                _show(r["last"]),
+                _show(r["iterations"]),
+                status,
+            )
+        console.print(table)
+        if summary["best_params"]:
+            best = "  ".join(f"{k}={_show(v)}" for k, v in summary["best_params"].items())
+            console.print(f"[bold]best config:[/bold] {best}")
+    best_value = summary["best_return"]
+    averaged = (
+        f" (training return: mean of up to the last {metrics.RETURN_WINDOW} episodes, exploring "
+        "actions; `mobrl evaluate` measures the policy itself)"
+        if metric == metrics.RETURN_MEAN and best_value is not None
+        else ""
+    )
+    if metric == metrics.EVAL_RETURN_MEAN and best_value is not None:
+        ev = cfg.run.eval
+        averaged = (
+            f" (evaluation during training: deterministic actions, {ev.episodes} episodes on "
+            f"seeds {ev.seed}-{ev.seed + ev.episodes - 1}; for a result to publish, run "
+            "`mobrl evaluate` on other seeds)"
+        )
+    console.print(
+        f"[bold]best {metric}:[/bold] "
+        + ("no episode finished" if best_value is None else f"{best_value:.3f}{averaged}")
+    )
+    console.print(f"[bold]best checkpoint:[/bold] {summary['best_checkpoint']}")
+    console.print(f"[bold]last checkpoint:[/bold] {summary['last_checkpoint']}")
+    if summary["best_checkpoint"]:
+        console.print(f"evaluate: mobrl evaluate --checkpoint {summary['best_checkpoint']}")
+    console.print(f"tensorboard: tensorboard --logdir {run_dir}")
+    console.print(f"results: {run_dir / RUN_SUMMARY}, {run_dir / TRIALS_CSV}")
+    for r in rows:
+        if r["error"]:
+            print(
+                f"trial failed: {r['error']} (see {Path(r['trial_dir']) / 'error.txt'})",
+                file=sys.stderr,
+            )
+    return summary

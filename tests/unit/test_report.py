@@ -1,0 +1,167 @@
+"""`mobrl report`: grouping by what differs, numbers equal to the runs' own progress.csv,
+figures with the data behind them, partial data reported, bad input as one-line errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+from mobrl import metrics as keys
+from mobrl.errors import UserError
+from mobrl.report import build_report, discover, group_trials
+
+RETURN = keys.RETURN_MEAN
+UTILITY = keys.result_key(keys.UTILITY_MEAN)
+
+
+def make_run(root: Path, name: str, algo: str, seed: int, slope: float, finished: bool = True):
+    """A run dir laid out as `mobrl train` writes it, with one trial of 10 iterations."""
+    run = root / name
+    trial = run / "tune" / f"{algo.upper()}_{seed}_00000"
+    trial.mkdir(parents=True)
+    config = {
+        "scenario": {"name": "small", "kind": "mobile"},
+        "algo": {"name": algo, "training": {"lr": 0.001}},
+        "run": {"seed": seed, "name": "default", "stop": {"iterations": 10}},
+    }
+    (run / "config.yaml").write_text(yaml.safe_dump(config))
+    (run / "manifest.json").write_text(json.dumps({"scenario": "small", "seed": seed}))
+    steps = np.arange(1, 11) * 1000.0
+    frame = pd.DataFrame(
+        {
+            keys.ITERATION: np.arange(1, 11),
+            keys.ENV_STEPS: steps,
+            keys.TIME_TOTAL: np.arange(1, 11) * 2.0,
+            RETURN: -100 + slope * np.arange(1, 11) + seed,
+            UTILITY: np.linspace(-0.5, 0.1 * slope, 10),
+        }
+    )
+    frame.to_csv(trial / "progress.csv", index=False)
+    if finished:
+        summary = {"trials": [{"trial": trial.name, "params": {}, "error": None}]}
+        (run / "summary.json").write_text(json.dumps(summary))
+    return run, frame
+
+
+@pytest.fixture
+def multirun(tmp_path: Path) -> tuple[Path, dict[str, list[pd.DataFrame]]]:
+    """Two algorithms x two seeds, as `mobrl train -m algo=ppo,appo run.seed=0,1` leaves them."""
+    frames: dict[str, list[pd.DataFrame]] = {"ppo": [], "appo": []}
+    for i, (algo, seed) in enumerate([("ppo", 0), ("ppo", 1), ("appo", 0), ("appo", 1)]):
+        _, frame = make_run(
+            tmp_path / "multirun", f"{i}_small_{algo}", algo, seed, 5.0 if algo == "ppo" else 2.0
+        )
+        frames[algo].append(frame)
+    return tmp_path / "multirun", frames
+
+
+def test_runs_that_differ_by_seed_form_one_group(multirun) -> None:
+    root, _ = multirun
+    groups = group_trials(discover([root]).trials)
+    assert sorted(groups) == ["algo.name=appo", "algo.name=ppo"]
+    assert [len(trials) for trials in groups.values()] == [2, 2]
+
+
+def test_report_numbers_equal_the_runs_progress(multirun, tmp_path: Path) -> None:
+    root, frames = multirun
+    result = build_report([root], tmp_path / "report")
+    rows = {r["group"]: r for r in result["tables"][RETURN]}
+    for algo, runs in frames.items():
+        row = rows[f"algo.name={algo}"]
+        last = np.array([f[RETURN].iloc[-1] for f in runs])
+        assert row["trials"] == 2
+        assert row["last_mean"] == pytest.approx(last.mean())
+        # two seeds: t(0.975, 1) * sd / sqrt(2)
+        assert row["last_ci95"] == pytest.approx(12.706204736 * last.std(ddof=1) / np.sqrt(2))
+        assert row["best_mean"] == pytest.approx(np.mean([f[RETURN].max() for f in runs]))
+    curves = {c.label: c for c in result["curves"][RETURN]}
+    assert len(curves) == 2 and all(c.n == 2 for c in curves.values())
+    ppo = curves["algo.name=ppo"]
+    expected = np.mean([np.interp(ppo.x, f[keys.ENV_STEPS], f[RETURN]) for f in frames["ppo"]], 0)
+    np.testing.assert_allclose(ppo.mean, expected)
+    assert ppo.mean[-1] > curves["algo.name=appo"].mean[-1]  # the steeper group ends higher
+    written = pd.read_csv(tmp_path / "report" / "groups.csv")
+    assert sorted(written["group"]) == sorted(rows)
+
+
+def test_report_files_are_written_and_figures_are_not_blank(multirun, tmp_path: Path) -> None:
+    import matplotlib.image as mpimg
+
+    root, _ = multirun
+    out = tmp_path / "report"
+    result = build_report([root], out, x="time_s")
+    md = (out / "report.md").read_text()
+    html = (out / "report.html").read_text()
+    for png in result["files"]:
+        assert png.name in md
+        assert png.with_suffix(".svg").is_file()
+        pixels = mpimg.imread(png)
+        assert pixels.std() > 0.01, f"{png.name} is blank"
+    assert "service.png" in md  # the runs logged UE utility: small multiples
+    assert html.count("data:image/png;base64,") == len(result["files"])
+    assert "<table>" in html and "algo.name=ppo" in html
+
+
+def test_partial_data_is_reported_not_fatal(multirun, tmp_path: Path) -> None:
+    root, _ = multirun
+    make_run(root, "4_small_ppo", "ppo", 2, 5.0, finished=False)  # still running
+    crashed, _ = make_run(root, "5_small_ppo", "ppo", 3, 5.0)
+    (crashed / "tune" / "PPO_3_00000" / "progress.csv").write_text("")  # died before a result
+    summary = json.loads((crashed / "summary.json").read_text())
+    summary["trials"][0]["error"] = "RayActorError: the actor died"
+    (crashed / "summary.json").write_text(json.dumps(summary))
+    result = build_report([root], tmp_path / "report")
+    assert any("running" in note for note in result["notes"])
+    assert any("error" in note for note in result["notes"])
+    assert len(result["groups"]["algo.name=ppo"]) == 4
+    assert "## Notes" in (tmp_path / "report" / "report.md").read_text()
+
+
+def test_evaluation_dirs_get_their_chart(tmp_path: Path) -> None:
+    folder = tmp_path / "eval"
+    folder.mkdir()
+    stats = {"return": {"mean": -30.0, "ci95": 5.0, "n": 20}}
+    summary = {
+        "policies": {"trained": stats, "greedy": {"return": {"mean": -36.0, "ci95": 6.0, "n": 20}}},
+        "paired_vs_trained": {"greedy": {"return_diff_mean": 6.0, "ci95": 3.0, "n": 20}},
+    }
+    (folder / "summary.json").write_text(json.dumps(summary))
+    (folder / "episodes.csv").write_text("policy,episode,seed,return\n")
+    result = build_report([folder], tmp_path / "report")
+    assert [p.name for p in result["files"]] == ["evaluation_0.png"]
+    assert "-30.00 ± 5.00" in (tmp_path / "report" / "report.md").read_text()
+
+
+def test_bad_input_is_a_one_line_error(multirun, tmp_path: Path, mobrl_cli) -> None:
+    root, _ = multirun
+    with pytest.raises(UserError, match="no mobrl runs or evaluations"):
+        (tmp_path / "empty").mkdir()
+        discover([tmp_path / "empty"])
+    with pytest.raises(UserError, match="no run logged 'nope'"):
+        build_report([root], tmp_path / "r1", metrics=["nope"])
+    with pytest.raises(UserError, match="Did you mean 'env_steps'"):
+        build_report([root], tmp_path / "r2", x="env_step")
+    with pytest.raises(UserError, match="--group-by"):
+        build_report([root], tmp_path / "r3", group_by=["algo.nme"])
+    done = mobrl_cli("report", str(tmp_path / "missing"))
+    assert done.returncode == 2
+    assert done.stderr.strip().count("\n") == 0 and "does not exist" in done.stderr
+
+
+def test_report_imports_neither_ray_nor_torch(multirun, tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    root, _ = multirun
+    probe = (
+        "import sys; from pathlib import Path; from mobrl.report import build_report; "
+        f"build_report([Path({str(root)!r})], Path({str(tmp_path / 'r')!r})); "
+        "heavy = [m for m in ('ray', 'torch') if m in sys.modules]; assert not heavy, heavy"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
