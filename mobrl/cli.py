@@ -216,7 +216,9 @@ def report(
     metric: list[str] = typer.Option(
         None, "--metric", help="progress.csv column to plot (repeatable; default: the return)."
     ),
-    x: str = typer.Option("env_steps", "--x", help="x axis: env_steps, time_s or iterations."),
+    x: str = typer.Option(
+        None, "--x", help="x axis: env_steps, time_s or iterations (default: the first two)."
+    ),
     group_by: list[str] = typer.Option(
         None, "--group-by", help="Config key to group by (repeatable; default: what differs)."
     ),

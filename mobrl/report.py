@@ -369,16 +369,18 @@ def build_report(
     paths: list[Path],
     out: Path,
     metrics: list[str] | None = None,
-    x: str = "env_steps",
+    x: str | None = None,
     group_by: list[str] | None = None,
 ) -> dict[str, Any]:
-    """Write the report into `out`; return what it holds (groups, curves, tables, files)."""
+    """Write the report into `out`; return what it holds (groups, curves per metric against
+    the first x axis, tables, files). Without `x`, curves go against env steps and wall time."""
     import pandas as pd
 
-    if x not in X_AXES:
+    if x is not None and x not in X_AXES:
         from mobrl.errors import unknown_choice
 
         raise unknown_choice("--x", x, list(X_AXES), "Use --x env_steps, time_s or iterations.")
+    axes = [x] if x else ["env_steps", "time_s"]
     found = discover(paths)
     out.mkdir(parents=True, exist_ok=True)
     md = ["# mobrl report", ""]
@@ -405,18 +407,23 @@ def build_report(
         )
         rows_all: list[dict[str, Any]] = []
         for i, metric in enumerate(m for m in wanted if m in columns):
-            curves = [
-                c
-                for c in (group_curve(label, ts, X_AXES[x], metric) for label, ts in groups.items())
-                if c is not None
-            ]
-            result["curves"][metric] = curves
-            png = plot_curves(curves, metric, x, out, f"curve_{i}")
+            md += ["", f"## {metric}", ""]
+            for axis in axes:
+                curves = [
+                    c
+                    for c in (
+                        group_curve(label, ts, X_AXES[axis], metric) for label, ts in groups.items()
+                    )
+                    if c is not None
+                ]
+                result["curves"].setdefault(metric, curves)
+                png = plot_curves(curves, metric, axis, out, f"curve_{i}_{axis}")
+                result["files"].append(png)
+                md.append(f"![{metric} vs {axis}]({png.name})")
+            md.append("")
             rows = summary_rows(groups, metric)
             rows_all += rows
             result["tables"][metric] = rows
-            result["files"].append(png)
-            md += ["", f"## {metric}", "", f"![{metric} vs {x}]({png.name})", ""]
             md += _md_table(
                 [
                     {
@@ -431,7 +438,7 @@ def build_report(
             )
         service = [keys.result_key(m) for m in SERVICE_METRICS if keys.result_key(m) in columns]
         if service:
-            png = _plot_service(groups, service, X_AXES[x], x, out)
+            png = _plot_service(groups, service, X_AXES[axes[0]], axes[0], out)
             result["files"].append(png)
             md += ["", "## UE service during training", "", f"![UE service]({png.name})"]
         pd.DataFrame(rows_all).to_csv(out / "groups.csv", index=False)
@@ -485,7 +492,7 @@ def report_command(
     paths: list[Path],
     out: Path | None,
     metrics: list[str] | None,
-    x: str,
+    x: str | None,
     group_by: list[str] | None,
 ) -> Path:
     """`mobrl report`: write the report and print a one-screen summary."""

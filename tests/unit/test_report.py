@@ -85,6 +85,8 @@ def test_report_numbers_equal_the_runs_progress(multirun, tmp_path: Path) -> Non
     expected = np.mean([np.interp(ppo.x, f[keys.ENV_STEPS], f[RETURN]) for f in frames["ppo"]], 0)
     np.testing.assert_allclose(ppo.mean, expected)
     assert ppo.mean[-1] > curves["algo.name=appo"].mean[-1]  # the steeper group ends higher
+    md = (tmp_path / "report" / "report.md").read_text()
+    assert "curve_0_env_steps.png" in md and "curve_0_time_s.png" in md  # both x axes
     written = pd.read_csv(tmp_path / "report" / "groups.csv")
     assert sorted(written["group"]) == sorted(rows)
 
