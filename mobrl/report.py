@@ -36,6 +36,8 @@ SERVICE_METRICS = (
 #: composed-config keys that never tell runs apart in a meaningful way
 _IGNORED = ("run.name", "run.storage_path", "scenario.path", "preset.found_by", "preset.notes")
 GRID_POINTS = 100
+#: the keys that name a config group's option, in the order labels show them
+_CHOICES = ("scenario.name", "env.mode", "algo.name", "tune.name", "engine", "env.obs")
 
 
 @dataclass
@@ -154,7 +156,15 @@ def group_trials(trials: list[Trial], group_by: list[str] | None = None) -> dict
         # (scenario.name and scenario.id, algo.name and the algorithm's class)
         partitions: set[tuple[str, ...]] = set()
         distinct = []
-        for key in sorted(varying, key=lambda k: (not k.endswith(".name"), k)):
+
+        # prefer the config groups a user picks (scenario, env, algo) to the values that
+        # follow from them (a preset's hyperparameters)
+        def preference(key: str) -> tuple[int, str]:
+            if key in _CHOICES:
+                return (0, f"{_CHOICES.index(key):03d}")
+            return (2 if key.startswith("preset.") else 1, key)
+
+        for key in sorted(varying, key=preference):
             split = tuple(json.dumps(t.settings.get(key), default=str) for t in trials)
             index = {v: i for i, v in enumerate(dict.fromkeys(split))}
             shape = tuple(str(index[v]) for v in split)
