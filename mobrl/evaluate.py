@@ -218,30 +218,33 @@ def run_all(
         if progress is not None:
             progress()
 
-    def run_here(batch: list[tuple[str, int, int]]) -> None:
-        for name, i, seed in batch:
-            add(name, i, seed, _run(name, seed, ckpt, target.env_config, explore))
-
     from mobrl import zoo
 
     heavy = ckpt is not None and not zoo.is_ref(ckpt)  # restoring it imports Ray and torch
     here = [t for t in tasks if heavy and t[0] == TRAINED] if workers > 1 else tasks
-    away = [t for t in tasks if t not in here]
+    kept = set(here)
+    away = [t for t in tasks if t not in kept]
     if not away:
-        run_here(here)
+        for name, i, seed in here:
+            add(name, i, seed, _run(name, seed, ckpt, target.env_config, explore))
     else:
         import multiprocessing
         import threading
 
-        context = multiprocessing.get_context("spawn")  # torch and forked threads do not mix
-        lock = threading.Lock()
-        pool_workers = max(1, workers - 1) if here else workers
+        lock = threading.Lock()  # pool callbacks add rows from another thread
+
+        def play_here(name: str, i: int, seed: int) -> None:
+            result = _run(name, seed, ckpt, target.env_config, explore)
+            with lock:
+                add(name, i, seed, result)
 
         def collect(future: Any, task: tuple[str, int, int]) -> None:
             if future.exception() is None:  # errors surface from future.result() below
                 with lock:
                     add(*task, future.result())
 
+        context = multiprocessing.get_context("spawn")  # torch and forked threads do not mix
+        pool_workers = max(1, workers - 1) if here else workers
         with ProcessPoolExecutor(max_workers=pool_workers, mp_context=context) as pool:
             futures = {
                 pool.submit(_run, name, seed, ckpt, target.env_config, explore): (name, i, seed)
@@ -249,16 +252,12 @@ def run_all(
             }
             for future, task in futures.items():
                 future.add_done_callback(lambda f, task=task: collect(f, task))
-            for name, i, seed in here:
-                result = _run(name, seed, ckpt, target.env_config, explore)
-                with lock:
-                    add(name, i, seed, result)
+            for task in here:
+                play_here(*task)
             if here:  # then take over the episodes the workers have not started yet
-                for future, (name, i, seed) in futures.items():
+                for future, task in futures.items():
                     if future.cancel():
-                        result = _run(name, seed, ckpt, target.env_config, explore)
-                        with lock:
-                            add(name, i, seed, result)
+                        play_here(*task)
             for future in as_completed(futures):
                 if not future.cancelled():
                     future.result()
