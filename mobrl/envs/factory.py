@@ -67,10 +67,7 @@ def check_team_reward(value: Any) -> float:
     """`env.team_reward` as a float in [0, 1], or a one-line error."""
     from mobrl.errors import UserError
 
-    try:
-        share = float(value)
-    except (TypeError, ValueError):
-        share = float("nan")
+    share = float(value)  # the schema has made it a float already
     if not 0.0 <= share <= 1.0:
         raise UserError(
             f"env.team_reward={value} is not a share between 0 and 1. Use env.team_reward=0 "

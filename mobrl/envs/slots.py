@@ -21,6 +21,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.vector.utils import batch_space
 
+from mobrl.envs.wrappers import share_rewards
 from mobrl.netstats import ArrayEpisodeTracker
 
 #: mobile-env seeds of training copies start here, far from the seeds `mobrl evaluate` uses
@@ -147,14 +148,6 @@ class UESlotVectorEnv(gym.vector.VectorEnv):
     def close(self, **kwargs: Any) -> None:
         for core in self.cores:
             core.close()
-
-
-def share_rewards(rewards: np.ndarray, team: float) -> np.ndarray:
-    """Each UE's learning reward: `1 - team` of its own plus `team` of the mean over the UEs
-    rewarded in this step. The sum over UEs is unchanged, so is the episode return."""
-    if not team or rewards.size == 0:
-        return rewards
-    return (1.0 - team) * rewards + team * rewards.mean()
 
 
 def applies(env_config: dict[str, Any]) -> bool:

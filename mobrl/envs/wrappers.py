@@ -18,6 +18,14 @@ def ue_id(agent: str) -> int:
     return int(agent.removeprefix("ue_"))
 
 
+def share_rewards(rewards: np.ndarray, team: float) -> np.ndarray:
+    """Each UE's learning reward: `1 - team` of its own plus `team` of the mean over the UEs
+    rewarded in this step. The sum over UEs is unchanged, so is the episode return."""
+    if not team or rewards.size == 0:
+        return rewards
+    return (1.0 - team) * rewards + team * rewards.mean()
+
+
 class UEAgentsEnv(gym.Env):
     """One agent per UE of a mobile-env core built with the multi-agent handler, with the API
     of RLlib's `MultiAgentEnv` (dict observations, rewards and dones per agent, `__all__`).
@@ -55,8 +63,6 @@ class UEAgentsEnv(gym.Env):
         out_obs = {agent_id(u): o for u, o in obs.items()}
         out_rew = {agent_id(u): float(r) for u, r in rewards.items()}
         if self.team_reward and out_rew:
-            from mobrl.envs.slots import share_rewards
-
             shared = share_rewards(np.array(list(out_rew.values())), self.team_reward)
             out_rew = dict(zip(out_rew, shared.tolist()))
         active = {agent_id(ue.ue_id) for ue in self.core.active}
