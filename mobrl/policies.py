@@ -133,20 +133,18 @@ class _NumpyActor:
 
     def __init__(self, layers: list[tuple[str, Any]], nvec: list[int] | None):
         self.layers = layers
-        self.splits = np.cumsum(nvec)[:-1] if nvec is not None else None
+        self.nvec = nvec
 
     def decide(self, batch: np.ndarray) -> np.ndarray | None:
-        from mobrl.zoo import logits
+        from mobrl.zoo import logit_parts, logits
 
-        z = logits(self.layers, batch)
-        parts = np.split(z, self.splits, axis=-1) if self.splits is not None else [z]
         chosen = []
-        for part in parts:
+        for part in logit_parts(logits(self.layers, batch), self.nvec):
             top2 = np.sort(part, axis=-1)[..., -2:] if part.shape[-1] > 1 else None
             if top2 is not None and (top2[..., 1] - top2[..., 0] < _TIE).any():
                 return None
             chosen.append(part.argmax(axis=-1))
-        return chosen[0] if self.splits is None else np.stack(chosen, axis=-1)
+        return chosen[0] if self.nvec is None else np.stack(chosen, axis=-1)
 
 
 def _numpy_actor(module: Any) -> _NumpyActor | None:

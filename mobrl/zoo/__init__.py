@@ -135,6 +135,12 @@ def logits(layers: list[tuple[str, Any]], obs: np.ndarray) -> np.ndarray:
     return x
 
 
+def logit_parts(z: np.ndarray, nvec: list[int] | None) -> list[np.ndarray]:
+    """The logits of each sub-action: one per UE for MultiDiscrete actions (`nvec`, env=central),
+    else all of them."""
+    return [z] if nvec is None else np.split(z, np.cumsum(nvec)[:-1], axis=-1)
+
+
 class ZooPolicy:
     """A zoo entry behind the `act(observation, env)` interface of mobrl's policies."""
 
@@ -173,11 +179,8 @@ class ZooPolicy:
 
     def actions(self, obs: np.ndarray) -> np.ndarray:
         """Actions of a batch of observations."""
-        z = logits(self.layers, obs)
-        if self.nvec is None:
-            return self._choose(z)
-        parts = np.split(z, np.cumsum(self.nvec)[:-1], axis=-1)
-        return np.stack([self._choose(p) for p in parts], axis=-1)
+        chosen = [self._choose(p) for p in logit_parts(logits(self.layers, obs), self.nvec)]
+        return chosen[0] if self.nvec is None else np.stack(chosen, axis=-1)
 
     def act(self, observation: Any, env: Any = None) -> Any:
         if isinstance(observation, dict):
