@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import json
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -81,8 +82,10 @@ def _read_progress(path: Path) -> Any:
 def _run_trials(run_dir: Path, found: Found) -> None:
     import yaml
 
-    config = _flatten(yaml.safe_load((run_dir / "config.yaml").read_text()) or {})
-    summary_path = run_dir / "summary.json"
+    from mobrl.checkpoints import RESOLVED_CONFIG, RUN_SUMMARY
+
+    config = _flatten(yaml.safe_load((run_dir / RESOLVED_CONFIG).read_text()) or {})
+    summary_path = run_dir / RUN_SUMMARY
     summary = json.loads(summary_path.read_text()) if summary_path.is_file() else None
     by_trial = {t["trial"]: t for t in (summary or {}).get("trials", [])}
     trial_dirs = sorted({p.parent for p in run_dir.glob("tune/*/progress.csv")})
@@ -100,24 +103,27 @@ def _run_trials(run_dir: Path, found: Found) -> None:
 
 def discover(paths: list[Path]) -> Found:
     """Every trial and evaluation under `paths` (run, multirun, trial or evaluation dirs)."""
+    from mobrl.checkpoints import MANIFEST, RESOLVED_CONFIG, RUN_SUMMARY
+    from mobrl.evaluate import EPISODES_FILE
+
     found = Found()
-    seen: set[Path] = set()
+    runs: set[Path] = set()
     for path in paths:
         path = Path(path).expanduser().absolute()
         if not path.exists():
             raise UserError(f"'{path}' does not exist. Give run, multirun or evaluation dirs.")
-        candidates = [path, *sorted(p for p in path.rglob("*") if p.is_dir())]
-        for folder in candidates:
-            if folder in seen or any(parent in seen for parent in folder.parents):
-                continue
-            if (folder / "config.yaml").is_file() and (folder / "manifest.json").is_file():
-                seen.add(folder)
+        for manifest in sorted(path.rglob(MANIFEST)):
+            folder = manifest.parent
+            if (folder / RESOLVED_CONFIG).is_file() and folder not in runs:
+                runs.add(folder)
                 _run_trials(folder, found)
-            elif (folder / "summary.json").is_file() and (folder / "episodes.csv").is_file():
-                summary = json.loads((folder / "summary.json").read_text())
-                if "policies" in summary:
-                    seen.add(folder)
-                    found.evaluations.append((folder, summary))
+        for episodes in sorted(path.rglob(EPISODES_FILE)):
+            folder = episodes.parent
+            if any(run in folder.parents for run in runs) or not (folder / RUN_SUMMARY).is_file():
+                continue
+            summary = json.loads((folder / RUN_SUMMARY).read_text())
+            if "policies" in summary and folder not in {f for f, _ in found.evaluations}:
+                found.evaluations.append((folder, summary))
     if not found.trials and not found.evaluations:
         raise UserError(
             f"no mobrl runs or evaluations under {', '.join(str(p) for p in paths)}. Give the "
@@ -219,30 +225,22 @@ def group_curve(label: str, trials: list[Trial], x_col: str, metric: str) -> Cur
     return Curve(label, grid, values.mean(axis=0), half, len(series))
 
 
-def _final_values(trials: list[Trial], metric: str) -> np.ndarray:
-    out = []
-    for trial in trials:
-        series = _series(trial, keys.ITERATION, metric)
-        if series is not None:
-            out.append(series[1][-1])
-    return np.asarray(out, dtype=float)
+def _per_trial(trials: list[Trial], metric: str, reduce: Any) -> np.ndarray:
+    """`reduce` of each trial's history of `metric` (trials without it are left out)."""
+    series = (_series(t, keys.ITERATION, metric) for t in trials)
+    return np.asarray([reduce(s[1]) for s in series if s is not None], dtype=float)
 
 
-def _best_values(trials: list[Trial], metric: str) -> np.ndarray:
-    out = []
-    for trial in trials:
-        series = _series(trial, keys.ITERATION, metric)
-        if series is not None:
-            out.append(np.nanmax(series[1]))
-    return np.asarray(out, dtype=float)
+def _last(values: np.ndarray) -> float:
+    return float(values[-1])
 
 
 def summary_rows(groups: dict[str, list[Trial]], metric: str) -> list[dict[str, Any]]:
     """Per group: trials, last and best value of `metric` (mean ± 95 % CI over trials)."""
     rows = []
     for label, trials in groups.items():
-        last, best = _final_values(trials, metric), _best_values(trials, metric)
-        steps = _final_values(trials, keys.ENV_STEPS)
+        last, best = _per_trial(trials, metric, _last), _per_trial(trials, metric, np.nanmax)
+        steps = _per_trial(trials, keys.ENV_STEPS, _last)
         rows.append(
             {
                 "group": label,
@@ -264,6 +262,16 @@ def _cell(mean: float, half: float) -> str:
     return f"{mean:.2f}" if math.isnan(half) else f"{mean:.2f} ± {half:.2f}"
 
 
+def _pyplot() -> Any:
+    """matplotlib's pyplot on the file-only Agg backend (no screen needed)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
 def _save(fig: Any, out: Path, stem: str) -> Path:
     png = out / f"{stem}.png"
     fig.savefig(png, dpi=120, bbox_inches="tight")
@@ -272,10 +280,7 @@ def _save(fig: Any, out: Path, stem: str) -> Path:
 
 
 def plot_curves(curves: list[Curve], metric: str, x_name: str, out: Path, stem: str) -> Path:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = _pyplot()
 
     fig, ax = plt.subplots(figsize=(7, 4))
     for curve in curves:
@@ -304,10 +309,7 @@ def plot_curves(curves: list[Curve], metric: str, x_name: str, out: Path, stem: 
 
 def plot_evaluation(folder: Path, summary: dict[str, Any], out: Path, stem: str) -> Path:
     """Return per policy (mean ± 95 % CI) and the trained policy's paired gaps."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = _pyplot()
 
     policies = list(summary["policies"])
     means = [summary["policies"][p]["return"]["mean"] for p in policies]
@@ -337,36 +339,17 @@ def plot_evaluation(folder: Path, summary: dict[str, Any], out: Path, stem: str)
 
 
 def _embed(md: str, out: Path) -> str:
-    """report.md as a self-contained HTML page (images inlined)."""
-    import re
+    """report.md as a self-contained HTML page (Markdown's own converter, images inlined)."""
+    import markdown
 
-    def image(match: Any) -> str:
-        data = base64.b64encode((out / match.group(2)).read_bytes()).decode()
-        return f'<img alt="{match.group(1)}" src="data:image/png;base64,{data}">'
+    def inline(match: Any) -> str:
+        data = base64.b64encode((out / match.group(1)).read_bytes()).decode()
+        return f'src="data:image/png;base64,{data}"'
 
-    html = []
-    table: list[str] = []
-    for line in md.splitlines() + [""]:
-        if line.startswith("|"):
-            table.append(line)
-            continue
-        if table:
-            cells = [row.strip("|").split("|") for row in table if not set(row) <= set("|-")]
-            head, *body = cells
-            html.append("<table><tr>" + "".join(f"<th>{c.strip()}</th>" for c in head) + "</tr>")
-            html += ["<tr>" + "".join(f"<td>{c.strip()}</td>" for c in r) + "</tr>" for r in body]
-            html.append("</table>")
-            table = []
-        if line.startswith("# "):
-            html.append(f"<h1>{line[2:]}</h1>")
-        elif line.startswith("## "):
-            html.append(f"<h2>{line[3:]}</h2>")
-        elif line.startswith("!["):
-            html.append(re.sub(r"!\[(.*?)\]\((.*?)\)", image, line))
-        elif line.strip():
-            html.append(f"<p>{line}</p>")
+    body = markdown.markdown(md, extensions=["tables"])
+    body = re.sub(r'src="([^"/]+\.png)"', inline, body)
     style = "body{font-family:sans-serif;max-width:60em;margin:auto}td,th{padding:2px 8px}"
-    return f"<!doctype html><meta charset='utf-8'><style>{style}</style>" + "\n".join(html)
+    return f"<!doctype html><meta charset='utf-8'><style>{style}</style>\n{body}"
 
 
 def _md_table(rows: list[dict[str, str]]) -> list[str]:
@@ -478,10 +461,7 @@ def build_report(
 def _plot_service(
     groups: dict[str, list[Trial]], columns: list[str], x_col: str, x: str, out: Path
 ) -> Path:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = _pyplot()
 
     fig, axes = plt.subplots(1, len(columns), figsize=(3.2 * len(columns), 3), squeeze=False)
     for ax, column in zip(axes[0], columns):
