@@ -19,6 +19,7 @@ import numpy as np
 def play(env_config: dict, seed: int, deviator: str | None) -> tuple[dict[str, float], float]:
     """Per-UE returns and the team return of one episode: greedy UEs, `deviator` plays full."""
     from mobrl.envs.factory import find_core
+    from mobrl.envs.wrappers import ue_id
     from mobrl.policies import FullPolicy, GreedyPolicy
     from mobrl.rollout import episode_env
 
@@ -30,8 +31,8 @@ def play(env_config: dict, seed: int, deviator: str | None) -> tuple[dict[str, f
     team = 0.0
     while True:
         actions = {
-            agent: (full if agent == deviator else greedy).ue_action(core, core.users[ue])
-            for agent, ue in ((a, int(a.removeprefix("ue_"))) for a in obs)
+            agent: (full if agent == deviator else greedy).ue_action(core, core.users[ue_id(agent)])
+            for agent in obs
         }
         obs, rewards, _, truncated, _ = env.step(actions)
         for agent, value in rewards.items():
@@ -60,7 +61,9 @@ def main() -> None:
     table = Table(title=f"{args.scenario}: one UE plays full, the others greedy")
     for column in ("UE", "own gain", "team gain", "seeds"):
         table.add_column(column, justify="right")
-    agents = sorted(base[0][0], key=lambda a: int(a.removeprefix("ue_")))
+    from mobrl.envs.wrappers import ue_id
+
+    agents = sorted(base[0][0], key=ue_id)
     if args.ues != "all":
         agents = [f"ue_{ue.strip()}" for ue in args.ues.split(",")]
     gains = {}
