@@ -235,12 +235,48 @@ def _last(values: np.ndarray) -> float:
     return float(values[-1])
 
 
+#: fewest trials in a group for an aggregate (IQM) score
+IQM_MIN_TRIALS = 3
+BOOTSTRAP_RESAMPLES = 2000
+
+
+def iqm_ci(values: np.ndarray, seed: int = 0) -> tuple[float, float, float]:
+    """Interquartile mean of `values` and its 95 % percentile-bootstrap interval.
+
+    The IQM is the mean of the middle 50 % of the values (scipy's 25 % trimmed mean), as
+    rliable defines it: robust to one outlying seed, yet less noisy than the median. A group
+    holds one task (one configuration), so rliable's stratified bootstrap is a plain bootstrap
+    over the group's trials here; scipy.stats.bootstrap resamples them. NaN with fewer than
+    IQM_MIN_TRIALS trials.
+    """
+    from scipy import stats
+
+    x = np.asarray(values, dtype=float)
+    x = x[~np.isnan(x)]
+    if x.size < IQM_MIN_TRIALS:
+        return math.nan, math.nan, math.nan
+    iqm = float(stats.trim_mean(x, 0.25))
+    if np.ptp(x) == 0:  # every trial ended at the same value: the interval is that value
+        return iqm, iqm, iqm
+    res = stats.bootstrap(
+        (x,),
+        lambda sample, axis: stats.trim_mean(sample, 0.25, axis=axis),
+        n_resamples=BOOTSTRAP_RESAMPLES,
+        confidence_level=0.95,
+        method="percentile",
+        rng=np.random.default_rng(seed),
+    )
+    return iqm, float(res.confidence_interval.low), float(res.confidence_interval.high)
+
+
 def summary_rows(groups: dict[str, list[Trial]], metric: str) -> list[dict[str, Any]]:
-    """Per group: trials, last and best value of `metric` (mean ± 95 % CI over trials)."""
+    """Per group: trials, last and best value of `metric` (mean ± 95 % CI over trials), and
+    with at least IQM_MIN_TRIALS trials the IQM of the last values with its bootstrap CI."""
     rows = []
     for label, trials in groups.items():
         last, best = _per_trial(trials, metric, _last), _per_trial(trials, metric, np.nanmax)
         steps = _per_trial(trials, keys.ENV_STEPS, _last)
+        iqm, iqm_low, iqm_high = iqm_ci(last)
         rows.append(
             {
                 "group": label,
@@ -251,6 +287,9 @@ def summary_rows(groups: dict[str, list[Trial]], metric: str) -> list[dict[str, 
                 "best_mean": float(best.mean()) if best.size else float("nan"),
                 "best_ci95": t_half_width(best),
                 "env_steps_mean": float(steps.mean()) if steps.size else float("nan"),
+                "last_iqm": iqm,
+                "last_iqm_low": iqm_low,
+                "last_iqm_high": iqm_high,
             }
         )
     return rows
@@ -260,6 +299,16 @@ def _cell(mean: float, half: float) -> str:
     if math.isnan(mean):
         return "-"
     return f"{mean:.2f}" if math.isnan(half) else f"{mean:.2f} ± {half:.2f}"
+
+
+def _iqm_cell(row: dict[str, Any]) -> str:
+    if math.isnan(row["last_iqm"]):
+        return "-"
+    return f"{row['last_iqm']:.2f} [{row['last_iqm_low']:.2f}, {row['last_iqm_high']:.2f}]"
+
+
+def _has_iqm(rows: list[dict[str, Any]]) -> bool:
+    return any(not math.isnan(r["last_iqm"]) for r in rows)
 
 
 def _pyplot() -> Any:
@@ -302,6 +351,25 @@ def plot_curves(curves: list[Curve], metric: str, x_name: str, out: Path, stem: 
             ax.set_title("y axis clipped to the bulk of the curves", fontsize=8)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
+    path = _save(fig, out, stem)
+    plt.close(fig)
+    return path
+
+
+def plot_aggregate(rows: list[dict[str, Any]], metric: str, out: Path, stem: str) -> Path:
+    """IQM of each group's last values with its 95 % bootstrap interval, one row per group."""
+    plt = _pyplot()
+
+    shown = [r for r in rows if not math.isnan(r["last_iqm"])]
+    fig, ax = plt.subplots(figsize=(6, 0.5 + 0.45 * len(shown)))
+    for i, r in enumerate(shown):
+        ax.barh(i, r["last_iqm_high"] - r["last_iqm_low"], left=r["last_iqm_low"], height=0.6,
+                alpha=0.5)  # fmt: skip
+        ax.plot([r["last_iqm"]] * 2, [i - 0.3, i + 0.3], color="black", linewidth=2)
+    ax.set_yticks(range(len(shown)), [f"{r['group']} (n={r['trials']})" for r in shown])
+    ax.margins(x=0.15)
+    ax.set_xlabel(f"IQM of the last {metric} over trials (95 % bootstrap CI)")
+    ax.grid(axis="x", alpha=0.3)
     path = _save(fig, out, stem)
     plt.close(fig)
     return path
@@ -426,9 +494,21 @@ def build_report(
                         "best (mean ± 95 % CI)": _cell(r["best_mean"], r["best_ci95"]),
                         "env steps": f"{r['env_steps_mean']:,.0f}",
                     }
+                    | ({"last, IQM [95 % bootstrap CI]": _iqm_cell(r)} if _has_iqm(rows) else {})
                     for r in rows
                 ]
             )
+            if _has_iqm(rows):
+                png = plot_aggregate(rows, metric, out, f"aggregate_{i}")
+                result["files"].append(png)
+                md += [
+                    "",
+                    f"Aggregate over groups with at least {IQM_MIN_TRIALS} trials: interquartile "
+                    "mean of the last values, 95 % percentile-bootstrap interval "
+                    f"({BOOTSTRAP_RESAMPLES} resamples).",
+                    "",
+                    f"![{metric} IQM]({png.name})",
+                ]
         service = [keys.result_key(m) for m in SERVICE_METRICS if keys.result_key(m) in columns]
         if service:
             png = _plot_service(groups, service, X_AXES[axes[0]], axes[0], out)
@@ -497,7 +577,8 @@ def report_command(
     console = make_console()
     for metric, rows in result["tables"].items():
         table = Table(title=f"{metric}: last and best value per group, mean ± 95 % CI over trials")
-        for col in ("group", "trials", "last", "best", "env steps"):
+        iqm = _has_iqm(rows)
+        for col in ("group", "trials", "last", "best", "env steps") + (("last IQM",) if iqm else ()):
             table.add_column(col, justify="left" if col == "group" else "right")
         for r in rows:
             table.add_row(
@@ -506,6 +587,7 @@ def report_command(
                 _cell(r["last_mean"], r["last_ci95"]),
                 _cell(r["best_mean"], r["best_ci95"]),
                 f"{r['env_steps_mean']:,.0f}",
+                *([_iqm_cell(r)] if iqm else []),
             )
         console.print(table)
     for note in result["notes"]:

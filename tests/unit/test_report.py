@@ -124,6 +124,30 @@ def test_partial_data_is_reported_not_fatal(multirun, tmp_path: Path) -> None:
     assert "## Notes" in (tmp_path / "report" / "report.md").read_text()
 
 
+def test_groups_of_three_seeds_get_an_iqm_with_a_bootstrap_interval(
+    multirun, tmp_path: Path
+) -> None:
+    from scipy import stats
+
+    root, frames = multirun
+    _, extra = make_run(root, "4_small_ppo", "ppo", 7, 5.0)  # an outlying third seed
+    result = build_report([root], tmp_path / "report")
+    rows = {r["group"]: r for r in result["tables"][RETURN]}
+    last = np.array([f[RETURN].iloc[-1] for f in frames["ppo"] + [extra]])
+    ppo = rows["algo.name=ppo"]
+    # rliable's IQM: the mean of the middle half; with 3 values scipy trims a quarter of each end
+    assert ppo["last_iqm"] == pytest.approx(stats.trim_mean(last, 0.25))
+    assert ppo["last_iqm_low"] <= ppo["last_iqm"] <= ppo["last_iqm_high"]
+    assert last.min() <= ppo["last_iqm_low"] < ppo["last_iqm_high"] <= last.max()
+    assert np.isnan(rows["algo.name=appo"]["last_iqm"])  # two seeds: no aggregate
+    md = (tmp_path / "report" / "report.md").read_text()
+    assert "aggregate_0.png" in md and "IQM" in md
+    assert (tmp_path / "report" / "aggregate_0.png").is_file()
+    # the same data, the same interval: the bootstrap is seeded
+    again = build_report([root], tmp_path / "again")["tables"][RETURN]
+    assert {r["group"]: r["last_iqm_low"] for r in again}["algo.name=ppo"] == ppo["last_iqm_low"]
+
+
 def test_evaluation_dirs_get_their_chart(tmp_path: Path) -> None:
     folder = tmp_path / "eval"
     folder.mkdir()
