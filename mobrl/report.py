@@ -578,7 +578,9 @@ def report_command(
     for metric, rows in result["tables"].items():
         table = Table(title=f"{metric}: last and best value per group, mean ± 95 % CI over trials")
         iqm = _has_iqm(rows)
-        for col in ("group", "trials", "last", "best", "env steps") + (("last IQM",) if iqm else ()):
+        for col in ("group", "trials", "last", "best", "env steps") + (
+            ("last IQM",) if iqm else ()
+        ):
             table.add_column(col, justify="left" if col == "group" else "right")
         for r in rows:
             table.add_row(
