@@ -222,12 +222,15 @@ def report(
     group_by: list[str] = typer.Option(
         None, "--group-by", help="Config key to group by (repeatable; default: what differs)."
     ),
+    overwrite: bool = typer.Option(
+        False, "--overwrite", help="Replace the report already in --out."
+    ),
 ) -> None:
     """Learning curves (mean and 95 % CI over seeds), evaluation charts, report.md and .html."""
     from mobrl.report import report_command
 
     try:
-        report_command(paths, out, metric or None, x, group_by or None)
+        report_command(paths, out, metric or None, x, group_by or None, overwrite)
     except UserError as err:
         raise _fail(err) from None
 

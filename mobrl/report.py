@@ -564,15 +564,22 @@ def report_command(
     metrics: list[str] | None,
     x: str | None,
     group_by: list[str] | None,
+    overwrite: bool = False,
 ) -> Path:
     """`mobrl report`: write the report and print a one-screen summary."""
     from datetime import datetime
 
     from rich.table import Table
 
+    from mobrl.spec import check_writable
     from mobrl.ui import make_console
 
     out = Path(out) if out else Path("reports") / datetime.now().strftime("%Y-%m-%d/%H-%M-%S")
+    if (out / "report.md").exists() and not overwrite:
+        raise UserError(
+            f"--out '{out}' already holds a report. Choose another --out or add --overwrite."
+        )
+    check_writable(out, "--out", example="./reports/mine")
     result = build_report(paths, out, metrics, x, group_by)
     console = make_console()
     for metric, rows in result["tables"].items():

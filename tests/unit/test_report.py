@@ -13,7 +13,7 @@ import yaml
 
 from mobrl import metrics as keys
 from mobrl.errors import UserError
-from mobrl.report import build_report, discover, group_trials
+from mobrl.report import build_report, discover, group_trials, report_command
 
 RETURN = keys.RETURN_MEAN
 UTILITY = keys.result_key(keys.UTILITY_MEAN)
@@ -174,6 +174,13 @@ def test_bad_input_is_a_one_line_error(multirun, tmp_path: Path, mobrl_cli) -> N
         build_report([root], tmp_path / "r2", x="env_step")
     with pytest.raises(UserError, match="--group-by"):
         build_report([root], tmp_path / "r3", group_by=["algo.nme"])
+    kept = tmp_path / "kept"
+    report_command([root], kept, None, None, None)
+    before = (kept / "report.md").read_text()
+    with pytest.raises(UserError, match="already holds a report.*--overwrite"):
+        report_command([root], kept, None, "time_s", None)
+    assert (kept / "report.md").read_text() == before  # nothing written is lost
+    report_command([root], kept, None, "time_s", None, overwrite=True)
     done = mobrl_cli("report", str(tmp_path / "missing"))
     assert done.returncode == 2
     assert done.stderr.strip().count("\n") == 0 and "does not exist" in done.stderr
