@@ -110,8 +110,17 @@ def _resume(args: list[str]) -> None:
 @app.command(context_settings=_PASS_THROUGH)
 def evaluate(
     ctx: typer.Context,
-    checkpoint: Path = typer.Option(
-        ..., "--checkpoint", help="Checkpoint, trial, experiment, run or multirun dir, or zoo:NAME."
+    checkpoint: list[Path] = typer.Option(
+        ...,
+        "--checkpoint",
+        help="Checkpoint, trial, experiment, run or multirun dir, or zoo:NAME "
+        "(repeatable with --scenarios).",
+    ),
+    scenarios: str = typer.Option(
+        None,
+        "--scenarios",
+        help="Comma-separated layouts: evaluate on each (a generalisation matrix; "
+        "needs a policy trained with env.obs=topk).",
     ),
     episodes: int = typer.Option(20, "--episodes", help="Episodes per policy."),
     seed: int = typer.Option(0, "--seed", help="Seed of the first episode (then seed+1, ...)."),
@@ -128,12 +137,31 @@ def evaluate(
     Extra GROUP=OPTION / KEY=VALUE overrides name the scenario for checkpoints without a
     mobrl manifest (e.g. scenario=small env=ma).
     """
-    from mobrl.evaluate import evaluate_command
-
     try:
+        if scenarios is not None:
+            from mobrl.transfer import matrix_command
+
+            if ctx.args:
+                raise UserError(
+                    f"--scenarios takes each checkpoint's env from its manifest; drop "
+                    f"{' '.join(ctx.args)}."
+                )
+            matrix_command(
+                checkpoint, scenarios.split(","), episodes, seed, baselines, pick, output,
+                explore, workers,
+            )  # fmt: skip
+            return
+        if len(checkpoint) > 1:
+            raise UserError(
+                "several --checkpoint values need --scenarios (a generalisation matrix); "
+                "evaluate one checkpoint at a time otherwise."
+            )
+        from mobrl.evaluate import evaluate_command
+
         evaluate_command(
-            checkpoint, list(ctx.args), episodes, seed, baselines, pick, output, explore, workers
-        )
+            checkpoint[0], list(ctx.args), episodes, seed, baselines, pick, output, explore,
+            workers,
+        )  # fmt: skip
     except UserError as err:
         raise _fail(err) from None
 

@@ -186,11 +186,21 @@ def _make_policy(name: str, checkpoint: str | None, env_config: dict, explore: b
     return BASELINES[name]()
 
 
+def _worker_key(name: str, checkpoint: str | None, env_config: dict, explore: bool) -> tuple:
+    return (name, checkpoint, explore, env_config.get("scenario"), env_config.get("id"))
+
+
+def set_main_policy(checkpoint: str, env_config: dict, explore: bool, policy: Any) -> None:
+    """Episodes of the trained policy that run in this process use `policy` (loaded already)."""
+    _WORKER["key"] = _worker_key(TRAINED, checkpoint, env_config, explore)
+    _WORKER["policy"] = policy
+
+
 def _run(name: str, seed: int, checkpoint: str | None, env_config: dict, explore: bool) -> dict:
     from mobrl.rollout import run_episode
 
-    key = (name, checkpoint, explore)
-    if _WORKER.get("key") != key:  # one policy load per worker and policy
+    key = _worker_key(name, checkpoint, env_config, explore)
+    if _WORKER.get("key") != key:  # one policy load per worker, policy and scenario
         _WORKER["key"], _WORKER["policy"] = key, _make_policy(name, checkpoint, env_config, explore)
     return run_episode(env_config, _WORKER["policy"], seed)
 
@@ -239,7 +249,8 @@ def run_all(
                 add(name, i, seed, result)
 
         def collect(future: Any, task: tuple[str, int, int]) -> None:
-            if future.exception() is None:  # errors surface from future.result() below
+            # errors surface from future.result() below; taken-over futures are cancelled
+            if not future.cancelled() and future.exception() is None:
                 with lock:
                     add(*task, future.result())
 
@@ -385,7 +396,7 @@ def evaluate_command(
 
         trained = policy_for_env(target.checkpoint, target.env_config, explore)
         # episodes run in this process reuse the policy just loaded
-        _WORKER["key"], _WORKER["policy"] = (TRAINED, str(target.checkpoint), explore), trained
+        set_main_policy(str(target.checkpoint), target.env_config, explore, trained)
         console.print(target.note)
     scenario = target.env_config.get("scenario") or target.env_config["id"]
     output = Path(output) if output else default_output_dir(scenario)

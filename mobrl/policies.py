@@ -218,7 +218,14 @@ def _sample(space: Any, rng: np.random.Generator) -> Any:
 
 
 class _PerUEBaseline(Baseline):
-    """A rule applied to each active UE of a mobile-env scenario, in `ma` or `central` mode."""
+    """A rule applied to each active UE of a mobile-env scenario, in `ma` or `central` mode.
+
+    Rules choose mobile-env's station actions (b + 1 toggles station b). With `env.obs=topk`
+    a UE acts on its k station slots instead: the station's slot is played, and a station
+    outside the slots cannot be toggled (noop), except that a rule with `frees_slots` then
+    releases the UE's weakest link in its slots to make room."""
+
+    frees_slots = False
 
     def ue_action(self, core: Any, ue: Any) -> int:
         raise NotImplementedError
@@ -231,7 +238,9 @@ class _PerUEBaseline(Baseline):
         if core is None:
             raise UserError(f"baseline '{self.name}' needs a mobile-env scenario.")
         if isinstance(observation, dict):
-            return {a: self.ue_action(core, core.users[ue_id(a)]) for a in observation}
+            actions = {a: self.ue_action(core, core.users[ue_id(a)]) for a in observation}
+            k = getattr(core.handler, "topk", None)
+            return actions if k is None else self._slot_actions(core, actions, k)
         active = set(core.active)
         return np.asarray(
             [
@@ -239,6 +248,24 @@ class _PerUEBaseline(Baseline):
                 for _, ue in sorted(core.users.items())
             ]
         )
+
+    def _slot_actions(self, core: Any, actions: dict[Any, int], k: int) -> dict[Any, int]:
+        from mobrl.envs.observations import station_arrays, topk_order, topk_slot_action
+        from mobrl.envs.wrappers import ue_id
+
+        state = station_arrays(core)
+        ids = sorted(core.users)
+        out = {}
+        for agent, action in actions.items():
+            column = ids.index(ue_id(agent))
+            slot = topk_slot_action(state, column, action, k)
+            if slot == 0 and action != 0 and self.frees_slots:
+                linked = state["conn"][:, column] & state["reach"][:, column]
+                order = topk_order(state["snr"][:, [column]], linked[:, None], k)[:, 0]
+                held = [j for j, b in enumerate(order.tolist()) if b >= 0 and linked[b]]
+                slot = held[-1] + 1 if held else 0
+            out[agent] = slot
+        return out
 
 
 def _link_state(core: Any, ue: Any) -> tuple[list[Any], set[Any], dict[Any, float]]:
@@ -268,6 +295,7 @@ class GreedyPolicy(_PerUEBaseline):
     then release any other connection (an action toggles one connection per step)."""
 
     name = "greedy"
+    frees_slots = True
 
     def ue_action(self, core: Any, ue: Any) -> int:
         reachable, connected, snrs = _link_state(core, ue)

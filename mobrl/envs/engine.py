@@ -34,6 +34,7 @@ from mobile_env.handlers.central import MComCentralHandler
 from mobile_env.handlers.multi_agent import MComMAHandler
 
 from mobrl.envs import channel
+from mobrl.envs.observations import topk_rows, topk_station_actions
 
 #: the simulation models the engine computes natively (exact classes: a subclass may change them)
 SUPPORTED_MODELS = {
@@ -239,6 +240,9 @@ class FastEngine:
         assert issubclass(core.handler, MComMAHandler), "step_arrays needs the multi-agent handler"
         assert not core.time_is_up, "step() called on terminated episode"
         act = np.asarray(actions, dtype=np.int64)
+        k = getattr(core.handler, "topk", None)
+        if k is not None:  # slot actions of env.obs=topk -> station actions
+            act = topk_station_actions(self.topk_state(), act, k)
         if np.count_nonzero(act.view(np.uint64) > len(self._bs_list)):
             raise KeyError(int(act[(act < 0) | (act > len(self._bs_list))][0]) - 1)
         sel = self._sel
@@ -249,7 +253,28 @@ class FastEngine:
 
     def observe_all(self) -> np.ndarray:
         """Observation rows of every UE (multi-agent features, UE order), active or not."""
-        return self._features(self._all_idx, self.handler.features)  # type: ignore[attr-defined]
+        return self._ma_rows(self._all_idx)
+
+    def _ma_rows(self, idx: np.ndarray) -> np.ndarray:
+        """Multi-agent observation rows of the UEs at `idx`."""
+        handler = self.handler  # type: ignore[attr-defined]
+        k = getattr(handler, "topk", None)
+        if k is not None:  # env.obs=topk (mobrl.envs.observations)
+            return topk_rows(self.topk_state(), idx, k)
+        return self._features(idx, handler.features)
+
+    def topk_state(self) -> dict[str, Any]:
+        """The arrays `env.obs=topk` reads (mobrl.envs.observations.station_arrays)."""
+        counts, bs_util = self._bs_stats
+        return {
+            "snr": self._snr,
+            "conn": self._conn,
+            "reach": self._reach,
+            "counts": counts.astype(float),
+            "bs_util": bs_util,
+            "util": self._util if hasattr(self, "_util") else np.full(len(self._ue_list), np.nan),
+            "idle": self._idle,
+        }
 
     def _advance(self, act: np.ndarray | None, monitor: bool) -> None:
         """Apply the UEs' actions (None: no UE acts) and advance the simulation one step;
@@ -469,7 +494,7 @@ class FastEngine:
         handler = core.handler
         if issubclass(handler, MComMAHandler):
             idx = self._active_idx if not core.time_is_up else self._active_idx[:0]
-            rows = self._features(idx, handler.features)
+            rows = self._ma_rows(idx)
             return dict(zip(self._ue_ids[idx].tolist(), rows))
         if issubclass(handler, MComCentralHandler):
             # mobile-env lists inactive UEs first (it builds them from a set; here: by id)

@@ -19,7 +19,7 @@ SAMPLERS = ("auto", "ue_slots", "multi_agent")
 #: `fast`: mobrl's array engine (mobrl.envs.engine); `stock`: mobile-env's own step
 MOBILE_ENGINES = ("fast", "stock")
 #: values of `env.obs` (the handlers behind them: mobrl.envs.observations.HANDLERS)
-OBSERVATIONS = ("mobile", "extended")
+OBSERVATIONS = ("mobile", "extended", "topk")
 
 
 def env_config_from(cfg: Any, render_mode: str | None = None) -> dict[str, Any]:
@@ -44,7 +44,9 @@ def env_config_from(cfg: Any, render_mode: str | None = None) -> dict[str, Any]:
         from mobrl import scenarios
 
         env_config["layout"] = scenarios.load(cfg.scenario.path)
-        env_config["obs"] = check_obs(cfg.env.get("obs", "mobile"))
+        env_config["obs"] = check_obs(cfg.env.get("obs", "mobile"), cfg.env.mode)
+        if env_config["obs"] == "topk":
+            env_config["topk"] = check_topk(cfg.env.get("topk"))
         env_config["team_reward"] = check_team_reward(cfg.env.get("team_reward", 0.0))
     env_config["policies"] = policy_spec(env_config, cfg.env.get("policies"))
     env_config["sampler"] = resolve_sampler(env_config, cfg.env.get("sampler", "auto"))
@@ -54,13 +56,35 @@ def env_config_from(cfg: Any, render_mode: str | None = None) -> dict[str, Any]:
     return env_config
 
 
-def check_obs(obs: str) -> str:
-    """A known `env.obs` value, or a one-line error."""
-    from mobrl.errors import unknown_choice
+def check_obs(obs: str, mode: str = "ma") -> str:
+    """A known `env.obs` value that applies to `env.mode`, or a one-line error."""
+    from mobrl.errors import UserError, unknown_choice
 
     if obs not in OBSERVATIONS:
-        raise unknown_choice("env.obs", str(obs), OBSERVATIONS, "Use env.obs=mobile or extended.")
+        raise unknown_choice(
+            "env.obs", str(obs), OBSERVATIONS, "Use env.obs=mobile, extended or topk."
+        )
+    if obs == "topk" and mode != "ma":
+        raise UserError(
+            f"env.obs=topk needs one agent per UE (env=ma), not env.mode={mode}: a central "
+            f"agent's observation grows with the UE count anyway. Use env=ma or env.obs=extended."
+        )
     return obs
+
+
+def check_topk(value: Any) -> int:
+    """`env.topk` as a positive slot count (None: the default), or a one-line error."""
+    from mobrl.envs.observations import TOPK_DEFAULT
+    from mobrl.errors import UserError
+
+    if value is None:
+        return TOPK_DEFAULT
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise UserError(
+            f"env.topk={value} is not a positive whole number of station slots. "
+            f"Use e.g. env.topk={TOPK_DEFAULT}."
+        )
+    return value
 
 
 def check_team_reward(value: Any) -> float:
@@ -115,8 +139,8 @@ def make_slot_env(env_config: dict[str, Any], num_envs: int) -> Any:
     layout = env_config["layout"]
 
     def make_core(seed: int) -> Any:
-        obs = env_config.get("obs", "mobile")
-        return make_mobile_core(layout, "ma", "fast", {**kwargs, "seed": seed}, obs=obs)
+        obs, topk = env_config.get("obs", "mobile"), env_config.get("topk")
+        return make_mobile_core(layout, "ma", "fast", {**kwargs, "seed": seed}, obs=obs, topk=topk)
 
     run_seed = int(env_config.get("seed") or 0)
     seeds = [copy_seed(run_seed, 0, c) for c in range(num_envs // n_ues)]
@@ -139,8 +163,8 @@ def make_env(env_config: dict[str, Any], rllib: bool = False) -> Any:
     if env_config["kind"] == "mobile":
         engine = env_config.get("engine", "fast")
         layout = env_config.get("layout") or env_config["id"]  # runs from before layouts as data
-        obs = env_config.get("obs", "mobile")
-        core = make_mobile_core(layout, env_config["mode"], engine, kwargs, render_mode, obs)
+        obs, topk = env_config.get("obs", "mobile"), env_config.get("topk")
+        core = make_mobile_core(layout, env_config["mode"], engine, kwargs, render_mode, obs, topk)
         if env_config["mode"] == "central":
             return core
         if rllib:
@@ -170,21 +194,22 @@ def make_mobile_core(
     kwargs: dict[str, Any] | None = None,
     render_mode: str | None = None,
     obs: str = "mobile",
+    topk: int | None = None,
 ) -> Any:
     """A mobile-env core (`MComCore`) of a layout (a scenario name, or validated layout data)
     with the handler of `mode` (`ma`: dict observations per UE, `central`: one flat vector) on
     the chosen engine. `kwargs` are mobile-env config entries that override the layout's;
-    `obs` picks the observation (mobrl.envs.observations)."""
+    `obs` picks the observation (mobrl.envs.observations; `topk`: its slot count)."""
     from mobile_env.core.base import MComCore
     from mobile_env.core.util import deep_dict_merge
 
     from mobrl import scenarios
-    from mobrl.envs.observations import HANDLERS
+    from mobrl.envs.observations import handler_for
 
     if isinstance(layout, str):
         layout = scenarios.load(scenarios.path_of(layout))
     stations, users, config = scenarios.build_config(layout)
-    config = deep_dict_merge(config, {"handler": HANDLERS[obs, mode], **(kwargs or {})})
+    config = deep_dict_merge(config, {"handler": handler_for(obs, mode, topk), **(kwargs or {})})
     if engine == "fast":
         from mobrl.envs.engine import FastCore
 

@@ -1,5 +1,6 @@
-"""What a UE agent observes: mobile-env's own features (`env.obs=mobile`) or mobile-env's plus
-two per-station features (`env.obs=extended`), as mobile-env handler classes.
+"""What a UE agent observes: mobile-env's own features (`env.obs=mobile`), mobile-env's plus
+two per-station features (`env.obs=extended`), or a fixed number of station slots that does not
+depend on the layout (`env.obs=topk`), as mobile-env handler classes.
 
 mobile-env's per-UE observation cannot tell a station out of the UE's range from one in range
 that serves nobody: both broadcast the idle utility and a zero connection share. Which of the
@@ -12,6 +13,23 @@ utility, which counts in the UE's reward, into a served one. `extended` adds, pe
 
 Reward, dynamics and actions stay mobile-env's. Evaluation and rendering rebuild the env from
 the run's manifest, so they observe exactly what training observed.
+
+`mobile` and `extended` have one entry per station, so a policy fits one layout only. `topk`
+(multi-agent mode) gives each UE `k` station slots (`env.topk`, default 3) instead: its
+linked stations first, then the strongest others, each ordered by SNR (ties by station id), so
+a UE can always reach the links it holds (up to k). Per slot, 5 features:
+
+- `linked`: 1 if the UE holds a link to the station (and it is in range), else 0;
+- `snr`: the station's SNR over the UE's best SNR among all stations (mobile-env's `snrs`);
+- `reachable`: 1 if the UE is in the station's range, else 0;
+- `load`: n / (n + 1) for a station in range serving n UEs (0 idle, towards 1 crowded), else 0;
+- `bcast`: the mean utility of the station's UEs if in range, else the idle utility (mobile-env's
+  `bcast`);
+
+then 2 of the UE's own: its utility (mobile-env's `utility`) and its link count divided by k.
+Slots beyond the layout's stations are all zero. The action is Discrete(k + 1): 0 keeps the
+links, j toggles the link to the station in slot j (a zero slot does nothing). The observation
+has 5k + 2 entries and the action k + 1 on every layout, so one policy acts on all of them.
 """
 
 from __future__ import annotations
@@ -82,9 +100,152 @@ class ExtendedCentralHandler(MComCentralHandler):
         return np.concatenate([f[k] for f in features.values() for k in cls.features])
 
 
+#: per-slot and own features of `env.obs=topk`, in observation order
+TOPK_SLOT_FEATURES = ("linked", "snr", "reachable", "load", "bcast")
+TOPK_OWN_FEATURES = ("utility", "links")
+#: default number of station slots of `env.obs=topk`
+TOPK_DEFAULT = 3
+
+
+def topk_size(k: int) -> int:
+    return len(TOPK_SLOT_FEATURES) * k + len(TOPK_OWN_FEATURES)
+
+
+def station_arrays(env: Any) -> dict[str, Any]:
+    """The (BS, UE) state `topk` reads, stations and UEs in id order: SNR, links, range, each
+    station's UE count and mean utility, each UE's utility (NaN: not active) and the idle value.
+    mobrl's fast engine has them as arrays; a stock core is read through its objects."""
+    if hasattr(env, "topk_state"):
+        return env.topk_state()
+    stations = [env.stations[b] for b in sorted(env.stations)]
+    ues = [env.users[u] for u in sorted(env.users)]
+    snr = np.array([[env.channel.snr(bs, ue) for ue in ues] for bs in stations], dtype=float)
+    thr = np.array([ue.snr_threshold for ue in ues], dtype=float)[None, :]
+    conn = np.array([[ue in env.connections.get(bs, ()) for ue in ues] for bs in stations])
+    bs_util = env.station_utilities()
+    return {
+        "snr": snr,
+        "conn": conn.reshape(snr.shape),
+        "reach": snr > thr,
+        "counts": np.array([len(env.connections.get(bs, ())) for bs in stations], dtype=float),
+        "bs_util": np.array([bs_util[bs] for bs in stations], dtype=float),
+        "util": np.array([env.utilities.get(ue, np.nan) for ue in ues], dtype=float),
+        "idle": env.utility.scale(env.utility.lower),
+    }
+
+
+def topk_order(snr: np.ndarray, linked: np.ndarray, k: int) -> np.ndarray:
+    """(k, UE) station index per slot (-1: no station): linked stations first, then the rest,
+    each by SNR from strongest (ties: lower station id)."""
+    n_bs, n_ue = snr.shape
+    by_snr = np.argsort(-snr, axis=0, kind="stable")
+    unlinked = ~np.take_along_axis(linked, by_snr, axis=0)
+    order = np.take_along_axis(by_snr, np.argsort(unlinked, axis=0, kind="stable"), axis=0)[:k]
+    if n_bs < k:
+        order = np.concatenate([order, np.full((k - n_bs, n_ue), -1)], axis=0)
+    return order
+
+
+def topk_rows(state: dict[str, Any], columns: np.ndarray, k: int) -> np.ndarray:
+    """`topk` observation rows (float32) of the UEs at `columns` of the state's arrays."""
+    snr, reach = state["snr"][:, columns], state["reach"][:, columns]
+    linked = state["conn"][:, columns] & reach
+    order = topk_order(snr, linked, k)
+    valid = order >= 0
+    slot = np.where(valid, order, 0)
+    take = lambda a: np.take_along_axis(a, slot, axis=0)  # noqa: E731
+    counts = state["counts"][:, None] * reach
+    best = snr.max(axis=0, initial=0.0)
+    per_slot = {
+        "linked": take(linked),
+        "snr": take(snr / np.where(best > 0, best, 1.0)),
+        "reachable": take(reach),
+        "load": take(counts / (counts + 1.0)),
+        "bcast": take(np.where(reach, state["bs_util"][:, None], state["idle"])),
+    }
+    n = len(columns)
+    out = np.zeros((n, topk_size(k)), dtype=np.float32)
+    block = out[:, : len(TOPK_SLOT_FEATURES) * k].reshape(n, k, len(TOPK_SLOT_FEATURES))
+    for f, name in enumerate(TOPK_SLOT_FEATURES):
+        block[:, :, f] = np.where(valid, per_slot[name], 0.0).T
+    util = state["util"][columns]
+    out[:, -2] = np.where(np.isnan(util), state["idle"], util)
+    out[:, -1] = np.minimum(linked.sum(axis=0) / k, 1.0)
+    return out
+
+
+def topk_station_actions(state: dict[str, Any], act: np.ndarray, k: int) -> np.ndarray:
+    """Slot actions of every UE (UE order; 0 keeps the links) as mobile-env's station actions
+    (0 keeps, b + 1 toggles station b), by the order the UEs observed."""
+    act = np.asarray(act, dtype=np.int64)
+    if ((act < 0) | (act > k)).any():
+        raise KeyError(int(act[(act < 0) | (act > k)][0]))
+    order = topk_order(state["snr"], state["conn"] & state["reach"], k)
+    picked = np.take_along_axis(order, np.maximum(act - 1, 0)[None, :], axis=0)[0]
+    return np.where((act > 0) & (picked >= 0), picked + 1, 0)
+
+
+def topk_slot_action(state: dict[str, Any], column: int, station_action: int, k: int) -> int:
+    """The slot action of UE `column` that toggles mobile-env's `station_action` (0 if none)."""
+    if station_action == 0:
+        return 0
+    snr, reach = state["snr"][:, [column]], state["reach"][:, [column]]
+    order = topk_order(snr, state["conn"][:, [column]] & reach, k)[:, 0].tolist()
+    return order.index(station_action - 1) + 1 if station_action - 1 in order else 0
+
+
+class TopKMAHandler(MComMAHandler):
+    """mobile-env's multi-agent handler with `env.obs=topk` observations and slot actions."""
+
+    topk = TOPK_DEFAULT
+
+    @classmethod
+    def ue_obs_size(cls, env: Any) -> int:
+        return topk_size(cls.topk)
+
+    @classmethod
+    def action_space(cls, env: Any) -> Any:
+        import gymnasium
+
+        return gymnasium.spaces.Dict(
+            {ue.ue_id: gymnasium.spaces.Discrete(cls.topk + 1) for ue in env.users.values()}
+        )
+
+    @classmethod
+    def observation(cls, env: Any) -> dict[int, np.ndarray]:
+        ids = sorted(env.users)
+        active = sorted(ue.ue_id for ue in env.active if not env.time_is_up)
+        columns = np.array([ids.index(u) for u in active], dtype=int)
+        rows = topk_rows(station_arrays(env), columns, cls.topk)
+        return dict(zip(active, rows))
+
+    @classmethod
+    def action(cls, env: Any, action: dict[int, int]) -> dict[int, int]:
+        ids = sorted(env.users)
+        slots = np.zeros(len(ids), dtype=np.int64)
+        for ue_id, a in action.items():
+            slots[ids.index(ue_id)] = a
+        stations = topk_station_actions(station_arrays(env), slots, cls.topk)
+        return {ue_id: int(stations[ids.index(ue_id)]) for ue_id in action}
+
+
+def topk_handler(k: int) -> type:
+    """The `topk` handler class with `k` station slots."""
+    if k == TOPK_DEFAULT:
+        return TopKMAHandler
+    return type(f"TopK{k}MAHandler", (TopKMAHandler,), {"topk": k})
+
+
 HANDLERS = {
     ("mobile", "ma"): MComMAHandler,
     ("mobile", "central"): MComCentralHandler,
     ("extended", "ma"): ExtendedMAHandler,
     ("extended", "central"): ExtendedCentralHandler,
 }
+
+
+def handler_for(obs: str, mode: str, topk: int | None = None) -> type:
+    """The mobile-env handler class of `env.obs` in `env.mode` (`topk`: the slot count)."""
+    if obs == "topk":
+        return topk_handler(int(topk or TOPK_DEFAULT))
+    return HANDLERS[obs, mode]

@@ -65,3 +65,122 @@ def test_env_obs_reaches_the_env_and_a_typo_is_a_user_error() -> None:
     assert next(iter(obs.values())).shape == (4 * 3 + 1 + 2 * 3,)  # 3 stations
     with pytest.raises(UserError, match="unknown env.obs 'extnded'. Did you mean 'extended'"):
         validate_command_line(["env.obs=extnded"])
+
+
+# --- env.obs=topk: k station slots, the same spaces on every layout ----------------------------
+
+
+def _topk_core(layout: str, engine: str = "fast", k: int = 3, seed: int = 3):
+    return make_mobile_core(layout, "ma", engine, {"seed": seed}, obs="topk", topk=k)
+
+
+@pytest.mark.parametrize("layout", ["small", "medium"])
+def test_topk_is_the_same_on_both_engines(layout: str) -> None:
+    fast, stock = _topk_core(layout, "fast"), _topk_core(layout, "stock")
+    obs_f, _ = fast.reset()
+    obs_s, _ = stock.reset()
+    rng = np.random.default_rng(0)
+    for _ in range(60):
+        assert obs_f.keys() == obs_s.keys()
+        for ue in obs_f:
+            np.testing.assert_allclose(obs_f[ue], obs_s[ue], atol=1e-6)
+        action = {ue: int(rng.integers(0, 4)) for ue in obs_f}
+        obs_f, rew_f, *_ = fast.step(action)
+        obs_s, rew_s, *_ = stock.step(action)
+        assert rew_f == pytest.approx(rew_s)
+
+
+@pytest.mark.parametrize("k", [1, 3, 5])
+def test_topk_spaces_do_not_depend_on_the_layout(k: int) -> None:
+    from mobrl.envs.observations import topk_size
+
+    for layout in ("small", "medium", "large", "dense_urban", "highway"):
+        core = _topk_core(layout, k=k)
+        ue = min(core.users)
+        assert core.observation_space[ue].shape == (topk_size(k),) == (5 * k + 2,)
+        assert core.action_space[ue].n == k + 1
+        obs, _ = core.reset()
+        assert all(core.observation_space[ue].contains(o) for o in obs.values())
+
+
+def test_topk_slots_show_the_links_first_then_the_strongest_and_act_on_them() -> None:
+    core = _topk_core("medium", k=3, seed=5)
+    obs, _ = core.reset()
+    rng = np.random.default_rng(2)
+    stations = [core.stations[b] for b in sorted(core.stations)]
+    for _ in range(40):
+        # before acting: what each UE's slots show, recomputed from mobile-env's own objects
+        slots = {}
+        for ue_id, row in obs.items():
+            ue = core.users[ue_id]
+            snr = {bs.bs_id: core.channel.snr(bs, ue) for bs in stations}
+            linked = {
+                bs.bs_id
+                for bs in stations
+                if ue in core.connections.get(bs, ()) and core.check_connectivity(bs, ue)
+            }
+            ranked = sorted(snr, key=lambda b: (b not in linked, -snr[b], b))[:3]
+            slots[ue_id] = ranked
+            block = row[:15].reshape(3, 5)
+            np.testing.assert_array_equal(block[:, 0], [b in linked for b in ranked])
+            np.testing.assert_allclose(
+                block[:, 1], [snr[b] / max(snr.values()) for b in ranked], rtol=1e-5
+            )
+            assert row[-1] == pytest.approx(min(len(linked) / 3, 1.0))
+        action = {ue: int(rng.integers(0, 4)) for ue in obs}
+        linked_before = {
+            u: {b.bs_id for b in stations if core.users[u] in core.connections.get(b, ())}
+            for u in obs
+        }
+        reach_before = {
+            u: {b.bs_id for b in stations if core.check_connectivity(b, core.users[u])} for u in obs
+        }
+        obs, *_ = core.step(action)
+        toggled = 0
+        for ue_id, a in action.items():
+            if a == 0:
+                continue
+            bs = slots[ue_id][a - 1]
+            if bs not in reach_before[ue_id]:
+                continue  # out of range: the action does nothing, as in mobile-env
+            now = core.users[ue_id] in core.connections.get(core.stations[bs], ())
+            assert now != (bs in linked_before[ue_id]), (ue_id, a, bs)
+            toggled += 1
+        if action:
+            assert toggled or not any(reach_before.values())
+
+
+def test_topk_pads_layouts_with_fewer_stations_than_slots() -> None:
+    core = _topk_core("small", k=5)  # 3 stations
+    obs, _ = core.reset()
+    for row in obs.values():
+        assert not row[15:25].any()  # slots 4 and 5: all zero
+    before = core.connections
+    snapshot = {bs: set(ues) for bs, ues in before.items()}
+    core.step({ue: 5 for ue in obs})  # toggling an empty slot does nothing
+    assert sum(len(v) for v in core.connections.values()) == sum(len(v) for v in snapshot.values())
+
+
+@pytest.mark.parametrize("layout", ["small", "medium", "large"])
+def test_greedy_plays_the_same_episode_on_topk_as_on_mobile_env_actions(layout: str) -> None:
+    from mobrl.policies import GreedyPolicy
+    from mobrl.rollout import run_episode
+
+    plain = env_config_from(validate_command_line([f"scenario={layout}"]))
+    topk = env_config_from(validate_command_line([f"scenario={layout}", "env.obs=topk"]))
+    for seed in (0, 1):
+        a = run_episode(plain, GreedyPolicy(), seed)
+        b = run_episode(topk, GreedyPolicy(), seed)
+        assert a["return"] == pytest.approx(b["return"])
+
+
+def test_topk_options_are_checked() -> None:
+    with pytest.raises(UserError, match="env.obs=topk needs one agent per UE"):
+        env_config_from(validate_command_line(["env=central", "env.obs=topk"]))
+    with pytest.raises(UserError, match="env.topk=0 is not a positive"):
+        env_config_from(validate_command_line(["env.obs=topk", "env.topk=0"]))
+    env_config = env_config_from(validate_command_line(["env.obs=topk", "env.topk=4"]))
+    assert env_config["topk"] == 4
+    env = make_env({**env_config, "sampler": "multi_agent"})
+    obs, _ = env.reset()
+    assert next(iter(obs.values())).shape == (22,)

@@ -15,9 +15,15 @@ def _env_config(*overrides: str) -> dict:
     return factory.env_config_from(compose(list(overrides)))
 
 
-@pytest.mark.parametrize(("scenario", "team"), [("small", 0.0), ("medium", 0.0), ("small", 0.5)])
-def test_slots_step_like_the_multi_agent_wrapper(scenario: str, team: float) -> None:
-    env_config = _env_config(f"scenario={scenario}", "env=ma", f"env.team_reward={team}")
+@pytest.mark.parametrize(
+    ("scenario", "team", "obs"),
+    [("small", 0.0, "mobile"), ("medium", 0.0, "mobile"), ("small", 0.5, "mobile"),
+     ("medium", 0.0, "topk")],
+)  # fmt: skip
+def test_slots_step_like_the_multi_agent_wrapper(scenario: str, team: float, obs: str) -> None:
+    env_config = _env_config(
+        f"scenario={scenario}", "env=ma", f"env.team_reward={team}", f"env.obs={obs}"
+    )
     copies = 2
     n = factory.num_ues(env_config)
     slots = factory.make_slot_env(env_config, copies * n)

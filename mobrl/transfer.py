@@ -1,0 +1,274 @@
+"""`mobrl evaluate --scenarios a,b,...`: a generalisation matrix, each policy on every layout.
+
+Each checkpoint (rows: the scenario it was trained on) plays, with the baselines, on every listed
+mobile-env scenario (columns), on the same paired seeds everywhere. The env of each column is
+the checkpoint's own (env mode, observation, team reward, engine) with the layout swapped, so
+the trained policy only needs spaces that do not depend on the layout: `env.obs=topk`. A
+policy with mobile-env's own observation (one entry per station) cannot act on another layout;
+that is a one-line error that says so.
+
+Writes `matrix.csv` (one row per checkpoint, scenario and policy: return and service with 95 %
+CIs, the trained policy's paired gap to each baseline), `matrix.json` and `episodes.csv`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from pathlib import Path
+from typing import Any
+
+from mobrl.errors import UserError
+from mobrl.evaluate import (
+    EPISODES_FILE,
+    TRAINED,
+    Target,
+    check_baselines,
+    default_output_dir,
+    run_all,
+    set_main_policy,
+    summarize,
+)
+
+MATRIX_CSV = "matrix.csv"
+MATRIX_JSON = "matrix.json"
+#: baselines of the matrix unless --baselines names others (the gap to the first is shown)
+DEFAULT_BASELINES = ("greedy", "full")
+#: episode measures a cell reports besides the return
+_SERVICE = ("utility_mean", "net/connected_fraction")
+
+
+def transfer_env(source: dict[str, Any], scenario: str) -> dict[str, Any]:
+    """The env of `source` (a checkpoint's env_config) on the layout of `scenario`."""
+    from mobrl.config import validate_command_line
+    from mobrl.envs.factory import check_env, env_config_from
+
+    if source.get("kind") != "mobile":
+        raise UserError(
+            f"--scenarios applies to policies trained on mobile-env layouts; this one was "
+            f"trained on {source.get('scenario') or source.get('id')}. Drop --scenarios."
+        )
+    if len(set((source.get("policies") or {}).values())) > 1:
+        raise UserError(
+            "--scenarios needs a policy shared by all UEs (env.policies=shared); this "
+            "checkpoint has one policy per UE group, which other layouts cannot map."
+        )
+    overrides = [
+        f"scenario={scenario}",
+        f"env={source['mode']}",
+        f"env.obs={source.get('obs', 'mobile')}",
+        f"env.team_reward={float(source.get('team_reward') or 0.0)}",
+        f"engine={source.get('engine', 'fast')}",
+    ]
+    if source.get("topk"):
+        overrides.append(f"env.topk={int(source['topk'])}")
+    cfg = validate_command_line(overrides)
+    if cfg.scenario.kind != "mobile":
+        raise UserError(
+            f"--scenarios: '{scenario}' is not a mobile-env layout. Use layouts listed by "
+            "`mobrl scenarios list`, e.g. --scenarios small,medium,large."
+        )
+    env_config = env_config_from(cfg)
+    check_env(env_config, rllib=False)
+    return env_config
+
+
+def _bind(policy: Any, env_config: dict[str, Any]) -> Any:
+    """The same weights acting in the env of `env_config` (its agents and policy mapping)."""
+    from mobrl.policies import TrainedPolicy
+
+    if isinstance(policy, TrainedPolicy):
+        return TrainedPolicy(policy.modules, env_config, explore=policy.explore)
+    return policy
+
+
+def _check_fits(policy: Any, env_config: dict[str, Any], label: str) -> None:
+    from mobrl.envs.factory import make_env
+
+    env = make_env({**env_config, "render_mode": None})
+    try:
+        policy.check_spaces(env)
+    except UserError as err:
+        obs = env_config.get("obs", "mobile")
+        raise UserError(
+            f"{label} cannot act on {env_config['scenario']}: its observation (env.obs={obs}) "
+            "has one entry per station, so its size differs between layouts. Train with "
+            "env.obs=topk for a policy that acts on every layout."
+            if obs != "topk"
+            else str(err).splitlines()[0]
+        ) from None
+    finally:
+        env.close()
+
+
+def _label(target: Target, taken: set[str]) -> str:
+    """Row label: the scenario trained on, and the checkpoint when that is ambiguous."""
+    label = f"{target.env_config.get('scenario')}"
+    if label in taken:
+        label = f"{label} ({target.checkpoint})"
+    taken.add(label)
+    return label
+
+
+def matrix(
+    targets: list[Target],
+    scenarios: list[str],
+    baselines: list[str],
+    seeds: list[int],
+    explore: bool,
+    workers: int,
+    progress: Any = None,
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Every target's policy and the baselines on every scenario: (cells, episode rows).
+
+    Baselines do not depend on the checkpoint, so each plays each env once."""
+    from mobrl.policies import load_policy
+
+    cells: list[dict[str, Any]] = []
+    episodes: list[dict[str, Any]] = []
+    baseline_rows: dict[str, list[dict[str, Any]]] = {}
+    taken: set[str] = set()
+    plan = []
+    for target in targets:  # every check before the first episode
+        label = _label(target, taken)
+        policy = load_policy(target.checkpoint, target.env_config, explore)
+        envs = [transfer_env(target.env_config, s) for s in scenarios]
+        bound = [_bind(policy, env) for env in envs]
+        for env, p in zip(envs, bound):
+            _check_fits(p, env, f"the policy of {label}")
+            check_baselines(baselines, env)
+        plan.append((label, target, envs, bound))
+    for label, target, envs, bound in plan:
+        for scenario, env, policy in zip(scenarios, envs, bound):
+            set_main_policy(str(target.checkpoint), env, explore, policy)
+            key = json.dumps(env, sort_keys=True, default=str)
+            new = key not in baseline_rows
+            todo = [TRAINED] + (baselines if new else [])
+            rows = run_all(
+                Target(target.checkpoint, env, ""), todo, seeds, explore, workers, progress
+            )
+            if new:
+                baseline_rows[key] = [r for r in rows if r["policy"] != TRAINED]
+            mine = [r for r in rows if r["policy"] == TRAINED]
+            rows = mine + baseline_rows[key]
+            summary = summarize(rows, [TRAINED, *baselines])
+            for name in [TRAINED, *baselines]:
+                stats = summary["policies"][name]
+                cell = {
+                    "trained_on": label,
+                    "checkpoint": str(target.checkpoint),
+                    "evaluated_on": scenario,
+                    "policy": name,
+                    "n": int(stats["return"]["n"]),
+                    "return_mean": stats["return"]["mean"],
+                    "return_ci95": stats["return"]["ci95"],
+                }
+                for col in _SERVICE:
+                    if col in stats:
+                        cell[f"{col}_mean"] = stats[col]["mean"]
+                if name == TRAINED:
+                    for base, diff in summary["paired_vs_trained"].items():
+                        cell[f"gap_vs_{base}_mean"] = diff["return_diff_mean"]
+                        cell[f"gap_vs_{base}_ci95"] = diff["ci95"]
+                cells.append(cell)
+            played = mine + (baseline_rows[key] if new else [])  # baselines once per env
+            for r in played:
+                who = label if r["policy"] == TRAINED else ""
+                episodes.append({"trained_on": who, "evaluated_on": scenario, **r})
+    return cells, episodes
+
+
+def _fmt(mean: float, half: float, sign: bool = False) -> str:
+    if math.isnan(mean):
+        return "-"
+    text = f"{mean:+.1f}" if sign else f"{mean:.1f}"
+    return text if math.isnan(half) else f"{text} ± {half:.1f}"
+
+
+def matrix_command(
+    checkpoints: list[Path],
+    scenarios: list[str],
+    episodes: int,
+    seed: int,
+    baselines: str | None,
+    pick: str,
+    output: Path | None,
+    explore: bool,
+    workers: int | None,
+) -> Path:
+    """`mobrl evaluate --checkpoint X [--checkpoint Y] --scenarios a,b,...`."""
+    import pandas as pd
+    from rich.progress import Progress
+    from rich.table import Table
+
+    from mobrl.evaluate import _atomic_write, _check_output, target_for
+    from mobrl.ui import make_console
+
+    console = make_console()
+    scenarios = list(dict.fromkeys(s.strip() for s in scenarios if s.strip()))
+    if not scenarios:
+        raise UserError("--scenarios is empty. List layouts, e.g. --scenarios small,medium,large.")
+    names = [b for b in (baselines.split(",") if baselines else DEFAULT_BASELINES) if b]
+    targets = [target_for(c, [], pick) for c in checkpoints]
+    output = Path(output) if output else default_output_dir("matrix")
+    _check_output(output)
+    for file in (MATRIX_CSV, MATRIX_JSON):
+        if (output / file).exists():
+            raise UserError(f"--output '{output}' already holds {file}. Choose a new --output dir.")
+    seeds = [seed + i for i in range(episodes)]
+    if workers is None:
+        workers = min(os.cpu_count() or 1, 4)
+    total = len(seeds) * len(scenarios) * (len(targets) + len(names))
+    with Progress(console=console, transient=True) as bar:
+        task = bar.add_task(f"{total} episodes on {', '.join(scenarios)}", total=total)
+        cells, rows = matrix(
+            targets, scenarios, names, seeds, explore, workers, lambda: bar.advance(task)
+        )
+    output.mkdir(parents=True, exist_ok=True)
+    _atomic_write(output / EPISODES_FILE, pd.DataFrame(rows).to_csv(index=False))
+    _atomic_write(output / MATRIX_CSV, pd.DataFrame(cells).to_csv(index=False))
+    payload = {
+        "checkpoints": [str(t.checkpoint) for t in targets],
+        "scenarios": scenarios,
+        "baselines": names,
+        "episodes": episodes,
+        "seeds": seeds,
+        "explore": explore,
+        "cells": cells,
+    }
+    _atomic_write(output / MATRIX_JSON, json.dumps(payload, indent=2, default=str) + "\n")
+
+    first = names[0] if names else None
+    title = f"return on each layout, mean ± 95 % CI over {episodes} episodes"
+    if first:
+        title += f"; in brackets the paired gap to {first}"
+    table = Table(title=title)
+    table.add_column("trained on \\ evaluated on")
+    for s in scenarios:
+        table.add_column(s, justify="right")
+    by = {(c["trained_on"], c["evaluated_on"], c["policy"]): c for c in cells}
+    labels = list(dict.fromkeys(c["trained_on"] for c in cells))
+    for label in labels:
+        row = []
+        for s in scenarios:
+            c = by[label, s, TRAINED]
+            text = _fmt(c["return_mean"], c["return_ci95"])
+            if first:
+                gap = _fmt(c[f"gap_vs_{first}_mean"], c[f"gap_vs_{first}_ci95"], sign=True)
+                text += f"\n({gap})"
+            row.append(text)
+        table.add_row(label, *row)
+    for name in names:
+        table.add_row(
+            name,
+            *(
+                _fmt(by[labels[0], s, name]["return_mean"], by[labels[0], s, name]["return_ci95"])
+                for s in scenarios
+            ),
+        )
+    console.print(table)
+    console.print(
+        f"results: {output / MATRIX_CSV}, {output / MATRIX_JSON}, {output / EPISODES_FILE}"
+    )
+    return output
