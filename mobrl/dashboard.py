@@ -206,10 +206,10 @@ class DashboardRenderer:
         )
         sim.add_collection(self.links)
         self.ue_dots = sim.scatter([], [], s=200, zorder=2, marker="o", animated=True)
-        self.ue_labels = [
-            sim.text(0, 0, "", ha="center", va="center", zorder=3, animated=True)
-            for _ in range(scene.num_users)
-        ]
+        # UE ids as mathtext markers: drawn from a cached path, several times faster per frame
+        # than a text artist (font layout and glyph rendering on every draw)
+        self._sim = sim
+        self.ue_labels: dict[int, Any] = {}
         self.title = sim.set_title("", fontsize=10, loc="left", animated=True)
         for ax in (sim, dash):
             ax.get_xaxis().set_visible(False)
@@ -250,12 +250,21 @@ class DashboardRenderer:
             self.links,
             *self.stations,
             self.ue_dots,
-            *self.ue_labels,
             self.title,
             *self.table_texts.values(),
             self.utility_line,
             self.connected_line,
         ]
+
+    def _ue_label(self, ue_id: int) -> Any:
+        if ue_id not in self.ue_labels:
+            text = str(ue_id)
+            size = 7.5 * (1 + 0.45 * (len(text) - 1))  # mathtext markers scale to their width
+            self.ue_labels[ue_id] = self._sim.scatter(
+                [], [], marker=f"${text}$", s=size**2, c="black", linewidths=0,
+                zorder=3, animated=True,
+            )  # fmt: skip
+        return self.ue_labels[ue_id]
 
     def draw(self, state: FrameState) -> np.ndarray:
         """The frame of `state` as an (height, width, 3) uint8 array."""
@@ -263,12 +272,11 @@ class DashboardRenderer:
         offsets = np.array([(x, y) for _, x, y, _ in ues]).reshape(-1, 2)
         self.ue_dots.set_offsets(offsets)
         self.ue_dots.set_facecolors([self.cmap(self.norm(u)) for *_, u in ues])
-        for label, ue in zip(self.ue_labels, ues):
-            label.set_text(str(ue[0]))
-            label.set_position((ue[1], ue[2]))
-            label.set_visible(True)
-        for label in self.ue_labels[len(ues) :]:
-            label.set_visible(False)
+        labels = []
+        for ue_id, x, y, _ in ues:
+            label = self._ue_label(ue_id)
+            label.set_offsets([(x, y)])
+            labels.append(label)
         self.links.set_segments([[(bx, by), (ux, uy)] for bx, by, ux, uy, _ in state.links])
         self.links.set_colors([self.cmap(self.norm(share)) for *_, share in state.links])
         self.title.set_text(
@@ -292,6 +300,9 @@ class DashboardRenderer:
         self.canvas.restore_region(self.background)
         for artist in self.moving:
             self.fig.draw_artist(artist)
+            if artist is self.ue_dots:  # ids on top of their dots
+                for label in labels:
+                    self.fig.draw_artist(label)
         rgba = np.asarray(self.canvas.buffer_rgba())
         return rgba[:, :, :3].copy()
 

@@ -82,6 +82,14 @@ def test_dashboard_frame_shows_the_recorded_state() -> None:
     assert with_links.shape == (500, 800, 3) and with_links.dtype == np.uint8
     assert not np.array_equal(with_links, no_links)  # the links are drawn
     assert np.array_equal(renderer.draw(state), with_links)  # nothing left over between frames
+    # every UE's id is drawn on its dot, and a UE that left takes its id with it
+    labels = renderer.ue_labels
+    assert sorted(labels) == [u[0] for u in state.ues]
+    for ue_id, x, y, _ in state.ues:
+        np.testing.assert_allclose(labels[ue_id].get_offsets(), [[x, y]])
+    fewer = renderer.draw(dashboard.FrameState(0, 3, -1.0, state.ues[1:], []))
+    assert not np.array_equal(fewer, no_links)  # the first UE's dot and id are gone
+    assert np.array_equal(renderer.draw(dashboard.FrameState(0, 3, -1.0, state.ues, [])), no_links)
 
 
 @pytest.mark.parametrize(
