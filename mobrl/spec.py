@@ -125,6 +125,7 @@ def check_config(cfg: DictConfig) -> None:
             "run.stop has no criterion, so training would never end. "
             "Set one, e.g. run.stop.iterations=100."
         )
+    check_numbers(cfg)
     from mobrl.training_eval import check_eval_config
 
     check_eval_config(cfg)
@@ -132,6 +133,68 @@ def check_config(cfg: DictConfig) -> None:
         raise UserError("run.checkpoint.frequency must be >= 0 (0: only at the end).")
     if cfg.run.storage_path is not None:
         check_writable(Path(cfg.run.storage_path), "run.storage_path")
+
+
+#: settings that must be positive when set (null: the algorithm's default or no criterion)
+_POSITIVE = (
+    "run.stop.iterations",
+    "run.stop.env_steps",
+    "run.stop.time_s",
+    "run.batch.train_batch_size",
+    "run.batch.minibatch_size",
+    "run.batch.num_epochs",
+    "run.batch.rollout_fragment_length",
+    "algo.training.lr",
+    "algo.training.clip_param",
+    "algo.training.vf_clip_param",
+    "algo.training.grad_clip",
+    "algo.training.num_epochs",
+)
+#: algorithm settings that are shares or discounts: (low, high, low included)
+_RANGES = {
+    "algo.training.gamma": (0.0, 1.0, False),
+    "algo.training.lambda_": (0.0, 1.0, True),
+    "algo.training.tau": (0.0, 1.0, True),
+}
+_NON_NEGATIVE = (
+    "run.seed",
+    "algo.training.entropy_coeff",
+    "algo.training.vf_loss_coeff",
+    "algo.training.kl_coeff",
+)
+
+
+def check_numbers(cfg: DictConfig) -> None:
+    """Counts, budgets and rates that cannot work (zero or negative batch sizes, a negative
+    learning rate, a discount above 1, ...) as one-line errors before anything starts."""
+    for key in (*_POSITIVE, *_NON_NEGATIVE, *_RANGES):
+        value = OmegaConf.select(cfg, key, default=None)
+        if value is None or isinstance(value, bool) or not isinstance(value, (int, float)):
+            continue  # unset, or a schedule / search space checked elsewhere
+        if key in _POSITIVE and not value > 0:
+            raise UserError(f"{key}={value} must be positive. Use a value above 0 or remove it.")
+        if key in _NON_NEGATIVE and value < 0:
+            raise UserError(f"{key}={value} must not be negative. Use 0 or more.")
+        if key in _RANGES:
+            low, high, closed = _RANGES[key]
+            if not ((value >= low if closed else value > low) and value <= high):
+                interval = f"{'[' if closed else '('}{low:g}, {high:g}]"
+                raise UserError(f"{key}={value} must lie in {interval}. Use e.g. {key}=0.99.")
+    batch = cfg.run.batch
+    if (
+        batch.minibatch_size
+        and batch.train_batch_size
+        and (batch.minibatch_size > batch.train_batch_size)
+    ):
+        raise UserError(
+            f"run.batch.minibatch_size={batch.minibatch_size} is larger than "
+            f"run.batch.train_batch_size={batch.train_batch_size}. Use a minibatch at most "
+            "the batch size."
+        )
+    if cfg.scenario.kind == "mobile":
+        from mobrl.envs.factory import check_topk
+
+        check_topk(cfg.env.get("topk"))
 
 
 def _can_create_file(folder: Path) -> bool:

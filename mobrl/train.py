@@ -6,6 +6,7 @@ import json
 import logging
 import os
 import sys
+import time
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -37,8 +38,37 @@ def train_task(cfg: DictConfig) -> float | None:
     try:
         return run_training(cfg)
     except UserError as err:
+        _drop_empty_job_dir()
         print(f"error: {err}", file=sys.stderr)
         raise SystemExit(USER_ERROR_EXIT) from None
+
+
+_STARTED = time.time()
+
+
+def _drop_empty_job_dir() -> None:
+    """After a config error: remove the job dir Hydra made for this run if it holds nothing
+    but Hydra's own `.hydra/` files written by this process (and then an empty date dir)."""
+    import shutil
+
+    from hydra.core.hydra_config import HydraConfig
+
+    try:
+        job_dir = Path(HydraConfig.get().runtime.output_dir)
+    except ValueError:  # not inside a Hydra job
+        return
+    hydra_dir = job_dir / ".hydra"
+    if not job_dir.is_dir() or [p.name for p in job_dir.iterdir()] != [".hydra"]:
+        return
+    if any(f.stat().st_mtime < _STARTED - 1 for f in hydra_dir.iterdir()):
+        return  # an older job's files: not ours to remove
+    shutil.rmtree(job_dir, ignore_errors=True)
+    for parent in (job_dir.parent, job_dir.parent.parent):  # outputs/DATE/, then outputs/
+        if parent.name not in ("outputs", "multirun") and parent.parent.name != "outputs":
+            break
+        if not parent.is_dir() or any(parent.iterdir()):
+            break
+        parent.rmdir()
 
 
 def _configure_ray() -> None:

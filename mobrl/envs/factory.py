@@ -20,6 +20,8 @@ SAMPLERS = ("auto", "ue_slots", "multi_agent")
 MOBILE_ENGINES = ("fast", "stock")
 #: values of `env.obs` (the handlers behind them: mobrl.envs.observations.HANDLERS)
 OBSERVATIONS = ("mobile", "extended", "topk")
+#: station slots of `env.obs=topk` unless `env.topk` says otherwise
+TOPK_DEFAULT = 3
 
 
 def env_config_from(cfg: Any, render_mode: str | None = None) -> dict[str, Any]:
@@ -74,7 +76,6 @@ def check_obs(obs: str, mode: str = "ma") -> str:
 
 def check_topk(value: Any) -> int:
     """`env.topk` as a positive slot count (None: the default), or a one-line error."""
-    from mobrl.envs.observations import TOPK_DEFAULT
     from mobrl.errors import UserError
 
     if value is None:

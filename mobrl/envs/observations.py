@@ -40,6 +40,8 @@ import numpy as np
 from mobile_env.handlers.central import MComCentralHandler
 from mobile_env.handlers.multi_agent import MComMAHandler
 
+from mobrl.envs.factory import TOPK_DEFAULT
+
 #: per-station features `extended` adds after mobile-env's own
 EXTRA_FEATURES = ("reachable", "load")
 
@@ -103,8 +105,6 @@ class ExtendedCentralHandler(MComCentralHandler):
 #: per-slot and own features of `env.obs=topk`, in observation order
 TOPK_SLOT_FEATURES = ("linked", "snr", "reachable", "load", "bcast")
 TOPK_OWN_FEATURES = ("utility", "links")
-#: default number of station slots of `env.obs=topk`
-TOPK_DEFAULT = 3
 
 
 def topk_size(k: int) -> int:

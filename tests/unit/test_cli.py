@@ -96,3 +96,13 @@ def test_env_errors_exit_2_before_any_run_dir_is_made(mobrl_cli, tmp_path, overr
     assert result.stderr.startswith("error: ") and len(result.stderr.strip().splitlines()) == 1
     assert "env.sampler" in result.stderr or "env.policies" in result.stderr
     assert not (tmp_path / "outputs").exists()
+
+
+def test_error_found_after_hydra_started_leaves_no_job_dir(mobrl_cli, tmp_path) -> None:
+    """`algo.training.lr=abc` passes the schema (lr may be a schedule) and fails when RLlib's
+    config is built, after Hydra made the job dir: that dir goes again."""
+    result = mobrl_cli("train", "run=smoke", "algo.training.lr=abc", cwd=tmp_path)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert result.stderr.startswith("error: ") and "lr" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "outputs").exists()

@@ -80,3 +80,36 @@ def test_engine_key_switches_the_mobile_env_step() -> None:
 def test_unknown_engine_is_a_user_error() -> None:
     with pytest.raises(UserError, match="unknown engine 'stok'. Did you mean 'stock'"):
         validate_command_line(["engine=stok"])
+
+
+@pytest.mark.parametrize(
+    "override,message",
+    [
+        ("run.stop.iterations=-1", "run.stop.iterations=-1 must be positive"),
+        ("run.stop.iterations=0", "run.stop.iterations=0 must be positive"),
+        ("run.stop.env_steps=0", "run.stop.env_steps=0 must be positive"),
+        ("run.stop.time_s=-5", "run.stop.time_s=-5.0 must be positive"),
+        ("algo.training.lr=-1", "algo.training.lr=-1 must be positive"),
+        ("algo.training.lr=0", "algo.training.lr=0 must be positive"),
+        ("run.batch.minibatch_size=0", "run.batch.minibatch_size=0 must be positive"),
+        ("run.batch.train_batch_size=-200", "run.batch.train_batch_size=-200 must be positive"),
+        ("run.batch.num_epochs=0", "run.batch.num_epochs=0 must be positive"),
+        ("run.batch.minibatch_size=5000", "larger than run.batch.train_batch_size=200"),
+        ("algo.training.gamma=1.5", r"algo.training.gamma=1.5 must lie in \(0, 1\]"),
+        ("algo.training.gamma=0", r"algo.training.gamma=0 must lie in \(0, 1\]"),
+        ("algo.training.lambda_=-0.1", r"must lie in \[0, 1\]"),
+        ("algo.training.entropy_coeff=-0.01", "entropy_coeff=-0.01 must not be negative"),
+        ("run.seed=-3", "run.seed=-3 must not be negative"),
+        ("env.topk=0", "env.topk=0 is not a positive whole number"),
+    ],
+)
+def test_impossible_numbers_are_user_errors(override: str, message: str) -> None:
+    from mobrl.errors import UserError
+
+    with pytest.raises(UserError, match=message):  # before Hydra starts a job
+        validate_command_line(["run=smoke", override])
+
+
+def test_sane_numbers_pass() -> None:
+    cfg = validate_command_line(["run=smoke", "algo.training.gamma=1", "run.seed=0"])
+    assert cfg.algo.training.gamma == 1
