@@ -137,6 +137,9 @@ def evaluate(
     Extra GROUP=OPTION / KEY=VALUE overrides name the scenario for checkpoints without a
     mobrl manifest (e.g. scenario=small env=ma).
     """
+    from mobrl.evaluate import EvalOptions
+
+    opts = EvalOptions(episodes, seed, baselines, pick, output, explore, workers)
     try:
         if scenarios is not None:
             from mobrl.transfer import matrix_command
@@ -146,10 +149,7 @@ def evaluate(
                     f"--scenarios takes each checkpoint's env from its manifest; drop "
                     f"{' '.join(ctx.args)}."
                 )
-            matrix_command(
-                checkpoint, scenarios.split(","), episodes, seed, baselines, pick, output,
-                explore, workers,
-            )  # fmt: skip
+            matrix_command(checkpoint, scenarios.split(","), opts)
             return
         if len(checkpoint) > 1:
             raise UserError(
@@ -158,10 +158,7 @@ def evaluate(
             )
         from mobrl.evaluate import evaluate_command
 
-        evaluate_command(
-            checkpoint[0], list(ctx.args), episodes, seed, baselines, pick, output, explore,
-            workers,
-        )  # fmt: skip
+        evaluate_command(checkpoint[0], list(ctx.args), opts)
     except UserError as err:
         raise _fail(err) from None
 
@@ -176,11 +173,12 @@ def baselines(
     workers: int = typer.Option(None, "--workers", help="Parallel processes (default: CPUs)."),
 ) -> None:
     """Evaluate heuristic baselines on a scenario, no checkpoint: mobrl baselines scenario=small."""
-    from mobrl.evaluate import evaluate_command
+    from mobrl.evaluate import EvalOptions, evaluate_command
 
     overrides = list(ctx.args) or ["scenario=small"]
     try:
-        evaluate_command(None, overrides, episodes, seed, names, "best", output, False, workers)
+        opts = EvalOptions(episodes, seed, names, output=output, workers=workers)
+        evaluate_command(None, overrides, opts)
     except UserError as err:
         raise _fail(err) from None
 

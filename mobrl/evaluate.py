@@ -359,17 +359,39 @@ def _cell(stats: dict[str, float]) -> str:
     return f"{mean:.3f}" if math.isnan(half) else f"{mean:.3f} ± {half:.3f}"
 
 
-def evaluate_command(
-    checkpoint: Path | None,
-    overrides: list[str],
-    episodes: int,
-    seed: int,
-    baselines: str | None,
-    pick: str,
-    output: Path | None,
-    explore: bool,
-    workers: int | None,
-) -> Path:
+@dataclass
+class EvalOptions:
+    """The options `mobrl evaluate` and `mobrl baselines` share (see their --help)."""
+
+    episodes: int = 20
+    seed: int = 0
+    baselines: str | None = None  # comma-separated; None: the scenario's defaults
+    pick: str = "best"
+    output: Path | None = None
+    explore: bool = False
+    workers: int | None = None  # None: one per CPU (up to 4) when there are 8+ episodes
+
+    def check(self) -> None:
+        if self.episodes < 1:
+            raise UserError(f"--episodes must be at least 1, got {self.episodes}.")
+        if self.pick not in ("best", "last"):
+            raise unknown_choice(
+                "--pick", self.pick, ["best", "last"], "Use --pick best or --pick last."
+            )
+        if self.workers is not None and self.workers < 1:
+            raise UserError(f"--workers must be at least 1, got {self.workers}.")
+
+    @property
+    def seeds(self) -> list[int]:
+        return [self.seed + i for i in range(self.episodes)]
+
+    def baseline_names(self, default: list[str]) -> list[str]:
+        if self.baselines is None:
+            return list(default)
+        return [b for b in self.baselines.split(",") if b]
+
+
+def evaluate_command(checkpoint: Path | None, overrides: list[str], opts: EvalOptions) -> Path:
     """`mobrl evaluate` / `mobrl baselines`: run, print the table, write the files."""
     from rich.progress import Progress
     from rich.table import Table
@@ -377,16 +399,12 @@ def evaluate_command(
     from mobrl.ui import make_console
 
     console = make_console()
-    if episodes < 1:
-        raise UserError(f"--episodes must be at least 1, got {episodes}.")
-    if pick not in ("best", "last"):
-        raise unknown_choice("--pick", pick, ["best", "last"], "Use --pick best or --pick last.")
-    target = target_for(checkpoint, overrides, pick)
+    opts.check()
+    episodes, explore, workers = opts.episodes, opts.explore, opts.workers
+    target = target_for(checkpoint, overrides, opts.pick)
     from mobrl.policies import baselines_for
 
-    names = [b for b in (baselines.split(",") if baselines else []) if b]
-    if baselines is None:
-        names = baselines_for(target.env_config)
+    names = opts.baseline_names(baselines_for(target.env_config))
     check_baselines(names, target.env_config)
     policies = ([TRAINED] if target.checkpoint else []) + names
     if not policies:
@@ -399,10 +417,10 @@ def evaluate_command(
         set_main_policy(str(target.checkpoint), target.env_config, explore, trained)
         console.print(target.note)
     scenario = target.env_config.get("scenario") or target.env_config["id"]
-    output = Path(output) if output else default_output_dir(scenario)
+    output = Path(opts.output) if opts.output else default_output_dir(scenario)
     _check_output(output)
 
-    seeds = [seed + i for i in range(episodes)]
+    seeds = opts.seeds
     total = len(seeds) * len(policies)
     if workers is None:
         workers = min(os.cpu_count() or 1, 4) if total >= 8 else 1

@@ -23,6 +23,7 @@ from mobrl.errors import UserError
 from mobrl.evaluate import (
     EPISODES_FILE,
     TRAINED,
+    EvalOptions,
     Target,
     check_baselines,
     default_output_dir,
@@ -186,17 +187,7 @@ def _fmt(mean: float, half: float, sign: bool = False) -> str:
     return text if math.isnan(half) else f"{text} ± {half:.1f}"
 
 
-def matrix_command(
-    checkpoints: list[Path],
-    scenarios: list[str],
-    episodes: int,
-    seed: int,
-    baselines: str | None,
-    pick: str,
-    output: Path | None,
-    explore: bool,
-    workers: int | None,
-) -> Path:
+def matrix_command(checkpoints: list[Path], scenarios: list[str], opts: EvalOptions) -> Path:
     """`mobrl evaluate --checkpoint X [--checkpoint Y] --scenarios a,b,...`."""
     import pandas as pd
     from rich.progress import Progress
@@ -206,19 +197,20 @@ def matrix_command(
     from mobrl.ui import make_console
 
     console = make_console()
+    opts.check()
+    episodes, explore = opts.episodes, opts.explore
     scenarios = list(dict.fromkeys(s.strip() for s in scenarios if s.strip()))
     if not scenarios:
         raise UserError("--scenarios is empty. List layouts, e.g. --scenarios small,medium,large.")
-    names = [b for b in (baselines.split(",") if baselines else DEFAULT_BASELINES) if b]
-    targets = [target_for(c, [], pick) for c in checkpoints]
-    output = Path(output) if output else default_output_dir("matrix")
+    names = opts.baseline_names(list(DEFAULT_BASELINES))
+    targets = [target_for(c, [], opts.pick) for c in checkpoints]
+    output = Path(opts.output) if opts.output else default_output_dir("matrix")
     _check_output(output)
     for file in (MATRIX_CSV, MATRIX_JSON):
         if (output / file).exists():
             raise UserError(f"--output '{output}' already holds {file}. Choose a new --output dir.")
-    seeds = [seed + i for i in range(episodes)]
-    if workers is None:
-        workers = min(os.cpu_count() or 1, 4)
+    seeds = opts.seeds
+    workers = opts.workers or min(os.cpu_count() or 1, 4)
     total = len(seeds) * len(scenarios) * (len(targets) + len(names))
     with Progress(console=console, transient=True) as bar:
         task = bar.add_task(f"{total} episodes on {', '.join(scenarios)}", total=total)
