@@ -212,13 +212,15 @@ def run_all(
     explore: bool,
     workers: int,
     progress: Any = None,
+    prepare: Any = None,
 ) -> list[dict[str, Any]]:
     """Every policy on every seed; rows of (policy, episode, seed, return, metrics...).
 
-    With `workers` > 1, a checkpoint's policy plays in this process, where it is loaded
-    already, while worker processes play the others (baselines and zoo policies load in a
-    fraction of a second, without Ray or torch), and this process then takes over what they
-    have not started; each worker starts once."""
+    With `workers` > 1, a checkpoint's policy plays in this process, while worker processes
+    play the others (baselines and zoo policies load in a fraction of a second, without Ray
+    or torch), and this process then takes over what they have not started; each worker
+    starts once. `prepare()` (e.g. restoring the checkpoint here, which imports Ray and
+    torch) runs in this process once the workers have their episodes, so both overlap."""
     tasks = [(name, i, seed) for name in policies for i, seed in enumerate(seeds)]
     ckpt = str(target.checkpoint) if target.checkpoint else None
     rows: list[dict[str, Any]] = []
@@ -235,6 +237,8 @@ def run_all(
     kept = set(here)
     away = [t for t in tasks if t not in kept]
     if not away:
+        if prepare is not None:
+            prepare()
         for name, i, seed in here:
             add(name, i, seed, _run(name, seed, ckpt, target.env_config, explore))
     else:
@@ -263,6 +267,13 @@ def run_all(
             }
             for future, task in futures.items():
                 future.add_done_callback(lambda f, task=task: collect(f, task))
+            if prepare is not None:
+                try:
+                    prepare()
+                except BaseException:
+                    for future in futures:  # the workers stop after their current episode
+                        future.cancel()
+                    raise
             for task in here:
                 play_here(*task)
             if here:  # then take over the episodes the workers have not started yet
@@ -409,16 +420,20 @@ def evaluate_command(checkpoint: Path | None, overrides: list[str], opts: EvalOp
     policies = ([TRAINED] if target.checkpoint else []) + names
     if not policies:
         raise UserError("nothing to evaluate: give --checkpoint or --baselines.")
-    if target.checkpoint is not None:
-        from mobrl.policies import policy_for_env
-
-        trained = policy_for_env(target.checkpoint, target.env_config, explore)
-        # episodes run in this process reuse the policy just loaded
-        set_main_policy(str(target.checkpoint), target.env_config, explore, trained)
-        console.print(target.note)
     scenario = target.env_config.get("scenario") or target.env_config["id"]
     output = Path(opts.output) if opts.output else default_output_dir(scenario)
     _check_output(output)
+
+    def restore() -> None:
+        """Restore the checkpoint (and check its spaces) while workers play the baselines;
+        episodes run in this process reuse it."""
+        from mobrl.policies import policy_for_env
+
+        trained = policy_for_env(target.checkpoint, target.env_config, explore)
+        set_main_policy(str(target.checkpoint), target.env_config, explore, trained)
+
+    if target.checkpoint is not None:
+        console.print(target.note)
 
     seeds = opts.seeds
     total = len(seeds) * len(policies)
@@ -427,8 +442,9 @@ def evaluate_command(checkpoint: Path | None, overrides: list[str], opts: EvalOp
     with Progress(console=console, transient=True) as bar:
         task = bar.add_task(f"{total} episodes ({', '.join(policies)})", total=total)
         rows = run_all(
-            target, policies, seeds, explore, workers, progress=lambda: bar.advance(task)
-        )
+            target, policies, seeds, explore, workers, progress=lambda: bar.advance(task),
+            prepare=restore if target.checkpoint is not None else None,
+        )  # fmt: skip
     summary = summarize(rows, policies)
     meta = {
         "checkpoint": str(target.checkpoint) if target.checkpoint else None,
