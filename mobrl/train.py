@@ -129,6 +129,7 @@ def run_training(cfg: DictConfig, run_dir: Path | None = None) -> float | None:
 
     env_config = factory.env_config_from(cfg)
     factory.check_env(env_config)
+    probe_ray_address(cfg.ray.address)
     algo_config = build_algorithm_config(cfg, factory.ENV_NAME, env_config)
     space, locations = tuning.param_space(cfg, algo_config)
     policy_ids = factory.policy_ids(env_config)
@@ -162,6 +163,7 @@ def resume_training(run_dir: Path, retry_errored: bool = False) -> float | None:
         )
     _configure_ray()
     check_config(cfg)
+    probe_ray_address(cfg.ray.address)
     algo_config = build_algorithm_config(
         cfg, factory.ENV_NAME, manifest.get("env_config") or factory.env_config_from(cfg)
     )
@@ -275,6 +277,35 @@ def _trial_cpus(cfg: DictConfig) -> int:
     res = cfg.run.resources
     learners = max(res.num_learners, 0)
     return 1 + learners + res.num_env_runners * res.num_cpus_per_env_runner
+
+
+#: seconds to wait for a Ray cluster's GCS port to answer before giving up
+PROBE_TIMEOUT_S = 5.0
+
+
+def probe_ray_address(address: str | None, timeout: float = PROBE_TIMEOUT_S) -> None:
+    """A one-line error within seconds when `ray.address` names a host:port nobody answers
+    on (Ray itself would retry for minutes); `auto` and unset are left to Ray."""
+    import socket
+
+    if not address or address == "auto":
+        return
+    target = address.split("://", 1)[-1].rstrip("/")
+    host, _, port = target.rpartition(":")
+    if not host or not port.isdigit():
+        raise UserError(
+            f"ray.address={address} is not host:port. Use e.g. ray.address=10.0.0.5:6379, "
+            "ray.address=ray://10.0.0.5:10001 or ray.address=auto."
+        )
+    try:
+        with socket.create_connection((host, int(port)), timeout=timeout):
+            return
+    except OSError as err:
+        raise UserError(
+            f"cannot reach a Ray cluster at ray.address={address} (no answer on {host}:{port} "
+            f"within {timeout:g} s: {err.strerror or err}). Start one with `ray start --head`, "
+            "or drop ray.address to run locally."
+        ) from None
 
 
 def _init_ray(cfg: DictConfig) -> bool:

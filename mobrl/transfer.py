@@ -107,7 +107,10 @@ def _label(target: Target, taken: set[str]) -> str:
     """Row label: the scenario trained on, and the checkpoint when that is ambiguous."""
     label = f"{target.env_config.get('scenario')}"
     if label in taken:
-        label = f"{label} ({target.checkpoint})"
+        checkpoint = Path(str(target.checkpoint))
+        label = f"{label} ({checkpoint.parent.name}/{checkpoint.name})"
+    if label in taken:
+        label = f"{label} #{len(taken) + 1}"
     taken.add(label)
     return label
 

@@ -106,3 +106,28 @@ def test_error_found_after_hydra_started_leaves_no_job_dir(mobrl_cli, tmp_path) 
     assert result.stderr.startswith("error: ") and "lr" in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "outputs").exists()
+
+
+def test_unreachable_ray_address_fails_within_seconds() -> None:
+    import socket
+    import time
+
+    from mobrl.errors import UserError
+    from mobrl.train import probe_ray_address
+
+    with socket.socket() as listening:
+        listening.bind(("127.0.0.1", 0))
+        listening.listen()
+        port = listening.getsockname()[1]
+        probe_ray_address(f"127.0.0.1:{port}")  # something answers: left to Ray
+        probe_ray_address(f"ray://127.0.0.1:{port}")
+    start = time.monotonic()
+    with pytest.raises(
+        UserError, match=f"cannot reach a Ray cluster at ray.address=127.0.0.1:{port}"
+    ):
+        probe_ray_address(f"127.0.0.1:{port}", timeout=2.0)  # closed now
+    assert time.monotonic() - start < 5
+    with pytest.raises(UserError, match="is not host:port"):
+        probe_ray_address("my-cluster")
+    probe_ray_address(None)
+    probe_ray_address("auto")
