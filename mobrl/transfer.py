@@ -19,6 +19,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from mobrl import metrics as keys
 from mobrl.errors import UserError
 from mobrl.evaluate import (
     EPISODES_FILE,
@@ -36,8 +37,8 @@ MATRIX_CSV = "matrix.csv"
 MATRIX_JSON = "matrix.json"
 #: baselines of the matrix unless --baselines names others (the gap to the first is shown)
 DEFAULT_BASELINES = ("greedy", "full")
-#: episode measures a cell reports besides the return
-_SERVICE = ("utility_mean", "net/connected_fraction")
+#: episode measures a cell reports besides the return (mean over its episodes)
+_SERVICE = (keys.UTILITY_MEAN, keys.NET_CONNECTED, keys.JAIN_UTILITY, keys.UTILITY_P5)
 
 
 def transfer_env(source: dict[str, Any], scenario: str) -> dict[str, Any]:

@@ -37,6 +37,8 @@ def test_matrix_cells_equal_single_scenario_evaluations(topk_run: Path, tmp_path
     cells = pd.read_csv(out / "matrix.csv")
     assert sorted(cells.evaluated_on.unique()) == sorted(LAYOUTS)
     assert set(cells.policy) == {"trained", "greedy"} and (cells.n == 3).all()
+    for column in ("ue/utility/mean_mean", "network/connected_fraction_mean"):
+        assert cells[column].notna().all()  # service beside the return
     payload = json.loads((out / "matrix.json").read_text())
     assert payload["seeds"] == [11, 12, 13] and payload["scenarios"] == LAYOUTS
     episodes = pd.read_csv(out / "episodes.csv")
@@ -54,6 +56,8 @@ def test_matrix_cells_equal_single_scenario_evaluations(topk_run: Path, tmp_path
             expected = summary["policies"][policy]["return"]
             assert mine.loc[policy, "return_mean"] == pytest.approx(expected["mean"])
             assert mine.loc[policy, "return_ci95"] == pytest.approx(expected["ci95"])
+            connected = summary["policies"][policy]["network/connected_fraction"]["mean"]
+            assert mine.loc[policy, "network/connected_fraction_mean"] == pytest.approx(connected)
         gap = summary["paired_vs_trained"]["greedy"]
         assert mine.loc["trained", "gap_vs_greedy_mean"] == pytest.approx(gap["return_diff_mean"])
 
