@@ -204,4 +204,4 @@ def list_command(markdown: bool) -> None:
         table.add_row(*(r[c] for c in cols))
     console.print(table)
     for r in table_rows:
-        console.print(f"{r['policy']}: {r['command']}")
+        console.print(f"{r['policy']}: {r['command']}", markup=False)  # [greedy,full] is text
