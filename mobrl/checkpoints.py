@@ -115,8 +115,10 @@ def _drop_rl_module_config_notice(record: Any) -> bool:
     return "RLModuleConfig" not in record.getMessage()
 
 
-def load_rl_modules(checkpoint: Path) -> dict[str, Any]:
-    """Restore the trained RLModules (policy id -> module) without starting Ray."""
+def load_rl_modules(checkpoint: Path, trust: bool = False) -> dict[str, Any]:
+    """Restore the trained RLModules (policy id -> module) without starting Ray. Unless
+    `trust`, the checkpoint's pickles are first checked to need nothing but numpy, Gymnasium
+    spaces and RLlib's own module classes (mobrl.safe_load)."""
     checkpoint = Path(checkpoint).absolute()
     if not checkpoint.exists():
         raise UserError(f"checkpoint '{checkpoint}' does not exist. Check the path.")
@@ -126,6 +128,10 @@ def load_rl_modules(checkpoint: Path) -> dict[str, Any]:
             f"'{checkpoint}' is not an RLlib algorithm checkpoint (no {RL_MODULE_SUBDIR}). "
             "Point --checkpoint at a checkpoint_* dir or a run dir."
         )
+    if not trust:
+        from mobrl.safe_load import check_checkpoint
+
+        check_checkpoint(module_dir, checkpoint)
     import logging
 
     from ray.rllib.core.rl_module.multi_rl_module import MultiRLModule

@@ -131,6 +131,11 @@ def evaluate(
     output: Path = typer.Option(None, "--output", help="Dir for summary.json, episodes.csv."),
     explore: bool = typer.Option(False, "--explore/--no-explore", help="Sample actions."),
     workers: int = typer.Option(None, "--workers", help="Parallel processes (default: CPUs)."),
+    trust: bool = typer.Option(
+        False,
+        "--trust-checkpoint",
+        help="Load a checkpoint whose pickles need more than RLlib's own classes (runs its code).",
+    ),
 ) -> None:
     """Evaluate a checkpoint against heuristic baselines on the same episode seeds.
 
@@ -139,7 +144,7 @@ def evaluate(
     """
     from mobrl.evaluate import EvalOptions
 
-    opts = EvalOptions(episodes, seed, baselines, pick, output, explore, workers)
+    opts = EvalOptions(episodes, seed, baselines, pick, output, explore, workers, trust)
     try:
         if scenarios is not None:
             from mobrl.transfer import matrix_command
@@ -203,6 +208,11 @@ def render(
     explore: bool = typer.Option(False, "--explore/--no-explore", help="Sample actions."),
     workers: int = typer.Option(None, "--workers", help="Processes drawing frames."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing file."),
+    trust: bool = typer.Option(
+        False,
+        "--trust-checkpoint",
+        help="Load a checkpoint whose pickles need more than RLlib's own classes (runs its code).",
+    ),
 ) -> None:
     """Render rollouts of a checkpoint (or a baseline) to a video, headless.
 
@@ -226,6 +236,7 @@ def render(
             explore=explore,
             workers=workers,
             overwrite=overwrite,
+            trust=trust,
         )
     except UserError as err:
         raise _fail(err) from None
@@ -341,13 +352,18 @@ def zoo_export(
         None, "--output", help="Dir to write NAME.npz/.json (default: mobrl's zoo)."
     ),
     pick: str = typer.Option("best", "--pick", help="best or last checkpoint of a run dir."),
+    trust: bool = typer.Option(
+        False,
+        "--trust-checkpoint",
+        help="Load a checkpoint whose pickles need more than RLlib's own classes (runs its code).",
+    ),
 ) -> None:
     """Write a checkpoint's policy network as plain arrays plus its provenance: a policy that
     loads without Ray or torch and cannot run code when loaded."""
     from mobrl.zoo.commands import export_command
 
     try:
-        written = export_command(checkpoint, name, evaluation, output, pick)
+        written = export_command(checkpoint, name, evaluation, output, pick, trust)
     except UserError as err:
         raise _fail(err) from None
     print(

@@ -381,6 +381,7 @@ class EvalOptions:
     output: Path | None = None
     explore: bool = False
     workers: int | None = None  # None: one per CPU (up to 4) when there are 8+ episodes
+    trust: bool = False  # --trust-checkpoint: load pickled objects of any kind
 
     def check(self) -> None:
         if self.episodes < 1:
@@ -429,7 +430,7 @@ def evaluate_command(checkpoint: Path | None, overrides: list[str], opts: EvalOp
         episodes run in this process reuse it."""
         from mobrl.policies import policy_for_env
 
-        trained = policy_for_env(target.checkpoint, target.env_config, explore)
+        trained = policy_for_env(target.checkpoint, target.env_config, explore, opts.trust)
         set_main_policy(str(target.checkpoint), target.env_config, explore, trained)
 
     if target.checkpoint is not None:

@@ -28,9 +28,14 @@ class TrainedPolicy:
 
     @classmethod
     def from_checkpoint(
-        cls, checkpoint: Path, env_config: dict[str, Any] | None = None, explore: bool = False
+        cls,
+        checkpoint: Path,
+        env_config: dict[str, Any] | None = None,
+        explore: bool = False,
+        trust: bool = False,
     ) -> TrainedPolicy:
-        """Restore from `checkpoint`; the env comes from the run's manifest unless given."""
+        """Restore from `checkpoint`; the env comes from the run's manifest unless given.
+        `trust`: skip the check that its pickles need nothing but RLlib's own classes."""
         if env_config is None:
             manifest = find_manifest(Path(checkpoint))
             if manifest is None:
@@ -39,7 +44,7 @@ class TrainedPolicy:
                     "overrides, e.g. scenario=small env=ma."
                 )
             env_config = manifest["env_config"]
-        return cls(load_rl_modules(Path(checkpoint)), env_config, explore=explore)
+        return cls(load_rl_modules(Path(checkpoint), trust=trust), env_config, explore=explore)
 
     def module_for(self, agent_id: Any) -> Any:
         if self._mapping is None or len(self.modules) == 1:
@@ -164,20 +169,24 @@ def _numpy_actor(module: Any) -> _NumpyActor | None:
     return _NumpyActor(layers, nvec)
 
 
-def load_policy(checkpoint: Any, env_config: dict[str, Any], explore: bool = False) -> Any:
+def load_policy(
+    checkpoint: Any, env_config: dict[str, Any], explore: bool = False, trust: bool = False
+) -> Any:
     """A checkpoint's policy, or a zoo entry's for `zoo:<name>` (no Ray, no torch)."""
     from mobrl import zoo
 
     if zoo.is_ref(checkpoint):
         return zoo.ZooPolicy.load(str(checkpoint), explore=explore)
-    return TrainedPolicy.from_checkpoint(Path(checkpoint), env_config, explore=explore)
+    return TrainedPolicy.from_checkpoint(Path(checkpoint), env_config, explore, trust)
 
 
-def policy_for_env(checkpoint: Any, env_config: dict[str, Any], explore: bool = False) -> Any:
+def policy_for_env(
+    checkpoint: Any, env_config: dict[str, Any], explore: bool = False, trust: bool = False
+) -> Any:
     """`load_policy`, checked against the env of `env_config` (one-line errors)."""
     from mobrl.envs.factory import make_env
 
-    policy = load_policy(checkpoint, env_config, explore)
+    policy = load_policy(checkpoint, env_config, explore, trust)
     env = make_env({**env_config, "render_mode": None})
     try:
         policy.check_spaces(env)

@@ -170,6 +170,7 @@ def _policy(
     overrides: list[str],
     pick: str,
     explore: bool,
+    trust: bool = False,
 ) -> tuple[Any, dict[str, Any], str]:
     """(policy, env_config, description) for a checkpoint or a named baseline."""
     from mobrl.evaluate import TRAINED, check_baselines, target_for
@@ -192,7 +193,7 @@ def _policy(
     if checkpoint is None:
         check_baselines([policy_name], env_config, flag="--policy")
         return BASELINES[policy_name](), env_config, f"baseline {policy_name}"
-    policy = policy_for_env(target.checkpoint, env_config, explore)
+    policy = policy_for_env(target.checkpoint, env_config, explore, trust)
     return policy, env_config, target.note
 
 
@@ -219,6 +220,7 @@ def render_command(
     explore: bool = False,
     workers: int | None = None,
     overwrite: bool = False,
+    trust: bool = False,
 ) -> Path:
     """`mobrl render`: validate, roll out, draw, encode, and print what was written."""
     # pygame draws some Gymnasium tasks: no display, no sound card needed
@@ -238,7 +240,7 @@ def render_command(
     if pick not in ("best", "last"):
         raise unknown_choice("--pick", pick, ["best", "last"], "Use --pick best or --pick last.")
     video = check_video_path(video, overwrite)
-    policy, env_config, note = _policy(checkpoint, policy_name, overrides, pick, explore)
+    policy, env_config, note = _policy(checkpoint, policy_name, overrides, pick, explore, trust)
     console.print(note)
     fps = fps or _default_fps(env_config)
     seeds = [seed + i for i in range(episodes)]

@@ -124,6 +124,7 @@ def matrix(
     explore: bool,
     workers: int,
     progress: Any = None,
+    trust: bool = False,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Every target's policy and the baselines on every scenario: (cells, episode rows).
 
@@ -137,7 +138,7 @@ def matrix(
     plan = []
     for target in targets:  # every check before the first episode
         label = _label(target, taken)
-        policy = load_policy(target.checkpoint, target.env_config, explore)
+        policy = load_policy(target.checkpoint, target.env_config, explore, trust)
         envs = [transfer_env(target.env_config, s) for s in scenarios]
         bound = [_bind(policy, env) for env in envs]
         for env, p in zip(envs, bound):
@@ -219,8 +220,9 @@ def matrix_command(checkpoints: list[Path], scenarios: list[str], opts: EvalOpti
     with Progress(console=console, transient=True) as bar:
         task = bar.add_task(f"{total} episodes on {', '.join(scenarios)}", total=total)
         cells, rows = matrix(
-            targets, scenarios, names, seeds, explore, workers, lambda: bar.advance(task)
-        )
+            targets, scenarios, names, seeds, explore, workers, lambda: bar.advance(task),
+            opts.trust,
+        )  # fmt: skip
     output.mkdir(parents=True, exist_ok=True)
     _atomic_write(output / EPISODES_FILE, pd.DataFrame(rows).to_csv(index=False))
     _atomic_write(output / MATRIX_CSV, pd.DataFrame(cells).to_csv(index=False))

@@ -75,7 +75,12 @@ def _evaluation(evaluation: Path, checkpoint: Path) -> dict[str, Any]:
 
 
 def export_command(
-    checkpoint: Path, name: str, evaluation: Path | None, output: Path | None, pick: str
+    checkpoint: Path,
+    name: str,
+    evaluation: Path | None,
+    output: Path | None,
+    pick: str,
+    trust: bool = False,
 ) -> Path:
     """Write `<name>.npz` and `<name>.json` for the (picked) checkpoint."""
     from mobrl.checkpoints import find_manifest, load_rl_modules, source_commit
@@ -87,7 +92,7 @@ def export_command(
     manifest = find_manifest(chosen)
     if manifest is None:
         raise UserError(f"'{chosen}' has no mobrl manifest. Export a checkpoint of `mobrl train`.")
-    modules = load_rl_modules(chosen)
+    modules = load_rl_modules(chosen, trust=trust)
     if len(modules) != 1:
         raise UserError(
             f"the checkpoint holds {len(modules)} policies ({', '.join(sorted(modules))}); the "

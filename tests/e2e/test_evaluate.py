@@ -144,3 +144,44 @@ def test_plain_rllib_checkpoint_evaluates_with_overrides(tmp_path: Path) -> None
     frame = pd.read_csv(out / "episodes.csv")
     assert sorted(frame.policy.unique()) == ["greedy", "trained"]
     assert frame["return"].notna().all()
+
+
+PLANT = """
+import os, pickle, sys
+class Planted:
+    def __reduce__(self):
+        return (os.system, ("touch " + sys.argv[2],))
+with open(sys.argv[1], "wb") as handle:
+    pickle.dump({"weights": Planted()}, handle)
+"""
+
+
+def test_planted_pickle_is_refused_unless_trusted(small_ma_run: Path, tmp_path: Path) -> None:
+    """A checkpoint someone sent you: its module state names os.system. mobrl refuses to load
+    it in one line and the command never runs; --trust-checkpoint loads it as RLlib would."""
+    import shutil
+    import subprocess
+    import sys
+
+    original = next(small_ma_run.rglob("checkpoint_*"))
+    copy = tmp_path / "sent" / original.name
+    shutil.copytree(original, copy)
+    shutil.copy(small_ma_run / "manifest.json", copy.parent / "manifest.json")
+    states = list((copy / "learner_group" / "learner" / "rl_module").rglob("module_state.pkl"))
+    marker = tmp_path / "ran"
+    subprocess.run([sys.executable, "-c", PLANT, str(states[-1]), str(marker)], check=True)
+    out = tmp_path / "eval"
+    for command in (
+        ["evaluate", "--output", str(out)],
+        ["render", "--video", str(tmp_path / "v.mp4")],
+    ):
+        done = run_mobrl(*command, "--checkpoint", str(copy), "--episodes", "1", cwd=tmp_path)
+        assert done.returncode == 2, done.stdout + done.stderr
+        assert "system" in done.stderr and "--trust-checkpoint" in done.stderr
+        assert done.stderr.strip().count("\n") == 0
+        assert not marker.exists() and not out.exists() and not (tmp_path / "v.mp4").exists()
+    trusted = run_mobrl(
+        "evaluate", "--checkpoint", str(copy), "--episodes", "1", "--trust-checkpoint",
+        "--output", str(out), cwd=tmp_path,
+    )  # fmt: skip
+    assert marker.exists(), trusted.stderr  # trusted: RLlib's own load ran the planted command
