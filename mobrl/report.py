@@ -56,6 +56,8 @@ class Trial:
 class Found:
     trials: list[Trial] = field(default_factory=list)
     evaluations: list[tuple[Path, dict[str, Any]]] = field(default_factory=list)
+    #: `mobrl evaluate --scenarios` output dirs and their matrix.json
+    matrices: list[tuple[Path, dict[str, Any]]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
 
@@ -105,6 +107,7 @@ def discover(paths: list[Path]) -> Found:
     """Every trial and evaluation under `paths` (run, multirun, trial or evaluation dirs)."""
     from mobrl.checkpoints import MANIFEST, RESOLVED_CONFIG, RUN_SUMMARY
     from mobrl.evaluate import EPISODES_FILE
+    from mobrl.transfer import MATRIX_JSON
 
     found = Found()
     runs: set[Path] = set()
@@ -124,7 +127,10 @@ def discover(paths: list[Path]) -> Found:
             summary = json.loads((folder / RUN_SUMMARY).read_text())
             if "policies" in summary and folder not in {f for f, _ in found.evaluations}:
                 found.evaluations.append((folder, summary))
-    if not found.trials and not found.evaluations:
+        for matrix in sorted(path.rglob(MATRIX_JSON)):
+            if matrix.parent not in {f for f, _ in found.matrices}:
+                found.matrices.append((matrix.parent, json.loads(matrix.read_text())))
+    if not found.trials and not found.evaluations and not found.matrices:
         raise UserError(
             f"no mobrl runs or evaluations under {', '.join(str(p) for p in paths)}. Give the "
             "run dir `mobrl train` printed, a multirun dir or an `mobrl evaluate` output dir."
@@ -529,6 +535,12 @@ def build_report(
                 for name, stats in summary["policies"].items()
             ]
         )
+    for k, (folder, matrix) in enumerate(found.matrices):
+        png, table = plot_matrix(matrix, out, f"matrix_{k}")
+        result["files"].append(png)
+        result.setdefault("matrices", []).append(table)
+        md += ["", f"## Generalisation matrix: {folder}", "", f"![matrix]({png.name})", ""]
+        md += _md_table(table)
     if found.notes:
         md += ["", "## Notes", ""] + [f"- {note}" for note in found.notes]
     text = "\n".join(md) + "\n"
@@ -536,6 +548,52 @@ def build_report(
     (out / "report.html").write_text(_embed(text, out))
     result["notes"] = found.notes
     return result
+
+
+def matrix_table(matrix: dict[str, Any], baseline: str) -> tuple[list[str], list[str], Any]:
+    """(rows: trained on, columns: evaluated on, gap and CI arrays) of the paired gap of each
+    trained policy to `baseline` in a `mobrl evaluate --scenarios` result."""
+    cells = [c for c in matrix["cells"] if c["policy"] == "trained"]
+    rows = list(dict.fromkeys(c["trained_on"] for c in cells))
+    cols = list(matrix["scenarios"])
+    gap = np.full((len(rows), len(cols)), np.nan)
+    half = np.full_like(gap, np.nan)
+    for c in cells:
+        i, j = rows.index(c["trained_on"]), cols.index(c["evaluated_on"])
+        gap[i, j] = c.get(f"gap_vs_{baseline}_mean", np.nan)
+        half[i, j] = c.get(f"gap_vs_{baseline}_ci95", np.nan)
+    return rows, cols, (gap, half)
+
+
+def plot_matrix(matrix: dict[str, Any], out: Path, stem: str) -> tuple[Path, list[dict[str, str]]]:
+    """Heat map of the paired gap to the first baseline (green: the policy is ahead, with the
+    CI in each cell), and the same as table rows."""
+    plt = _pyplot()
+
+    baseline = (matrix.get("baselines") or ["greedy"])[0]
+    rows, cols, (gap, half) = matrix_table(matrix, baseline)
+    fig, ax = plt.subplots(figsize=(1.6 * len(cols) + 2, 0.7 * len(rows) + 1.5))
+    scale = np.nanmax(np.abs(gap)) if np.isfinite(gap).any() else 1.0
+    from matplotlib.colors import SymLogNorm
+
+    # symmetric log colours: small gaps stay visible next to a policy far ahead somewhere
+    norm = SymLogNorm(linthresh=max(scale / 100, 1e-9), vmin=-scale, vmax=scale)
+    ax.imshow(gap, cmap="RdYlGn", norm=norm, aspect="auto")
+    for i in range(len(rows)):
+        for j in range(len(cols)):
+            ax.text(j, i, _cell(gap[i, j], half[i, j]), ha="center", va="center", fontsize=8)
+    ax.set_xticks(range(len(cols)), cols)
+    ax.set_yticks(range(len(rows)), rows)
+    ax.set_xlabel("evaluated on")
+    ax.set_ylabel("trained on")
+    ax.set_title(f"trained − {baseline}, paired by seed (mean ± 95 % CI)", fontsize=9)
+    path = _save(fig, out, stem)
+    plt.close(fig)
+    table = [
+        {"trained on": r, **{c: _cell(gap[i, j], half[i, j]) for j, c in enumerate(cols)}}
+        for i, r in enumerate(rows)
+    ]
+    return path, table
 
 
 def _plot_service(

@@ -163,6 +163,28 @@ def test_evaluation_dirs_get_their_chart(tmp_path: Path) -> None:
     assert "-30.00 ± 5.00" in (tmp_path / "report" / "report.md").read_text()
 
 
+def test_generalisation_matrix_dirs_get_a_heat_map(tmp_path: Path) -> None:
+    folder = tmp_path / "matrix"
+    folder.mkdir()
+    cells = [
+        {"trained_on": t, "evaluated_on": e, "policy": "trained",
+         "gap_vs_greedy_mean": gap, "gap_vs_greedy_ci95": 1.5}
+        for t, e, gap in [("medium", "small", 14.8), ("medium", "large", 81.2),
+                          ("small", "small", 10.3), ("small", "large", -2.0)]
+    ] + [{"trained_on": "medium", "evaluated_on": "small", "policy": "greedy"}]  # fmt: skip
+    matrix = {"scenarios": ["small", "large"], "baselines": ["greedy"], "cells": cells}
+    (folder / "matrix.json").write_text(json.dumps(matrix))
+    result = build_report([tmp_path], tmp_path / "report")
+    assert [p.name for p in result["files"]] == ["matrix_0.png"]
+    table = result["matrices"][0]
+    assert table == [
+        {"trained on": "medium", "small": "14.80 ± 1.50", "large": "81.20 ± 1.50"},
+        {"trained on": "small", "small": "10.30 ± 1.50", "large": "-2.00 ± 1.50"},
+    ]
+    md = (tmp_path / "report" / "report.md").read_text()
+    assert "Generalisation matrix" in md and "81.20 ± 1.50" in md
+
+
 def test_bad_input_is_a_one_line_error(multirun, tmp_path: Path, mobrl_cli) -> None:
     root, _ = multirun
     with pytest.raises(UserError, match="no mobrl runs or evaluations"):
