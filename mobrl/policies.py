@@ -259,19 +259,20 @@ class _PerUEBaseline(Baseline):
         )
 
     def _slot_actions(self, core: Any, actions: dict[Any, int], k: int) -> dict[Any, int]:
-        from mobrl.envs.observations import station_arrays, topk_order, topk_slot_action
+        from mobrl.envs.observations import station_arrays, topk_slots, ue_columns
         from mobrl.envs.wrappers import ue_id
 
         state = station_arrays(core)
-        ids = sorted(core.users)
+        order = topk_slots(state, k)
+        linked = state["conn"] & state["reach"]
+        column = ue_columns(core)
         out = {}
         for agent, action in actions.items():
-            column = ids.index(ue_id(agent))
-            slot = topk_slot_action(state, column, action, k)
-            if slot == 0 and action != 0 and self.frees_slots:
-                linked = state["conn"][:, column] & state["reach"][:, column]
-                order = topk_order(state["snr"][:, [column]], linked[:, None], k)[:, 0]
-                held = [j for j, b in enumerate(order.tolist()) if b >= 0 and linked[b]]
+            c = column[ue_id(agent)]
+            slots = order[:, c].tolist()
+            slot = slots.index(action - 1) + 1 if action and action - 1 in slots else 0
+            if slot == 0 and action and self.frees_slots:  # release the weakest link held
+                held = [j for j, b in enumerate(slots) if b >= 0 and linked[b, c]]
                 slot = held[-1] + 1 if held else 0
             out[agent] = slot
         return out

@@ -63,12 +63,13 @@ def _drop_empty_job_dir() -> None:
     if any(f.stat().st_mtime < _STARTED - 1 for f in hydra_dir.iterdir()):
         return  # an older job's files: not ours to remove
     shutil.rmtree(job_dir, ignore_errors=True)
-    for parent in (job_dir.parent, job_dir.parent.parent):  # outputs/DATE/, then outputs/
-        if parent.name not in ("outputs", "multirun") and parent.parent.name != "outputs":
-            break
-        if not parent.is_dir() or any(parent.iterdir()):
-            break
-        parent.rmdir()
+    date_dir = job_dir.parent  # outputs/DATE/ of a single run (a multirun's sweep dir stays)
+    if date_dir.parent.name != "outputs":
+        return
+    for folder in (date_dir, date_dir.parent):  # then outputs/ itself, each only if empty
+        if not folder.is_dir() or any(folder.iterdir()):
+            return
+        folder.rmdir()
 
 
 def _configure_ray() -> None:

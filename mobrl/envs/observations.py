@@ -174,24 +174,20 @@ def topk_rows(state: dict[str, Any], columns: np.ndarray, k: int) -> np.ndarray:
     return out
 
 
+def topk_slots(state: dict[str, Any], k: int) -> np.ndarray:
+    """(k, UE) station index in each UE's slots (-1: none), for every UE of the state."""
+    return topk_order(state["snr"], state["conn"] & state["reach"], k)
+
+
 def topk_station_actions(state: dict[str, Any], act: np.ndarray, k: int) -> np.ndarray:
     """Slot actions of every UE (UE order; 0 keeps the links) as mobile-env's station actions
     (0 keeps, b + 1 toggles station b), by the order the UEs observed."""
     act = np.asarray(act, dtype=np.int64)
     if ((act < 0) | (act > k)).any():
         raise KeyError(int(act[(act < 0) | (act > k)][0]))
-    order = topk_order(state["snr"], state["conn"] & state["reach"], k)
+    order = topk_slots(state, k)
     picked = np.take_along_axis(order, np.maximum(act - 1, 0)[None, :], axis=0)[0]
     return np.where((act > 0) & (picked >= 0), picked + 1, 0)
-
-
-def topk_slot_action(state: dict[str, Any], column: int, station_action: int, k: int) -> int:
-    """The slot action of UE `column` that toggles mobile-env's `station_action` (0 if none)."""
-    if station_action == 0:
-        return 0
-    snr, reach = state["snr"][:, [column]], state["reach"][:, [column]]
-    order = topk_order(snr, state["conn"][:, [column]] & reach, k)[:, 0].tolist()
-    return order.index(station_action - 1) + 1 if station_action - 1 in order else 0
 
 
 class TopKMAHandler(MComMAHandler):
@@ -213,20 +209,25 @@ class TopKMAHandler(MComMAHandler):
 
     @classmethod
     def observation(cls, env: Any) -> dict[int, np.ndarray]:
-        ids = sorted(env.users)
+        column = ue_columns(env)
         active = sorted(ue.ue_id for ue in env.active if not env.time_is_up)
-        columns = np.array([ids.index(u) for u in active], dtype=int)
+        columns = np.array([column[u] for u in active], dtype=int)
         rows = topk_rows(station_arrays(env), columns, cls.topk)
         return dict(zip(active, rows))
 
     @classmethod
     def action(cls, env: Any, action: dict[int, int]) -> dict[int, int]:
-        ids = sorted(env.users)
-        slots = np.zeros(len(ids), dtype=np.int64)
+        column = ue_columns(env)
+        slots = np.zeros(len(column), dtype=np.int64)
         for ue_id, a in action.items():
-            slots[ids.index(ue_id)] = a
+            slots[column[ue_id]] = a
         stations = topk_station_actions(station_arrays(env), slots, cls.topk)
-        return {ue_id: int(stations[ids.index(ue_id)]) for ue_id in action}
+        return {ue_id: int(stations[column[ue_id]]) for ue_id in action}
+
+
+def ue_columns(env: Any) -> dict[int, int]:
+    """UE id -> its column in `station_arrays` (UEs in id order)."""
+    return {u: i for i, u in enumerate(sorted(env.users))}
 
 
 def topk_handler(k: int) -> type:
