@@ -46,10 +46,14 @@ def config_class(name: str) -> type[AlgorithmConfig]:
     return getattr(importlib.import_module(module), attr)
 
 
-def build_algorithm_config(cfg: DictConfig, env_name: str, env_config: dict) -> AlgorithmConfig:
-    """Translate the composed mobrl config into an RLlib AlgorithmConfig (new API stack)."""
+def build_algorithm_config(
+    cfg: DictConfig, env_name: str, env_config: dict, fault: dict | None = None
+) -> AlgorithmConfig:
+    """Translate the composed mobrl config into an RLlib AlgorithmConfig (new API stack);
+    `fault`: a fault to make on purpose (`mobrl.faults.plan`)."""
     from omegaconf import OmegaConf
 
+    from mobrl import faults
     from mobrl.envs.factory import num_ues, policy_setup, uses_slots
 
     algo = config_class(cfg.algo.name)()
@@ -57,8 +61,9 @@ def build_algorithm_config(cfg: DictConfig, env_name: str, env_config: dict) -> 
     # UE slots: RLlib sees one vector slot per UE of each env copy, and counts slot steps
     slots = uses_slots(env_config)
     per_env = num_ues(env_config) if slots else 1
+    runner_env_config = env_config if fault is None else {**env_config, "fault": fault}
     algo = (
-        algo.environment(env_name, env_config=env_config)
+        algo.environment(env_name, env_config=runner_env_config)
         .framework("torch")
         .env_runners(
             num_env_runners=res.num_env_runners,
@@ -66,6 +71,11 @@ def build_algorithm_config(cfg: DictConfig, env_name: str, env_config: dict) -> 
             num_cpus_per_env_runner=res.num_cpus_per_env_runner,
         )
         .learners(num_learners=res.num_learners, num_gpus_per_learner=res.num_gpus_per_learner)
+        .fault_tolerance(
+            restart_failed_env_runners=cfg.run.fault.restart_env_runners,
+            max_num_env_runner_restarts=cfg.run.fault.max_env_runner_restarts,
+            delay_between_env_runner_restarts_s=cfg.run.fault.restart_delay_s,
+        )
         .debugging(seed=cfg.run.seed, log_level="WARN")
         .reporting(metrics_num_episodes_for_smoothing=metrics.RETURN_WINDOW)
     )
@@ -117,9 +127,10 @@ def build_algorithm_config(cfg: DictConfig, env_name: str, env_config: dict) -> 
 
     from mobrl.training_eval import periodic_evaluation
 
-    evaluation = periodic_evaluation(cfg, env_config)
-    if evaluation is not None:
-        algo.callbacks(on_train_result=evaluation)
+    on_result = [periodic_evaluation(cfg, env_config), faults.trial_callback(fault)]
+    on_result = [callback for callback in on_result if callback is not None]
+    if on_result:
+        algo.callbacks(on_train_result=on_result)
 
     policies, mapping = policy_setup(env_config)
     if policies is not None and not slots:

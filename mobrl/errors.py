@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Iterable
 
 #: exit code for bad user input (the same one Click/Typer use for usage errors)
@@ -29,3 +30,22 @@ def unknown_choice(what: str, value: str, choices: Iterable[str], fix: str) -> U
     return UserError(
         f"unknown {what} '{value}'.{hint} Choose one of: {', '.join(ordered)}. {fix}".strip()
     )
+
+
+#: a line naming a raised exception: `module.SomeError: message` (or the bare name)
+_RAISED = re.compile(
+    r"^(?:[A-Za-z_][\w]*\.)*[A-Z]\w*(?:Error|Exception|Fault|Exit|Interrupt)(?::\s*(.*))?$"
+)
+
+
+def error_summary(text: str, limit: int = 160) -> str:
+    """One line for a trial's error (Tune's error.txt or the error's text): the last raised
+    exception that carries a message (a bare `RuntimeError` re-raised from the real cause is
+    skipped), else the first line of the text."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    raised = [line for line in lines if _RAISED.match(line)]
+    with_message = [line for line in raised if _RAISED.match(line).group(1)]  # type: ignore[union-attr]
+    told = [line for line in lines if not line.startswith("Failure #")]  # Tune's header
+    if with_message or raised:
+        return (with_message or raised)[-1][:limit]
+    return (told[0] if told else "no message")[:limit]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import signal
 import threading
+from pathlib import Path
 from typing import Any
 
 from ray.tune import Callback
@@ -13,6 +14,7 @@ from rich.live import Live
 from rich.table import Table
 
 from mobrl import metrics
+from mobrl.errors import error_summary
 from mobrl.ui import make_console
 
 _get = metrics.result_value
@@ -150,6 +152,23 @@ class ProgressCallback(Callback):
     def on_trial_error(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
         self.rows.setdefault(trial_name(trial), {})["status"] = "ERROR"
         self._refresh()
+
+    def on_trial_recover(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
+        """A crashed trial that Tune retries (run.fault.max_failures): one line, not Tune's
+        traceback (a trial that fails for good is reported with its error at the end)."""
+        self.rows.setdefault(trial_name(trial), {})["status"] = "retrying"
+        self._refresh()
+        error = Path(trial.error_file) if trial.error_file else None
+        reason = (
+            error_summary(error.read_text(errors="replace"))
+            if error and error.is_file()
+            else "its process ended"
+        )
+        self.console.print(
+            f"{trial_name(trial)} failed ({reason}); retrying it from its latest checkpoint "
+            f"(failure {trial.num_failures}, run.fault.max_failures allows more)",
+            highlight=False,
+        )
 
     def on_experiment_end(self, trials: list, **info: Any) -> None:
         if self._live is not None:

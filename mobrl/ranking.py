@@ -17,6 +17,7 @@ from omegaconf import DictConfig
 
 from mobrl import metrics
 from mobrl.checkpoints import RUN_SUMMARY
+from mobrl.errors import error_summary
 
 TRIALS_CSV = "trials.csv"
 
@@ -58,7 +59,7 @@ def trial_rows(
                 "iterations": result.metrics.get(metrics.ITERATION) if result.metrics else None,
                 "best_checkpoint": best_ckpt or last_ckpt,
                 "last_checkpoint": last_ckpt,
-                "error": str(result.error).splitlines()[0] if result.error else None,
+                "error": error_summary(str(result.error)) if result.error else None,
             }
         )
     sign = -1.0 if mode == "max" else 1.0

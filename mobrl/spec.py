@@ -144,6 +144,8 @@ _POSITIVE = (
     "run.batch.minibatch_size",
     "run.batch.num_epochs",
     "run.batch.rollout_fragment_length",
+    "run.fault.inject.at",
+    "run.fault.inject.times",
     "algo.training.lr",
     "algo.training.clip_param",
     "algo.training.vf_clip_param",
@@ -158,6 +160,8 @@ _RANGES = {
 }
 _NON_NEGATIVE = (
     "run.seed",
+    "run.fault.max_env_runner_restarts",
+    "run.fault.restart_delay_s",
     "algo.training.entropy_coeff",
     "algo.training.vf_loss_coeff",
     "algo.training.kl_coeff",
@@ -191,6 +195,14 @@ def check_numbers(cfg: DictConfig) -> None:
             f"run.batch.train_batch_size={batch.train_batch_size}. Use a minibatch at most "
             "the batch size."
         )
+    if cfg.run.fault.max_failures < -1:
+        raise UserError(
+            f"run.fault.max_failures={cfg.run.fault.max_failures} must be -1 (retry forever), "
+            "0 (never) or a number of retries."
+        )
+    from mobrl.faults import check_inject
+
+    check_inject(cfg.run.fault.inject)
     if cfg.scenario.kind == "mobile":
         from mobrl.envs.factory import check_topk
 

@@ -80,6 +80,9 @@ def _configure_ray() -> None:
     # mobrl shows its own progress table; Tune's reporter and Ray's INFO logs would duplicate it
     os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
     os.environ.setdefault("RAY_DEDUP_LOGS", "1")
+    # Tune logs each trial failure with a traceback; mobrl prints one line per retry and the
+    # error of a trial that failed for good in its summary (the traceback is in error.txt)
+    os.environ.setdefault("TUNE_PRINT_ALL_TRIAL_ERRORS", "0")
     os.environ.setdefault("PYTHONWARNINGS", "ignore::DeprecationWarning")
     for name in ("ray", "ray.tune", "ray.rllib", "ray.train"):
         logging.getLogger(name).setLevel(logging.WARNING)
@@ -99,7 +102,9 @@ def _configure_ray() -> None:
 
 
 def _drop_restore_hint(record: logging.LogRecord) -> bool:
-    return "Tuner.restore" not in record.getMessage()
+    """Tune's resume hint and its list of failed trials (mobrl prints its own of both)."""
+    message = record.getMessage()
+    return "Tuner.restore" not in message and "Trials did not complete" not in message
 
 
 def run_training(cfg: DictConfig, run_dir: Path | None = None) -> float | None:
@@ -124,25 +129,25 @@ def run_training(cfg: DictConfig, run_dir: Path | None = None) -> float | None:
     experiment_name = TUNE_DIR if storage == run_dir else run_dir.name
     experiment_dir = storage / experiment_name
     _configure_ray()
-    from mobrl import tuning
+    from mobrl import faults, tuning
     from mobrl.algos import build_algorithm_config
     from mobrl.envs import factory
 
     env_config = factory.env_config_from(cfg)
     factory.check_env(env_config)
     probe_ray_address(cfg.ray.address)
-    algo_config = build_algorithm_config(cfg, factory.ENV_NAME, env_config)
+    fault = faults.plan(cfg.run.fault.inject, run_dir)
+    algo_config = build_algorithm_config(cfg, factory.ENV_NAME, env_config, fault)
     space, locations = tuning.param_space(cfg, algo_config)
     policy_ids = factory.policy_ids(env_config)
 
-    run_dir.mkdir(parents=True, exist_ok=True)
-    (run_dir / RESOLVED_CONFIG).write_text(OmegaConf.to_yaml(cfg, resolve=True))
-    manifest = build_manifest(cfg, env_config, policy_ids, ["mobrl", "train", *overrides])
-    manifest["experiment_dir"] = str(experiment_dir)
-    write_manifest(run_dir, manifest)
-    console.print(f"[bold]mobrl[/bold] run dir: {run_dir}")
-
-    with _ray_session(cfg):
+    with _ray_session(cfg):  # before the run dir is written: a cluster too small fails here
+        run_dir.mkdir(parents=True, exist_ok=True)
+        (run_dir / RESOLVED_CONFIG).write_text(OmegaConf.to_yaml(cfg, resolve=True))
+        manifest = build_manifest(cfg, env_config, policy_ids, ["mobrl", "train", *overrides])
+        manifest["experiment_dir"] = str(experiment_dir)
+        write_manifest(run_dir, manifest)
+        console.print(f"[bold]mobrl[/bold] run dir: {run_dir}")
         results = _fit(cfg, algo_config.algo_class, space, locations, storage, experiment_name)
     return _finish(cfg, results, locations, run_dir, experiment_dir)
 
@@ -150,7 +155,7 @@ def run_training(cfg: DictConfig, run_dir: Path | None = None) -> float | None:
 def resume_training(run_dir: Path, retry_errored: bool = False) -> float | None:
     """Continue an interrupted `mobrl train` run: unfinished trials restart from their latest
     checkpoints, finished ones stay as they are, errored ones restart only if asked."""
-    from mobrl import tuning
+    from mobrl import faults, tuning
     from mobrl.algos import build_algorithm_config
     from mobrl.envs import factory
 
@@ -166,7 +171,10 @@ def resume_training(run_dir: Path, retry_errored: bool = False) -> float | None:
     check_config(cfg)
     probe_ray_address(cfg.ray.address)
     algo_config = build_algorithm_config(
-        cfg, factory.ENV_NAME, manifest.get("env_config") or factory.env_config_from(cfg)
+        cfg,
+        factory.ENV_NAME,
+        manifest.get("env_config") or factory.env_config_from(cfg),
+        faults.plan(cfg.run.fault.inject, run_dir),
     )
     # Tune saved the space with placeholders for objects it cannot store: hand it over again
     space, locations = tuning.param_space(cfg, algo_config)
@@ -320,6 +328,7 @@ def _init_ray(cfg: DictConfig) -> bool:
         "logging_level": logging.WARNING,
         "include_dashboard": False,
     }
+    needed = _trial_cpus(cfg)
     if cfg.ray.address:
         console.print(f"joining the Ray cluster at {cfg.ray.address}")
         try:
@@ -329,8 +338,15 @@ def _init_ray(cfg: DictConfig) -> bool:
                 f"cannot reach a Ray cluster at ray.address={cfg.ray.address} ({err}). "
                 "Start one with `ray start --head`, or drop ray.address to run locally."
             ) from err
+        available = ray.cluster_resources().get("CPU", 0)
+        if available < needed:  # Tune would keep the trial pending for ever
+            ray.shutdown()
+            raise UserError(
+                f"the Ray cluster at ray.address={cfg.ray.address} has {available:g} CPUs but "
+                f"one trial needs {needed} (1 + run.resources.num_env_runners x "
+                "num_cpus_per_env_runner). Add nodes, or lower run.resources.num_env_runners."
+            )
         return True
-    needed = _trial_cpus(cfg)
     num_cpus = cfg.ray.num_cpus or max(os.cpu_count() or 1, needed)
     if num_cpus < needed:
         raise UserError(
@@ -383,6 +399,7 @@ def _fit(
             storage_path=str(storage),
             stop=tuning.stop_criteria(cfg),
             checkpoint_config=checkpoint_config,
+            failure_config=tune.FailureConfig(max_failures=cfg.run.fault.max_failures),
             callbacks=[ProgressCallback(cfg.tune.metric)],
             verbose=0,
         ),

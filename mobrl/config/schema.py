@@ -120,6 +120,34 @@ class BatchConf:
 
 
 @dataclass
+class InjectConf:
+    """A fault made on purpose, to see a run survive it (testing; `what=null`: none)."""
+
+    #: `env_error` (the sampling env raises), `env_exit` (the process stepping the env dies)
+    #: or `trial_exit` (the trial's process dies after iteration `at`)
+    what: Optional[str] = None
+    #: env faults: at the env's N-th step; trial_exit: after the N-th training iteration
+    at: int = 100
+    #: how many times in the whole run (each fault, once made, is recorded in the run dir)
+    times: int = 1
+
+
+@dataclass
+class FaultConf:
+    """What a run survives: failed env runners (RLlib) and crashed trials (Tune)."""
+
+    #: restart an env runner that failed (its env raised, its process died) as a fresh copy
+    restart_env_runners: bool = True
+    #: restarts of env runners allowed in one trial
+    max_env_runner_restarts: int = 1000
+    #: seconds before an env runner is restarted (RLlib's own default is 60)
+    restart_delay_s: float = 5.0
+    #: retries of a crashed trial, each from its latest checkpoint (-1: retry forever)
+    max_failures: int = 0
+    inject: InjectConf = field(default_factory=InjectConf)
+
+
+@dataclass
 class RunConf:
     """Budget, resources, checkpointing and where results go."""
 
@@ -132,6 +160,7 @@ class RunConf:
     resources: ResourcesConf = field(default_factory=ResourcesConf)
     batch: BatchConf = field(default_factory=BatchConf)
     eval: EvalConf = field(default_factory=EvalConf)
+    fault: FaultConf = field(default_factory=FaultConf)
     #: log per-UE, fairness and network metrics of mobile-env scenarios
     ue_metrics: bool = True
 

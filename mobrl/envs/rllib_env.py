@@ -16,5 +16,6 @@ class MobileMultiAgentEnv(UEAgentsEnv, MultiAgentEnv):
 def make_rllib_env(env_config: dict[str, Any]) -> Any:
     """The env creator mobrl registers with Tune: `make_env` for RLlib's runners."""
     from mobrl.envs.factory import make_env
+    from mobrl.faults import arm_env
 
-    return make_env(env_config, rllib=True)
+    return arm_env(make_env(env_config, rllib=True), env_config.get("fault"))

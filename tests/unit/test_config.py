@@ -101,6 +101,10 @@ def test_unknown_engine_is_a_user_error() -> None:
         ("algo.training.entropy_coeff=-0.01", "entropy_coeff=-0.01 must not be negative"),
         ("run.seed=-3", "run.seed=-3 must not be negative"),
         ("env.topk=0", "env.topk=0 is not a positive whole number"),
+        ("run.fault.max_failures=-2", "run.fault.max_failures=-2 must be -1"),
+        ("run.fault.restart_delay_s=-1", "run.fault.restart_delay_s=-1.0 must not be negative"),
+        ("run.fault.inject.at=0", "run.fault.inject.at=0 must be positive"),
+        ("run.fault.inject.what=env_eror", "unknown run.fault.inject.what 'env_eror'"),
     ],
 )
 def test_impossible_numbers_are_user_errors(override: str, message: str) -> None:

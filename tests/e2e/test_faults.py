@@ -1,0 +1,75 @@
+"""Failures made on purpose (run.fault.inject) that a run must survive, on real Ray."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from mobrl.faults import made
+from tests.e2e.conftest import train_smoke
+
+pytestmark = pytest.mark.slow
+
+
+def _iterations(run_dir: Path) -> list[tuple[int, float]]:
+    """(iteration, lifetime env steps) of each result the trial reported, in order."""
+    (results,) = run_dir.glob("tune/*/result.json")
+    rows = [json.loads(line) for line in results.read_text().splitlines() if line.strip()]
+    return [(r["training_iteration"], r.get("num_env_steps_sampled_lifetime", 0)) for r in rows]
+
+
+@pytest.mark.parametrize("what", ["env_error", "env_exit"])
+def test_a_failed_env_runner_is_restarted_and_training_finishes(tmp_path: Path, what) -> None:
+    run_dir = tmp_path / "run"
+    summary = train_smoke(
+        run_dir,
+        "run.stop.iterations=null",
+        "run.stop.env_steps=600",
+        f"run.fault.inject.what={what}",
+        "run.fault.inject.at=120",
+        "run.fault.restart_delay_s=1",
+    )
+    assert made(run_dir) == [f"{what}-0"]  # the fault did happen, once
+    assert not summary["failed"]
+    steps = [s for _, s in _iterations(run_dir)]
+    assert steps[-1] >= 600
+    # the restarted runner sampled: steps grew after the iterations that had none
+    assert 0 in steps[:-1] or steps[0] < 200
+
+
+def test_a_crashed_trial_is_retried_from_its_latest_checkpoint(tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    summary = train_smoke(
+        run_dir,
+        "run.stop.iterations=4",
+        "run.fault.inject.what=trial_exit",
+        "run.fault.inject.at=2",
+        "run.fault.max_failures=1",
+    )
+    assert made(run_dir) == ["trial_exit-0"]
+    assert not summary["failed"]
+    # the process died after iteration 2, before reporting it: iteration 1's checkpoint was
+    # restored, so iteration 2 ran again and nothing else did
+    assert [i for i, _ in _iterations(run_dir)] == [1, 2, 3, 4]
+    assert [s for _, s in _iterations(run_dir)] == [200, 400, 600, 800]
+
+
+def test_a_crashed_trial_without_retries_fails_the_run_with_its_error(tmp_path: Path) -> None:
+    from tests.conftest import run_mobrl
+
+    run_dir = tmp_path / "run"
+    result = run_mobrl(
+        "train",
+        "run=smoke",
+        f"hydra.run.dir={run_dir}",
+        "run.resources.num_env_runners=0",
+        "run.fault.inject.what=env_error",
+        "run.fault.inject.at=50",
+    )
+    assert result.returncode == 1, result.stdout + result.stderr
+    printed = result.stdout + result.stderr
+    assert "trial failed: mobrl.faults.InjectedFault: run.fault.inject: env_error" in printed
+    assert "Traceback" not in printed and "Trials did not complete" not in printed
+    assert json.loads((run_dir / "summary.json").read_text())["failed"]
