@@ -147,6 +147,9 @@ def run_training(cfg: DictConfig, run_dir: Path | None = None) -> float | None:
         manifest = build_manifest(cfg, env_config, policy_ids, ["mobrl", "train", *overrides])
         manifest["experiment_dir"] = str(experiment_dir)
         write_manifest(run_dir, manifest)
+        if storage != run_dir:  # so checkpoints in run.storage_path describe themselves too
+            experiment_dir.mkdir(parents=True, exist_ok=True)
+            write_manifest(experiment_dir, manifest)
         console.print(f"[bold]mobrl[/bold] run dir: {run_dir}")
         results = _fit(cfg, algo_config.algo_class, space, locations, storage, experiment_name)
     return _finish(cfg, results, locations, run_dir, experiment_dir)
@@ -317,6 +320,29 @@ def probe_ray_address(address: str | None, timeout: float = PROBE_TIMEOUT_S) -> 
         ) from None
 
 
+def _use_local_token() -> None:
+    """Join with Ray's token authentication when this machine holds a token: `ray start
+    --head` turns it on by default, but Ray's client does not (a token is also accepted by a
+    cluster without authentication). An explicit RAY_AUTH_MODE is left as it is."""
+    if os.environ.get("RAY_AUTH_MODE"):
+        return
+    token_file = Path(os.environ.get("RAY_AUTH_TOKEN_PATH") or Path.home() / ".ray/auth_token")
+    if os.environ.get("RAY_AUTH_TOKEN") or token_file.is_file():
+        os.environ["RAY_AUTH_MODE"] = "token"
+        from ray._raylet import Config
+
+        Config.initialize("")  # Ray read its settings from the environment at import
+
+
+def _auth_refused(err: BaseException) -> bool:
+    cause: BaseException | None = err
+    while cause is not None:
+        if type(cause).__name__ == "AuthenticationError" or "InvalidAuthToken" in str(cause):
+            return True
+        cause = cause.__cause__
+    return False
+
+
 def _init_ray(cfg: DictConfig) -> bool:
     """Start a local Ray sized to the run, or join `ray.address`; True if mobrl started it."""
     import ray
@@ -331,9 +357,16 @@ def _init_ray(cfg: DictConfig) -> bool:
     needed = _trial_cpus(cfg)
     if cfg.ray.address:
         console.print(f"joining the Ray cluster at {cfg.ray.address}")
+        _use_local_token()
         try:
             ray.init(address=cfg.ray.address, **kwargs)
         except ConnectionError as err:
+            if _auth_refused(err):
+                raise UserError(
+                    f"the Ray cluster at ray.address={cfg.ray.address} refused this machine's "
+                    "token: it uses token authentication. Copy its token (`ray get-auth-token` "
+                    "on the head node) to ~/.ray/auth_token or set RAY_AUTH_TOKEN."
+                ) from None
             raise UserError(
                 f"cannot reach a Ray cluster at ray.address={cfg.ray.address} ({err}). "
                 "Start one with `ray start --head`, or drop ray.address to run locally."

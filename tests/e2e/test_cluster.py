@@ -1,0 +1,186 @@
+"""`mobrl train ray.address=...` on a real two-node Ray cluster (two raylets on this machine)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import run_mobrl
+
+pytestmark = pytest.mark.slow
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _ray(*args: str, temp_dir: str) -> None:
+    subprocess.run(
+        [
+            "ray",
+            "start",
+            *args,
+            "--node-ip-address=127.0.0.1",
+            "--disable-usage-stats",
+            f"--temp-dir={temp_dir}",
+        ],
+        check=True,
+        capture_output=True,
+        timeout=120,
+        # `ray start --head` turns on token authentication; a joining node must use it too
+        env={**os.environ, "RAY_AUTH_MODE": "token"},
+    )
+
+
+def _cluster_pids(temp_dir: str) -> list[int]:
+    pids = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            if temp_dir.encode() in cmdline.read_bytes():
+                pids.append(int(cmdline.parent.name))
+        except OSError:
+            continue
+    return pids
+
+
+def _stop(temp_dir: str) -> None:
+    """Stop this cluster's processes only (`ray stop` would stop every Ray on the machine)."""
+    import signal
+
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for pid in _cluster_pids(temp_dir):
+            try:
+                os.kill(pid, sig)
+            except ProcessLookupError:
+                continue
+        deadline = time.monotonic() + 15
+        while _cluster_pids(temp_dir) and time.monotonic() < deadline:
+            time.sleep(0.2)
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[str]:
+    """A head node with 2 CPUs and a second node with 1 CPU; yields the head's address."""
+    temp_dir = tempfile.mkdtemp(prefix="mobrl-ray-", dir="/tmp")  # short: Ray's socket paths
+    port = _free_port()
+    try:
+        _ray(
+            "--head",
+            f"--port={port}",
+            "--num-cpus=2",
+            "--include-dashboard=false",
+            temp_dir=temp_dir,
+        )
+        _ray(f"--address=127.0.0.1:{port}", "--num-cpus=1", temp_dir=temp_dir)
+        yield f"127.0.0.1:{port}"
+    finally:
+        _stop(temp_dir)
+        shutil.rmtree(temp_dir, ignore_errors=True)
+
+
+_CLUSTER_STATE = """
+import json, sys
+import ray
+import ray._private.state as state
+
+ray.init(address=sys.argv[1], logging_level="ERROR", log_to_driver=False)
+actors = {}
+for actor in state.actors().values():
+    actors.setdefault(actor["ActorClassName"], []).append(actor["Address"]["NodeID"])
+alive = [node["NodeID"] for node in ray.nodes() if node["Alive"]]
+print(json.dumps({"actors": actors, "alive": alive}))
+"""
+
+
+def _cluster_state(address: str) -> dict:
+    """Which nodes each actor class ran on, and the nodes alive, from the cluster's GCS (in a
+    process of its own, with the cluster's token authentication)."""
+    import sys
+
+    out = subprocess.run(
+        [sys.executable, "-c", _CLUSTER_STATE, address],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "RAY_AUTH_MODE": "token"},
+        check=True,
+    )
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_training_spreads_over_both_nodes_survives_a_crash_and_evaluates(
+    cluster: str, tmp_path: Path
+) -> None:
+    run_dir, storage = tmp_path / "run", tmp_path / "storage"
+    result = run_mobrl(
+        "train",
+        "run=smoke",
+        f"hydra.run.dir={run_dir}",
+        f"ray.address={cluster}",
+        f"run.storage_path={storage}",
+        "run.resources.num_env_runners=2",  # 1 + 2 CPUs: the trial needs both nodes
+        "run.stop.iterations=3",
+        "run.fault.inject.what=trial_exit",  # and its retry restores from run.storage_path
+        "run.fault.inject.at=2",
+        "run.fault.max_failures=1",
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"joining the Ray cluster at {cluster}" in result.stdout
+    assert "retrying it from its latest checkpoint" in result.stdout
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert not summary["failed"]
+    best = Path(summary["best_checkpoint"])
+    assert best.is_relative_to(storage) and best.is_dir()
+    assert (storage / run_dir.name / "tuner.pkl").is_file()  # Tune's state next to them
+
+    state = _cluster_state(cluster)
+    actors = state["actors"]
+    env_runners = {n for name, ids in actors.items() if "EnvRunner" in name for n in ids}
+    assert len(env_runners) == 2, actors  # env runners placed on both nodes
+    assert len(state["alive"]) == 2  # mobrl left the cluster it joined running
+
+    # the checkpoint in storage restores in a fresh process, with no cluster needed
+    evaluated = run_mobrl(
+        "evaluate",
+        "--checkpoint",
+        str(best),
+        "--episodes",
+        "3",
+        "--output",
+        str(tmp_path / "eval"),
+    )
+    assert evaluated.returncode == 0, evaluated.stdout + evaluated.stderr
+    # and `--resume` finds the experiment in run.storage_path: nothing left to run
+    resumed = run_mobrl("train", "--resume", str(run_dir))
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert json.loads((run_dir / "summary.json").read_text())["best_checkpoint"] == str(best)
+
+
+def test_a_cluster_too_small_for_one_trial_is_refused_within_seconds(
+    cluster: str, tmp_path: Path
+) -> None:
+    run_dir = tmp_path / "run"
+    start = time.monotonic()
+    result = run_mobrl(
+        "train",
+        "run=smoke",
+        f"hydra.run.dir={run_dir}",
+        f"ray.address={cluster}",
+        "run.resources.num_env_runners=4",
+    )
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "has 3 CPUs but one trial needs 5" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert time.monotonic() - start < 60
+    assert not run_dir.exists()
