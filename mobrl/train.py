@@ -72,7 +72,7 @@ def _drop_empty_job_dir() -> None:
         folder.rmdir()
 
 
-def _configure_ray() -> None:
+def configure_ray() -> None:
     """Environment and loggers for Ray and Tune, before they start."""
     # Tune saves its experiment state every 10+ s by default; every second instead, so that
     # `--resume` after a crash or kill -9 re-runs nothing that had finished (the file is small)
@@ -128,7 +128,7 @@ def run_training(cfg: DictConfig, run_dir: Path | None = None) -> float | None:
     check_writable(storage, "run.storage_path")
     experiment_name = TUNE_DIR if storage == run_dir else run_dir.name
     experiment_dir = storage / experiment_name
-    _configure_ray()
+    configure_ray()
     from mobrl import faults, tuning
     from mobrl.algos import build_algorithm_config
     from mobrl.envs import factory
@@ -146,6 +146,7 @@ def run_training(cfg: DictConfig, run_dir: Path | None = None) -> float | None:
         (run_dir / RESOLVED_CONFIG).write_text(OmegaConf.to_yaml(cfg, resolve=True))
         manifest = build_manifest(cfg, env_config, policy_ids, ["mobrl", "train", *overrides])
         manifest["experiment_dir"] = str(experiment_dir)
+        manifest["ray_address"] = _ray_address()
         write_manifest(run_dir, manifest)
         if storage != run_dir:  # so checkpoints in run.storage_path describe themselves too
             experiment_dir.mkdir(parents=True, exist_ok=True)
@@ -170,7 +171,7 @@ def resume_training(run_dir: Path, retry_errored: bool = False) -> float | None:
             f"'{run_dir}' has no Tune experiment state to resume ({experiment_dir / TUNER_STATE} "
             "is missing): the run stopped before its first trial started. Start it again."
         )
-    _configure_ray()
+    configure_ray()
     check_config(cfg)
     probe_ray_address(cfg.ray.address)
     algo_config = build_algorithm_config(
@@ -285,6 +286,16 @@ def _ray_session(cfg: DictConfig) -> Iterator[None]:
             ray.shutdown()
 
 
+def _ray_address() -> str | None:
+    """The GCS address of the Ray the run uses (a local one, a shared or a joined cluster)."""
+    import ray
+
+    try:
+        return ray.get_runtime_context().gcs_address
+    except Exception:  # not connected
+        return None
+
+
 def _trial_cpus(cfg: DictConfig) -> int:
     res = cfg.run.resources
     learners = max(res.num_learners, 0)
@@ -355,27 +366,31 @@ def _init_ray(cfg: DictConfig) -> bool:
         "include_dashboard": False,
     }
     needed = _trial_cpus(cfg)
-    if cfg.ray.address:
-        console.print(f"joining the Ray cluster at {cfg.ray.address}")
+    from mobrl.launchers import shared_ray_address
+
+    address = cfg.ray.address or shared_ray_address()
+    if address:
+        if cfg.ray.address:
+            console.print(f"joining the Ray cluster at {address}")
         _use_local_token()
         try:
-            ray.init(address=cfg.ray.address, **kwargs)
+            ray.init(address=address, **kwargs)
         except ConnectionError as err:
             if _auth_refused(err):
                 raise UserError(
-                    f"the Ray cluster at ray.address={cfg.ray.address} refused this machine's "
+                    f"the Ray cluster at ray.address={address} refused this machine's "
                     "token: it uses token authentication. Copy its token (`ray get-auth-token` "
                     "on the head node) to ~/.ray/auth_token or set RAY_AUTH_TOKEN."
                 ) from None
             raise UserError(
-                f"cannot reach a Ray cluster at ray.address={cfg.ray.address} ({err}). "
+                f"cannot reach a Ray cluster at ray.address={address} ({err}). "
                 "Start one with `ray start --head`, or drop ray.address to run locally."
             ) from err
         available = ray.cluster_resources().get("CPU", 0)
         if available < needed:  # Tune would keep the trial pending for ever
             ray.shutdown()
             raise UserError(
-                f"the Ray cluster at ray.address={cfg.ray.address} has {available:g} CPUs but "
+                f"the Ray cluster at ray.address={address} has {available:g} CPUs but "
                 f"one trial needs {needed} (1 + run.resources.num_env_runners x "
                 "num_cpus_per_env_runner). Add nodes, or lower run.resources.num_env_runners."
             )

@@ -99,9 +99,9 @@ def bench_training(scenarios: list[str], steps: int, copies: int) -> None:
     from rich.table import Table
 
     from mobrl.envs import factory
-    from mobrl.train import _configure_ray
+    from mobrl.train import configure_ray
 
-    _configure_ray()
+    configure_ray()
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     factory.register()
     table = Table(title=f"RLlib env-runner sampling, env steps/s ({steps} steps, env=ma)")

@@ -52,6 +52,10 @@ def _yaml_names(folder: Any, prefix: str = "") -> list[str]:
     return names
 
 
+#: launchers of Hydra's optional plugins (the `launchers` extra of mobrl installs them)
+LAUNCHER_PLUGINS = ("joblib", "submitit_slurm", "submitit_local")
+
+
 def compose(overrides: Sequence[str] = ()) -> DictConfig:
     """Compose the config for `overrides` with Hydra's compose API (for tests and validation)."""
     from hydra import compose as hydra_compose
@@ -84,7 +88,14 @@ def _translate_compose_error(err: Exception, overrides: Sequence[str]) -> UserEr
 
     message = str(err).strip()
     if isinstance(err, MissingConfigException):
-        return UserError(message.splitlines()[0] + ". Run `mobrl train --help` for the options.")
+        first = message.splitlines()[0]
+        for launcher in LAUNCHER_PLUGINS:
+            if f"hydra/launcher/{launcher}'" in first:
+                return UserError(
+                    f"hydra/launcher={launcher} needs Hydra's {launcher} launcher plugin, which "
+                    "is not installed. Run `pip install 'mobrl[launchers]'`."
+                )
+        return UserError(first + ". Run `mobrl train --help` for the options.")
     cause = err.__cause__
     first = message.splitlines()[0] if message else type(err).__name__
     if cause is not None:

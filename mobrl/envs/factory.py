@@ -424,8 +424,12 @@ def _check_agents(env: Any) -> None:
 
 def register() -> None:
     """Register `make_env` with Tune so every Ray worker can build the env by name."""
-    from ray.tune.registry import register_env
+    from ray.tune import registry
 
     from mobrl.envs.rllib_env import make_rllib_env
 
-    register_env(ENV_NAME, make_rllib_env)
+    # Tune keys its registry by the Ray job id it saw first in this process; a process that
+    # joins Ray again (the next job of a parallel multirun) is a new job whose workers would
+    # not find the env under the old key
+    registry._global_registry._prefix = None
+    registry.register_env(ENV_NAME, make_rllib_env)

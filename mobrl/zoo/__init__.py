@@ -198,7 +198,10 @@ class ZooPolicy:
         )
         width = self.layers[0][1][0].shape[1]
         if space.shape != (width,):
+            trained = self.env_config.get("scenario") or self.env_config.get("id")
             raise UserError(
-                f"the zoo policy observes {width} values per agent but the scenario gives "
-                f"{space.shape}. Evaluate it on the scenario it was trained on."
+                f"the zoo policy was trained on scenario={trained} and observes {width} values "
+                f"per agent, but this scenario gives {space.shape}. Evaluate it on "
+                f"scenario={trained}, or use a policy with env.obs=topk (e.g. zoo:medium_topk) "
+                "on other layouts."
             )

@@ -117,3 +117,18 @@ def test_impossible_numbers_are_user_errors(override: str, message: str) -> None
 def test_sane_numbers_pass() -> None:
     cfg = validate_command_line(["run=smoke", "algo.training.gamma=1", "run.seed=0"])
     assert cfg.algo.training.gamma == 1
+
+
+def test_a_launcher_without_its_plugin_names_the_extra() -> None:
+    from hydra.errors import MissingConfigException
+
+    from mobrl.config import _translate_compose_error
+
+    err = MissingConfigException(
+        "In 'hydra/config': Could not find 'hydra/launcher/joblib'\nAvailable options: basic"
+    )
+    message = str(_translate_compose_error(err, ["hydra/launcher=joblib"]))
+    assert message == (
+        "hydra/launcher=joblib needs Hydra's joblib launcher plugin, which is not installed. "
+        "Run `pip install 'mobrl[launchers]'`."
+    )

@@ -1,0 +1,201 @@
+"""Bad input across every command, as a new user would type it: each case exits 2 with one
+line that names the bad value, prints no traceback and leaves nothing behind (no run dir, no
+partial file, no Ray process)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import run_mobrl
+
+LAYOUT = """\
+width: 200
+height: 200
+stations:
+  - {x: 50, y: 100}
+  - {x: 150, y: 100}
+ues: 3
+"""
+
+#: (case id, command line, a piece of the one-line error): {f} stands for the fixtures dir
+CASES = [
+    # train: groups, keys, values
+    ("unknown scenario", "train scenario=mediun", "Did you mean 'medium'"),
+    ("unknown algo", "train algo=ppp", "ppo"),
+    ("unknown env", "train env=multi", "env"),
+    ("unknown run preset", "train run=smok", "smoke"),
+    ("unknown tune option", "train tune=lr_grd", "lr_grid"),
+    ("typo in a key", "train run.stop.iteration=5", "run.stop.iterations"),
+    ("typo in an algo key", "train algo.training.lrr=0.1", "lr"),
+    ("unknown new algo key", "train +algo.training.lrr=0.1", "algo.training.lrr"),
+    ("wrong type", "train run.stop.iterations=abc", "run.stop.iterations=abc"),
+    ("wrong type bool", "train run.ue_metrics=maybe", "run.ue_metrics"),
+    ("negative count", "train run.resources.num_env_runners=-1", "num_env_runners"),
+    ("zero iterations", "train run.stop.iterations=0", "must be positive"),
+    ("negative iterations", "train run.stop.iterations=-1", "must be positive"),
+    ("zero minibatch", "train run.batch.minibatch_size=0", "must be positive"),
+    ("negative lr", "train algo.training.lr=-1", "must be positive"),
+    ("lr not a number", "train run=smoke algo.training.lr=abc", "lr"),
+    ("gamma above 1", "train algo.training.gamma=1.5", "must lie in"),
+    ("minibatch above batch", "train run=smoke run.batch.minibatch_size=5000", "larger than"),
+    ("unknown engine", "train engine=stok", "Did you mean 'stock'"),
+    ("unknown sampler", "train env.sampler=slots", "env.sampler"),
+    ("unknown obs", "train env.obs=top", "env.obs"),
+    ("topk zero", "train env.obs=topk env.topk=0", "env.topk=0"),
+    ("unknown policies", "train env.policies=bogus", "env.policies"),
+    ("algo cannot act", "train scenario=small env=central algo=dqn", "dqn"),
+    ("unknown tune metric", "train tune.metric=env_runners/episode_return_mea", "tune.metric"),
+    ("unknown searcher", "train tune.searcher=optuner", "tune.searcher"),
+    ("bad search space", "train +tune.param_space.training.lr={log:[1]}", "search-space type"),
+    ("unknown baseline to beat", "train run.eval.interval=5 run.stop.beat=greed", "greedy"),
+    ("unknown fault", "train run.fault.inject.what=crash", "run.fault.inject.what"),
+    ("interval sweep", "train -m run.seed=interval(0,1)", "sweeps a range"),
+    ("malformed override", "train run.seed=[1", "malformed override"),
+    (
+        "resources above the machine",
+        "train ray.num_cpus=1 run.resources.num_env_runners=2",
+        "needs 3 CPUs",
+    ),
+    ("unwritable storage", "train run.storage_path={f}/afile/out", "not writable"),
+    ("ray address not host:port", "train ray.address=nohost", "not host:port"),
+    ("layout file missing", "train scenario.path={f}/nope.yaml", "nope.yaml"),
+    ("malformed YAML layout", "train scenario.path={f}/broken.yaml", "broken.yaml"),
+    ("layout with wrong types", "train scenario.path={f}/wrongtype.yaml", "wrongtype.yaml"),
+    ("layout with negative UEs", "train scenario.path={f}/negative.yaml", "negative.yaml"),
+    # resume
+    ("resume a missing dir", "train --resume {f}/nowhere", "nowhere"),
+    ("resume a dir that is no run", "train --resume {f}", "not a mobrl run dir"),
+    # evaluate
+    ("evaluate a missing checkpoint", "evaluate --checkpoint {f}/nowhere", "nowhere"),
+    ("evaluate a corrupt checkpoint", "evaluate --checkpoint {f}/corrupt", "corrupt"),
+    ("evaluate unknown zoo entry", "evaluate --checkpoint zoo:smal", "Did you mean 'small'"),
+    ("evaluate unknown baseline", "evaluate --checkpoint zoo:small --baselines greed", "greedy"),
+    ("evaluate zero episodes", "evaluate --checkpoint zoo:small --episodes 0", "--episodes"),
+    ("evaluate bad pick", "evaluate --checkpoint zoo:small --pick worst", "--pick"),
+    ("evaluate zero workers", "evaluate --checkpoint zoo:small --workers 0", "--workers"),
+    (
+        "evaluate unwritable output",
+        "evaluate --checkpoint zoo:small --output {f}/afile/x",
+        "not writable",
+    ),
+    (
+        "evaluate zoo on another scenario",
+        "evaluate --checkpoint zoo:small scenario=large",
+        "trained on scenario=small",
+    ),
+    (
+        "matrix unknown layout",
+        "evaluate --checkpoint zoo:medium_topk --scenarios small,lareg",
+        "lareg",
+    ),
+    # baselines
+    ("baselines unknown scenario", "baselines scenario=smal", "small"),
+    ("baselines unknown baseline", "baselines --baselines rnd", "random"),
+    ("baselines negative episodes", "baselines --episodes -3", "--episodes"),
+    # render
+    ("render unknown video type", "render --policy greedy --video {f}/out.avi", ".avi"),
+    ("render unknown policy", "render --policy greed --video {f}/out.mp4", "greedy"),
+    (
+        "render over an existing file",
+        "render --policy greedy --video {f}/existing.mp4",
+        "--overwrite",
+    ),
+    ("render missing checkpoint", "render --checkpoint {f}/nowhere --video {f}/out.mp4", "nowhere"),
+    ("render unwritable video", "render --policy greedy --video {f}/afile/out.mp4", "not writable"),
+    # scenarios
+    ("scenarios show unknown", "scenarios show mediun", "medium"),
+    ("scenarios show broken file", "scenarios show {f}/broken.yaml", "broken.yaml"),
+    ("scenarios plot bad size", "scenarios plot small --size 9x", "--size"),
+    # report
+    ("report a missing path", "report {f}/nowhere", "nowhere"),
+    ("report nothing to report", "report {f}/empty", "empty"),
+    ("report unknown x", "report {f}/empty --x steps", "--x"),
+]
+
+
+@pytest.fixture(scope="module")
+def fixtures(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("bad_input")
+    (folder / "afile").write_text("a file, not a directory\n")
+    (folder / "broken.yaml").write_text("stations: [ {x: 1, y: 2\nues: 3\n")
+    (folder / "wrongtype.yaml").write_text(LAYOUT.replace("ues: 3", "ues: three"))
+    (folder / "negative.yaml").write_text(LAYOUT.replace("ues: 3", "ues: -2"))
+    corrupt = folder / "corrupt"
+    corrupt.mkdir()
+    (corrupt / "rllib_checkpoint.json").write_text("{not json")
+    (folder / "existing.mp4").write_bytes(b"a video the user keeps")
+    (folder / "empty").mkdir()
+    return folder
+
+
+def _snapshot(folder: Path) -> dict[str, bytes]:
+    return {
+        str(p.relative_to(folder)): (p.read_bytes() if p.is_file() else b"")
+        for p in sorted(folder.rglob("*"))
+    }
+
+
+def _ray_processes() -> int:
+    count = 0
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            first = cmdline.read_bytes().split(b"\0")[0]
+        except OSError:
+            continue
+        count += first.endswith((b"gcs_server", b"raylet"))
+    return count
+
+
+@pytest.fixture(scope="module")
+def outcomes(fixtures: Path, tmp_path_factory) -> dict:
+    """Every case run once, a few at a time (each is a fresh `mobrl` process in an empty dir
+    of its own), with what the whole batch left in the fixtures dir and in Ray processes."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    before, ray_before = _snapshot(fixtures), _ray_processes()
+
+    def run(case: tuple[str, str, str]) -> tuple[str, Any, Path]:
+        case_id, argv, _ = case
+        cwd = tmp_path_factory.mktemp("case")
+        args = [part.replace("{f}", str(fixtures)) for part in argv.split(" ")]
+        return case_id, run_mobrl(*args, cwd=cwd, timeout=90), cwd
+
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        results = {case_id: (result, cwd) for case_id, result, cwd in pool.map(run, CASES)}
+    return {
+        "results": results,
+        "fixtures_unchanged": _snapshot(fixtures) == before,
+        "ray_left": _ray_processes() - ray_before,
+    }
+
+
+@pytest.mark.parametrize(
+    "case_id,expected", [(c[0], c[2]) for c in CASES], ids=[c[0] for c in CASES]
+)
+def test_bad_input_is_one_line_exit_2_and_leaves_nothing(
+    outcomes: dict, fixtures: Path, case_id: str, expected: str
+) -> None:
+    result, cwd = outcomes["results"][case_id]
+    printed = result.stdout + result.stderr
+    assert result.returncode == 2, printed
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, printed
+    assert expected.replace("{f}", str(fixtures)) in lines[0], printed
+    assert "Traceback" not in printed
+    assert list(cwd.iterdir()) == []  # no run dir, no outputs/, no partial file
+
+
+def test_the_batch_wrote_nothing_next_to_its_inputs_and_left_no_ray(outcomes: dict) -> None:
+    assert outcomes["fixtures_unchanged"]
+    assert outcomes["ray_left"] <= 0
+
+
+def test_the_matrix_is_broad() -> None:
+    commands = {argv.split(" ")[0] for _, argv, _ in CASES}
+    assert len(CASES) >= 40
+    assert {"train", "evaluate", "baselines", "render", "scenarios", "report"} <= commands
+    assert any("--resume" in argv for _, argv, _ in CASES)
+    assert len({case_id for case_id, _, _ in CASES}) == len(CASES)

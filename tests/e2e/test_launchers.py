@@ -1,0 +1,57 @@
+"""Parallel multirun with Hydra's joblib launcher: the jobs share one local Ray."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import run_mobrl
+
+pytestmark = pytest.mark.slow
+
+
+def _gcs_servers() -> int:
+    count = 0
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            count += b"gcs_server" in cmdline.read_bytes().split(b"\0")[0]
+        except OSError:
+            continue
+    return count
+
+
+def test_joblib_jobs_run_side_by_side_on_one_shared_ray(tmp_path: Path) -> None:
+    before = _gcs_servers()
+    result = run_mobrl(
+        "train",
+        "-m",
+        "run=smoke",
+        "run.seed=0,1,2",
+        "run.resources.num_env_runners=0",  # one CPU per trial: two trials at once on 2 cores
+        "hydra/launcher=joblib",
+        "hydra.launcher.n_jobs=2",
+        f"hydra.sweep.dir={tmp_path}",
+        cwd=tmp_path,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "Joblib.Parallel(n_jobs=2" in result.stdout + result.stderr
+    job_dirs = sorted(p.parent for p in tmp_path.glob("*/summary.json"))
+    assert [d.name.split("_")[0] for d in job_dirs] == ["0", "1", "2"]
+    seeds, addresses = set(), set()
+    for job in job_dirs:
+        manifest = json.loads((job / "manifest.json").read_text())
+        seeds.add(manifest["seed"])
+        addresses.add(manifest["ray_address"])
+        assert not json.loads((job / "summary.json").read_text())["failed"]
+    assert seeds == {0, 1, 2}
+    assert len(addresses) == 1  # one Ray for all jobs
+    assert _gcs_servers() == before  # and it was stopped after the last job
+
+
+def test_launcher_config_is_shown_and_a_missing_plugin_is_named(tmp_path: Path) -> None:
+    shown = run_mobrl("train", "--cfg", "hydra", "hydra/launcher=submitit_slurm", cwd=tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    assert "SlurmLauncher" in shown.stdout and "timeout_min" in shown.stdout
+    assert not any(tmp_path.iterdir())  # showing the config writes nothing
