@@ -184,3 +184,56 @@ def test_a_cluster_too_small_for_one_trial_is_refused_within_seconds(
     assert "Traceback" not in result.stderr
     assert time.monotonic() - start < 60
     assert not run_dir.exists()
+
+
+_LOCAL_RAY = """
+import sys
+from mobrl.config import compose
+from mobrl.train import _init_ray, _ray_address, configure_ray
+
+configure_ray()
+_init_ray(compose(["run=smoke"]))
+print(_ray_address(), flush=True)
+sys.stdin.readline()  # hold the local Ray until the test has looked at it
+"""
+
+
+def _listening_ports() -> set[int]:
+    ports = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            fields = line.split()
+            if fields[3] == "0A":  # LISTEN
+                ports.add(int(fields[1].rsplit(":", 1)[1], 16))
+    return ports
+
+
+def test_a_local_ray_has_no_dashboard_and_refuses_other_tokens(tmp_path: Path) -> None:
+    """What keeps mobrl's local Ray to itself: no dashboard, token authentication on (its
+    GCS listens on every interface; Ray cannot bind it to loopback)."""
+    import sys
+
+    holder = subprocess.Popen(
+        [sys.executable, "-c", _LOCAL_RAY],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        cwd=tmp_path,
+    )
+    try:
+        address = holder.stdout.readline().strip()
+        assert address.rsplit(":", 1)[1].isdigit(), address
+        assert 8265 not in _listening_ports()  # Ray's dashboard port
+        env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_AUTH")}
+        intruder = subprocess.run(
+            [sys.executable, "-c", f"import ray; ray.init(address={address!r})"],
+            env={**env, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": "not-the-token" * 3},
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert intruder.returncode != 0
+        assert "InvalidAuthToken" in intruder.stderr or "Authentication" in intruder.stderr
+    finally:
+        holder.communicate("\n", timeout=60)
