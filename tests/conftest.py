@@ -30,3 +30,15 @@ def run_mobrl(
 @pytest.fixture
 def mobrl_cli():
     return run_mobrl
+
+
+def ray_process_count() -> int:
+    """How many Ray clusters' core processes (GCS servers, raylets) run on this machine."""
+    count = 0
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            first = cmdline.read_bytes().split(b"\0")[0]
+        except OSError:
+            continue
+        count += first.endswith((b"gcs_server", b"raylet"))
+    return count

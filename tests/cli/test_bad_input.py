@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import run_mobrl
+from tests.conftest import ray_process_count, run_mobrl
 
 LAYOUT = """\
 width: 200
@@ -138,24 +138,13 @@ def _snapshot(folder: Path) -> dict[str, bytes]:
     }
 
 
-def _ray_processes() -> int:
-    count = 0
-    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
-        try:
-            first = cmdline.read_bytes().split(b"\0")[0]
-        except OSError:
-            continue
-        count += first.endswith((b"gcs_server", b"raylet"))
-    return count
-
-
 @pytest.fixture(scope="module")
 def outcomes(fixtures: Path, tmp_path_factory) -> dict:
     """Every case run once, a few at a time (each is a fresh `mobrl` process in an empty dir
     of its own), with what the whole batch left in the fixtures dir and in Ray processes."""
     from concurrent.futures import ThreadPoolExecutor
 
-    before, ray_before = _snapshot(fixtures), _ray_processes()
+    before, ray_before = _snapshot(fixtures), ray_process_count()
 
     def run(case: tuple[str, str, str]) -> tuple[str, Any, Path]:
         case_id, argv, _ = case
@@ -168,7 +157,7 @@ def outcomes(fixtures: Path, tmp_path_factory) -> dict:
     return {
         "results": results,
         "fixtures_unchanged": _snapshot(fixtures) == before,
-        "ray_left": _ray_processes() - ray_before,
+        "ray_left": ray_process_count() - ray_before,
     }
 
 

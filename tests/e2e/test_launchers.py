@@ -7,23 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_mobrl
+from tests.conftest import ray_process_count, run_mobrl
 
 pytestmark = pytest.mark.slow
 
 
-def _gcs_servers() -> int:
-    count = 0
-    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
-        try:
-            count += b"gcs_server" in cmdline.read_bytes().split(b"\0")[0]
-        except OSError:
-            continue
-    return count
-
-
 def test_joblib_jobs_run_side_by_side_on_one_shared_ray(tmp_path: Path) -> None:
-    before = _gcs_servers()
+    before = ray_process_count()
     result = run_mobrl(
         "train",
         "-m",
@@ -47,7 +37,7 @@ def test_joblib_jobs_run_side_by_side_on_one_shared_ray(tmp_path: Path) -> None:
         assert not json.loads((job / "summary.json").read_text())["failed"]
     assert seeds == {0, 1, 2}
     assert len(addresses) == 1  # one Ray for all jobs
-    assert _gcs_servers() == before  # and it was stopped after the last job
+    assert ray_process_count() == before  # and it was stopped after the last job
 
 
 def test_launcher_config_is_shown_and_a_missing_plugin_is_named(tmp_path: Path) -> None:
