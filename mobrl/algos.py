@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from mobrl import metrics
-from mobrl.errors import UserError, closest_first
+from mobrl.errors import UserError, closest_first, first_line
 
 if TYPE_CHECKING:
     from omegaconf import DictConfig
@@ -138,7 +138,7 @@ def build_algorithm_config(
     try:
         algo.validate()
     except ValueError as err:  # RLlib's own checks of mutually dependent settings
-        first = str(err).strip().splitlines()[0]
+        first = first_line(err)
         raise UserError(
             f"invalid {cfg.algo.name} settings: {first} Adjust algo.training.* or run.batch.*."
         ) from err

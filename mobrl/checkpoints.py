@@ -9,7 +9,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from mobrl.errors import UserError
+from mobrl.errors import UserError, first_line
 
 MANIFEST = "manifest.json"
 #: a run's training outcome (best return, best and last checkpoints), written by `mobrl train`
@@ -148,7 +148,7 @@ def load_rl_modules(checkpoint: Path, trust: bool = False) -> dict[str, Any]:
     except Exception as err:
         raise UserError(
             f"checkpoint '{checkpoint}' could not be restored ({type(err).__name__}: "
-            f"{str(err).splitlines()[0] if str(err) else 'corrupt file'}). "
+            f"{first_line(err)}). "
             "Use another checkpoint of the run."
         ) from err
     if isinstance(module, MultiRLModule):

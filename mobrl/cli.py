@@ -77,6 +77,8 @@ def train(ctx: typer.Context) -> None:
             validate_command_line(parsed.overrides)
         except UserError as err:
             raise _fail(err) from None
+    if parsed.help and not parsed.resolve:
+        args.append("--resolve")  # show values, not `${...}` interpolations, in the help
     from mobrl.train import train_task
 
     run_hydra(train_task, args, prog="mobrl train")

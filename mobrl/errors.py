@@ -49,3 +49,12 @@ def error_summary(text: str, limit: int = 160) -> str:
     if with_message or raised:
         return (with_message or raised)[-1][:limit]
     return (told[0] if told else "no message")[:limit]
+
+
+def first_line(err: BaseException | str) -> str:
+    """The first non-empty line of an error's message (its type's name if it has none): safe
+    inside error handlers, where an empty message must not raise again."""
+    text = str(err).strip()
+    if text:
+        return text.splitlines()[0].strip()
+    return type(err).__name__ if isinstance(err, BaseException) else "no message"

@@ -468,6 +468,7 @@ def evaluate_command(checkpoint: Path | None, overrides: list[str], opts: EvalOp
         console.print(
             f"trained − {name} (paired by seed): return {_cell({'mean': diff['return_diff_mean'], 'ci95': diff['ci95']})}"
         )
+    output = output.absolute()  # as `mobrl train` prints its paths: usable from anywhere
     console.print(f"results: {output / SUMMARY_FILE}, {output / EPISODES_FILE}")
     return output
 

@@ -659,7 +659,8 @@ def report_command(
         console.print(table)
     for note in result["notes"]:
         console.print(f"note: {note}")
+    shown = out.absolute()
     console.print(
-        f"report: {out / 'report.md'}, {out / 'report.html'} ({len(result['files'])} figures)"
+        f"report: {shown / 'report.md'}, {shown / 'report.html'} ({len(result['files'])} figures)"
     )
     return out

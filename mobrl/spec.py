@@ -10,7 +10,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from mobrl.algos import ALGORITHMS
 from mobrl.envs.factory import MOBILE_ENGINES, MOBILE_MODES, SAMPLERS
-from mobrl.errors import UserError, unknown_choice
+from mobrl.errors import UserError, first_line, unknown_choice
 
 SCENARIO_KINDS = ("mobile", "gym", "arena")
 TUNE_MODES = ("max", "min")
@@ -61,7 +61,7 @@ def _make_gym(cfg: DictConfig) -> Any:
         ) from err
     except Exception as err:  # a registered env that cannot be built here (missing extra, ...)
         raise UserError(
-            f"Gymnasium id '{env_id}' cannot be created here: {str(err).splitlines()[0]}. "
+            f"Gymnasium id '{env_id}' cannot be created here: {first_line(err)}. "
             "Install what it needs or pick another scenario."
         ) from err
 

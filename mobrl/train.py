@@ -22,7 +22,7 @@ from mobrl.checkpoints import (
     build_manifest,
     write_manifest,
 )
-from mobrl.errors import USER_ERROR_EXIT, UserError
+from mobrl.errors import USER_ERROR_EXIT, UserError, first_line
 from mobrl.spec import check_config, check_writable
 from mobrl.ui import make_console
 
@@ -245,7 +245,7 @@ def load_run(run_dir: Path) -> tuple[DictConfig, dict[str, Any]]:
     except Exception as err:  # YAML, schema or JSON errors of an edited or damaged file
         raise UserError(
             f"cannot read the run's config or manifest in '{run_dir}': "
-            f"{str(err).splitlines()[0]}. Restore the files or start a new run."
+            f"{first_line(err)}. Restore the files or start a new run."
         ) from err
     return cfg, manifest  # type: ignore[return-value]
 

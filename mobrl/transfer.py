@@ -266,6 +266,7 @@ def matrix_command(checkpoints: list[Path], scenarios: list[str], opts: EvalOpti
             ),
         )
     console.print(table)
+    output = output.absolute()
     console.print(
         f"results: {output / MATRIX_CSV}, {output / MATRIX_JSON}, {output / EPISODES_FILE}"
     )

@@ -10,7 +10,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from mobrl.config.schema import GROUPS, MobrlConfig, register_schema
-from mobrl.errors import UserError, closest_first, unknown_choice
+from mobrl.errors import UserError, closest_first, first_line, unknown_choice
 
 CONFIG_MODULE = "mobrl.conf"
 CONFIG_NAME = "config"
@@ -88,7 +88,7 @@ def _translate_compose_error(err: Exception, overrides: Sequence[str]) -> UserEr
 
     message = str(err).strip()
     if isinstance(err, MissingConfigException):
-        first = message.splitlines()[0]
+        first = first_line(message)
         for launcher in LAUNCHER_PLUGINS:
             if f"hydra/launcher/{launcher}'" in first:
                 return UserError(
@@ -97,9 +97,9 @@ def _translate_compose_error(err: Exception, overrides: Sequence[str]) -> UserEr
                 )
         return UserError(first + ". Run `mobrl train --help` for the options.")
     cause = err.__cause__
-    first = message.splitlines()[0] if message else type(err).__name__
+    first = first_line(err)
     if cause is not None:
-        detail = str(cause).strip().splitlines()[0]
+        detail = first_line(cause)
         return UserError(f"{first}: {detail}. Fix the value or see `mobrl train --cfg job`.")
     return UserError(f"{first}. See `mobrl train --help`.")
 
@@ -115,7 +115,7 @@ def _parse_overrides(overrides: Sequence[str]) -> list[Any]:
             parsed.extend(parser.parse_overrides([text]))
         except OverrideParseException as err:
             raise UserError(
-                f"malformed override '{text}': {str(err).splitlines()[0]}. "
+                f"malformed override '{text}': {first_line(err)}. "
                 "Write key=value or group=option (quote values with spaces)."
             ) from err
     return parsed

@@ -374,7 +374,7 @@ def check_env(env_config: dict[str, Any], rllib: bool = True) -> None:
     not a traceback from inside a Ray worker later."""
     import warnings
 
-    from mobrl.errors import UserError
+    from mobrl.errors import UserError, first_line
 
     name = env_config.get("scenario") or env_config["id"]
     problem = None
@@ -399,7 +399,7 @@ def check_env(env_config: dict[str, Any], rllib: bool = True) -> None:
         except UserError:
             raise
         except Exception as err:
-            problem = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+            problem = first_line(err)
     if problem is None:
         broken = [str(w.message) for w in caught]
         broken = [m for m in broken if any(words in m for words in _BROKEN_ENV_WARNINGS)]

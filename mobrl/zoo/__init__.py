@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from mobrl.errors import UserError, unknown_choice
+from mobrl.errors import UserError, first_line, unknown_choice
 
 #: `--checkpoint zoo:<name>` names a zoo entry
 PREFIX = "zoo:"
@@ -116,7 +116,7 @@ def load_layers(path: Path) -> list[tuple[str, Any]]:
             ]
     except (OSError, ValueError, KeyError) as err:
         raise UserError(
-            f"zoo file '{path}' is damaged ({str(err).splitlines()[0] if str(err) else err!r}). "
+            f"zoo file '{path}' is damaged ({first_line(err)}). "
             "Reinstall mobrl or export the entry again."
         ) from err
 

@@ -67,6 +67,8 @@ def test_train_help_lists_groups_and_options(mobrl_cli, tmp_path) -> None:
     ):
         assert line in result.stdout
     assert "mobrl train -m" in result.stdout
+    assert "  name: small\n" in result.stdout  # values, not `${...}` interpolations
+    assert "${" not in result.stdout
 
 
 def test_version(mobrl_cli) -> None:

@@ -48,3 +48,12 @@ def test_unknown_choice_message() -> None:
         "unknown scenario 'lage'. Did you mean 'large'? Choose one of: large, small. "
         "Use scenario=<option>."
     )
+
+
+def test_first_line_never_fails_on_an_empty_message() -> None:
+    from mobrl.errors import first_line
+
+    assert first_line(ValueError("\n  bad value \nmore")) == "bad value"
+    assert first_line(KeyError()) == "KeyError"
+    assert first_line(RuntimeError("")) == "RuntimeError"
+    assert first_line("") == "no message"
