@@ -82,9 +82,9 @@ def source_commit() -> str | None:
 
 
 def write_manifest(run_dir: Path, manifest: dict[str, Any]) -> Path:
-    path = run_dir / MANIFEST
-    path.write_text(json.dumps(manifest, indent=2, default=str) + "\n")
-    return path
+    from mobrl.files import atomic_write_json
+
+    return atomic_write_json(run_dir / MANIFEST, manifest)
 
 
 def find_manifest(path: Path) -> dict[str, Any] | None:

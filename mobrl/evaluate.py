@@ -16,6 +16,7 @@ import numpy as np
 from mobrl import metrics as keys
 from mobrl.checkpoints import RUN_SUMMARY, find_manifest, list_checkpoints
 from mobrl.errors import UserError, unknown_choice
+from mobrl.files import atomic_write_csv, atomic_write_json, check_writable
 from mobrl.rollout import EPISODE_METRICS, RETURN_OF
 
 SUMMARY_FILE = "summary.json"
@@ -326,15 +327,8 @@ def write_results(
 
     output.mkdir(parents=True, exist_ok=True)
     frame = pd.DataFrame(rows)
-    _atomic_write(output / EPISODES_FILE, frame.to_csv(index=False))
-    payload = {**meta, **summary}
-    _atomic_write(output / SUMMARY_FILE, json.dumps(payload, indent=2, default=str) + "\n")
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
+    atomic_write_csv(output / EPISODES_FILE, frame)
+    atomic_write_json(output / SUMMARY_FILE, {**meta, **summary})
 
 
 def check_baselines(
@@ -423,7 +417,7 @@ def evaluate_command(checkpoint: Path | None, overrides: list[str], opts: EvalOp
         raise UserError("nothing to evaluate: give --checkpoint or --baselines.")
     scenario = target.env_config.get("scenario") or target.env_config["id"]
     output = Path(opts.output) if opts.output else default_output_dir(scenario)
-    _check_output(output)
+    check_output(output)
 
     def restore() -> None:
         """Restore the checkpoint (and check its spaces) while workers play the baselines;
@@ -473,9 +467,8 @@ def evaluate_command(checkpoint: Path | None, overrides: list[str], opts: EvalOp
     return output
 
 
-def _check_output(output: Path) -> None:
-    from mobrl.spec import check_writable
-
+def check_output(output: Path) -> None:
+    """`--output` is writable and holds no results yet (mobrl never overwrites results)."""
     check_writable(output, "--output")
     existing = [output / f for f in (SUMMARY_FILE, EPISODES_FILE) if (output / f).exists()]
     if existing:

@@ -7,7 +7,6 @@ iterations, checkpoints, error) into the run dir, and prints the ranking as a ta
 
 from __future__ import annotations
 
-import json
 import math
 import sys
 from pathlib import Path
@@ -18,6 +17,7 @@ from omegaconf import DictConfig
 from mobrl import metrics
 from mobrl.checkpoints import RUN_SUMMARY
 from mobrl.errors import error_summary
+from mobrl.files import atomic_write_csv, atomic_write_json
 
 TRIALS_CSV = "trials.csv"
 
@@ -105,7 +105,7 @@ def report(
         "trials": rows,
         "failed": [r["trial"] for r in rows if r["error"]],
     }
-    (run_dir / RUN_SUMMARY).write_text(json.dumps(summary, indent=2, default=str) + "\n")
+    atomic_write_json(run_dir / RUN_SUMMARY, summary)
     flat = [
         {
             "rank": r["rank"],
@@ -119,7 +119,7 @@ def report(
         }
         for r in rows
     ]
-    pd.DataFrame(flat).to_csv(run_dir / TRIALS_CSV, index=False)
+    atomic_write_csv(run_dir / TRIALS_CSV, pd.DataFrame(flat))
 
     console.print()
     if len(rows) > 1 or locations:

@@ -45,7 +45,7 @@ class Recording:
 
 def check_video_path(video: Path, overwrite: bool) -> Path:
     """The absolute output path, or a one-line error (format, existing file, not writable)."""
-    from mobrl.spec import check_writable
+    from mobrl.files import check_writable
 
     video = Path(video).expanduser().absolute()
     if video.suffix.lower() not in VIDEO_SUFFIXES:

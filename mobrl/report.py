@@ -629,7 +629,7 @@ def report_command(
 
     from rich.table import Table
 
-    from mobrl.spec import check_writable
+    from mobrl.files import check_writable
     from mobrl.ui import make_console
 
     out = Path(out) if out else Path("reports") / datetime.now().strftime("%Y-%m-%d/%H-%M-%S")

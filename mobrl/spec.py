@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +10,7 @@ from omegaconf import DictConfig, OmegaConf
 from mobrl.algos import ALGORITHMS
 from mobrl.envs.factory import MOBILE_ENGINES, MOBILE_MODES, SAMPLERS
 from mobrl.errors import UserError, first_line, unknown_choice
+from mobrl.files import check_writable
 
 SCENARIO_KINDS = ("mobile", "gym", "arena")
 TUNE_MODES = ("max", "min")
@@ -207,24 +207,3 @@ def check_numbers(cfg: DictConfig) -> None:
         from mobrl.envs.factory import check_topk
 
         check_topk(cfg.env.get("topk"))
-
-
-def _can_create_file(folder: Path) -> bool:
-    # os.access says yes to root everywhere, even on read-only mounts: try for real
-    try:
-        with tempfile.TemporaryFile(dir=folder):
-            return True
-    except OSError:
-        return False
-
-
-def check_writable(path: Path, what: str, example: str = "./results") -> None:
-    """Fail early (before Ray starts) when results could not be written to `path`."""
-    probe = path.expanduser().absolute()
-    while not probe.exists() and probe != probe.parent:
-        probe = probe.parent
-    if not probe.is_dir() or not _can_create_file(probe):
-        raise UserError(
-            f"{what} '{path}' is not writable ({probe} is not a writable directory). "
-            f"Choose another directory, e.g. {what}={example}."
-        )

@@ -23,7 +23,8 @@ from mobrl.checkpoints import (
     write_manifest,
 )
 from mobrl.errors import USER_ERROR_EXIT, UserError, first_line
-from mobrl.spec import check_config, check_writable
+from mobrl.files import check_writable
+from mobrl.spec import check_config
 from mobrl.ui import make_console
 
 console = make_console()

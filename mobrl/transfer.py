@@ -198,7 +198,8 @@ def matrix_command(checkpoints: list[Path], scenarios: list[str], opts: EvalOpti
     from rich.progress import Progress
     from rich.table import Table
 
-    from mobrl.evaluate import _atomic_write, _check_output, target_for
+    from mobrl.evaluate import check_output, target_for
+    from mobrl.files import atomic_write_csv, atomic_write_json
     from mobrl.ui import make_console
 
     console = make_console()
@@ -210,7 +211,7 @@ def matrix_command(checkpoints: list[Path], scenarios: list[str], opts: EvalOpti
     names = opts.baseline_names(list(DEFAULT_BASELINES))
     targets = [target_for(c, [], opts.pick) for c in checkpoints]
     output = Path(opts.output) if opts.output else default_output_dir("matrix")
-    _check_output(output)
+    check_output(output)
     for file in (MATRIX_CSV, MATRIX_JSON):
         if (output / file).exists():
             raise UserError(f"--output '{output}' already holds {file}. Choose a new --output dir.")
@@ -224,8 +225,8 @@ def matrix_command(checkpoints: list[Path], scenarios: list[str], opts: EvalOpti
             opts.trust,
         )  # fmt: skip
     output.mkdir(parents=True, exist_ok=True)
-    _atomic_write(output / EPISODES_FILE, pd.DataFrame(rows).to_csv(index=False))
-    _atomic_write(output / MATRIX_CSV, pd.DataFrame(cells).to_csv(index=False))
+    atomic_write_csv(output / EPISODES_FILE, pd.DataFrame(rows))
+    atomic_write_csv(output / MATRIX_CSV, pd.DataFrame(cells))
     payload = {
         "checkpoints": [str(t.checkpoint) for t in targets],
         "scenarios": scenarios,
@@ -235,7 +236,7 @@ def matrix_command(checkpoints: list[Path], scenarios: list[str], opts: EvalOpti
         "explore": explore,
         "cells": cells,
     }
-    _atomic_write(output / MATRIX_JSON, json.dumps(payload, indent=2, default=str) + "\n")
+    atomic_write_json(output / MATRIX_JSON, payload)
 
     first = names[0] if names else None
     title = f"return on each layout, mean ± 95 % CI over {episodes} episodes"

@@ -105,7 +105,7 @@ def plot(name: str, out: Path, width_px: int, height_px: int, dpi: int = 100) ->
     from mobrl.dashboard import isolines
     from mobrl.envs import channel
     from mobrl.envs.factory import make_mobile_core
-    from mobrl.spec import check_writable
+    from mobrl.files import check_writable
 
     if width_px < 100 or height_px < 100:
         raise UserError(f"--size {width_px}x{height_px} is too small. Use at least 100x100.")

@@ -10,6 +10,7 @@ from typing import Any
 from mobrl import metrics as keys
 from mobrl import zoo
 from mobrl.errors import UserError
+from mobrl.files import atomic_write_json
 
 
 def _trial_progress(checkpoint: Path) -> dict[str, Any]:
@@ -124,9 +125,7 @@ def export_command(
     tmp = out / f".{name}.npz.tmp"
     zoo.save_layers(tmp, layers)
     os.replace(tmp, npz)
-    tmp = out / f".{name}.json.tmp"
-    tmp.write_text(json.dumps(meta, indent=2, default=str) + "\n")
-    os.replace(tmp, js)
+    atomic_write_json(js, meta)
     return npz
 
 

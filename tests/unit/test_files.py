@@ -1,0 +1,44 @@
+"""Result files: written whole or not at all; unwritable places refused before work starts."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from mobrl.errors import UserError
+from mobrl.files import atomic_write_csv, atomic_write_json, atomic_write_text, check_writable
+
+
+def test_atomic_writes_replace_the_file_and_leave_no_temporary(tmp_path: Path) -> None:
+    target = tmp_path / "summary.json"
+    target.write_text("old")
+    atomic_write_json(target, {"path": tmp_path, "value": 1.5})
+    assert json.loads(target.read_text()) == {"path": str(tmp_path), "value": 1.5}
+    atomic_write_csv(tmp_path / "rows.csv", pd.DataFrame({"seed": [0, 1], "return": [2.0, 3.0]}))
+    assert (tmp_path / "rows.csv").read_text().splitlines() == ["seed,return", "0,2.0", "1,3.0"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["rows.csv", "summary.json"]
+
+
+def test_a_failed_write_keeps_the_old_file(tmp_path: Path) -> None:
+    target = tmp_path / "manifest.json"
+    target.write_text("kept")
+
+    class Unprintable:
+        def __str__(self) -> str:
+            raise RuntimeError("cannot")
+
+    with pytest.raises(RuntimeError):
+        atomic_write_json(target, {"bad": Unprintable()})
+    assert target.read_text() == "kept"
+    atomic_write_text(target, "new")
+    assert target.read_text() == "new"
+
+
+def test_unwritable_places_are_refused(tmp_path: Path) -> None:
+    (tmp_path / "afile").write_text("x")
+    check_writable(tmp_path / "new" / "deeper", "--output")  # created later: fine
+    with pytest.raises(UserError, match="--output '.*afile/out' is not writable"):
+        check_writable(tmp_path / "afile" / "out", "--output")
