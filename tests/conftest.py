@@ -42,3 +42,21 @@ def ray_process_count() -> int:
             continue
         count += first.endswith((b"gcs_server", b"raylet"))
     return count
+
+
+#: the fast tier: in-process tests of seconds; the CLI tier (`mobrl` processes, no Ray) and
+#: the e2e tier (real Ray and RLlib) follow it (pyproject's testpaths keep that order)
+FAST_TIER = "tests/unit/"
+_session: pytest.Session | None = None
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    global _session
+    _session = session
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """A failure in the fast tier stops the run there: a broken build fails in minutes, not
+    after the half hour of the slower tiers."""
+    if report.failed and report.nodeid.startswith(FAST_TIER) and _session is not None:
+        _session.shouldstop = f"a fast-tier test failed ({report.nodeid}); fix it first"

@@ -12,7 +12,6 @@ from mobrl import dashboard
 from mobrl.envs.factory import make_mobile_core
 from mobrl.errors import UserError
 from mobrl.render import render_command
-from tests.conftest import run_mobrl
 
 
 def read_video(path: Path) -> np.ndarray:
@@ -140,11 +139,3 @@ def test_failed_render_leaves_no_file(tmp_path: Path, monkeypatch: pytest.Monkey
     with pytest.raises(RuntimeError, match="disk full"):
         render_command(None, "greedy", video, ["scenario=small"], max_steps=10)
     assert list(tmp_path.iterdir()) == []  # neither the video nor a temporary file
-
-
-def test_cli_errors_exit_2_with_one_line(tmp_path: Path) -> None:
-    result = run_mobrl("render", "--policy", "greedy", "--video", "/proc/x.mp4", cwd=tmp_path)
-    assert result.returncode == 2
-    assert result.stderr.strip().count("\n") == 0, result.stderr
-    assert "--video '/proc' is not writable" in result.stderr
-    assert "Traceback" not in result.stderr

@@ -12,8 +12,7 @@ import pytest
 import yaml
 
 from mobrl import metrics as keys
-from mobrl.errors import UserError
-from mobrl.report import build_report, discover, group_trials, report_command
+from mobrl.report import build_report, discover, group_trials
 
 RETURN = keys.RETURN_MEAN
 UTILITY = keys.result_key(keys.UTILITY_MEAN)
@@ -183,40 +182,3 @@ def test_generalisation_matrix_dirs_get_a_heat_map(tmp_path: Path) -> None:
     ]
     md = (tmp_path / "report" / "report.md").read_text()
     assert "Generalisation matrix" in md and "81.20 ± 1.50" in md
-
-
-def test_bad_input_is_a_one_line_error(multirun, tmp_path: Path, mobrl_cli) -> None:
-    root, _ = multirun
-    with pytest.raises(UserError, match="no mobrl runs or evaluations"):
-        (tmp_path / "empty").mkdir()
-        discover([tmp_path / "empty"])
-    with pytest.raises(UserError, match="no run logged 'nope'"):
-        build_report([root], tmp_path / "r1", metrics=["nope"])
-    with pytest.raises(UserError, match="Did you mean 'env_steps'"):
-        build_report([root], tmp_path / "r2", x="env_step")
-    with pytest.raises(UserError, match="--group-by"):
-        build_report([root], tmp_path / "r3", group_by=["algo.nme"])
-    kept = tmp_path / "kept"
-    report_command([root], kept, None, None, None)
-    before = (kept / "report.md").read_text()
-    with pytest.raises(UserError, match="already holds a report.*--overwrite"):
-        report_command([root], kept, None, "time_s", None)
-    assert (kept / "report.md").read_text() == before  # nothing written is lost
-    report_command([root], kept, None, "time_s", None, overwrite=True)
-    done = mobrl_cli("report", str(tmp_path / "missing"))
-    assert done.returncode == 2
-    assert done.stderr.strip().count("\n") == 0 and "does not exist" in done.stderr
-
-
-def test_report_imports_neither_ray_nor_torch(multirun, tmp_path: Path) -> None:
-    import subprocess
-    import sys
-
-    root, _ = multirun
-    probe = (
-        "import sys; from pathlib import Path; from mobrl.report import build_report; "
-        f"build_report([Path({str(root)!r})], Path({str(tmp_path / 'r')!r})); "
-        "heavy = [m for m in ('ray', 'torch') if m in sys.modules]; assert not heavy, heavy"
-    )
-    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr[-2000:]

@@ -13,7 +13,6 @@ from mobrl.config import group_options, validate_command_line
 from mobrl.envs.engine import FastEngine
 from mobrl.envs.factory import env_config_from, make_env, make_mobile_core, policy_setup
 from mobrl.errors import UserError
-from tests.conftest import run_mobrl
 
 SMALL = yaml.safe_load((scenarios.builtin_dir() / "small.yaml").read_text())
 
@@ -81,14 +80,6 @@ def test_numbers_written_like_2e7_are_numbers(tmp_path: Path) -> None:
     path = tmp_path / "exp.yaml"
     path.write_text((scenarios.builtin_dir() / "small.yaml").read_text().replace("9.0e6", "9e6"))
     assert scenarios.load(path)["stations"][0]["bandwidth"] == 9e6  # YAML 1.1 reads 9e6 as text
-
-
-def test_bad_scenario_file_stops_mobrl_train_with_exit_2(tmp_path: Path) -> None:
-    path = _write(tmp_path, _with(ues__count=0), "empty.yaml")
-    result = run_mobrl("train", f"scenario.path={path}", cwd=tmp_path)
-    assert result.returncode == 2
-    assert result.stderr.count("\n") == 1 and "ues.count is 0" in result.stderr
-    assert not (tmp_path / "outputs").exists()  # nothing was started or written
 
 
 @pytest.mark.parametrize("layout", ["small", "medium", "large"])
@@ -169,18 +160,6 @@ def test_scenarios_found_by_name_and_path(tmp_path: Path, monkeypatch: pytest.Mo
     assert env_config["layout"]["ues"]["count"] == 3  # the layout travels with the config
 
 
-def test_scenarios_list_shows_every_yaml_file(tmp_path: Path) -> None:
-    (tmp_path / "scenarios").mkdir()
-    _write(tmp_path / "scenarios", _with(), "my_campus.yaml")
-    result = run_mobrl("scenarios", "list", cwd=tmp_path)
-    assert result.returncode == 0, result.stderr
-    names = [p.stem for p in scenarios.builtin_dir().glob("*.yaml")] + ["my_campus"]
-    assert len(names) >= 6
-    for name in names:
-        assert f"│ {name} " in result.stdout, name
-    assert "arena" in result.stdout and "cartpole" in result.stdout
-
-
 def test_scenarios_show_prints_resolved_parameters() -> None:
     from mobrl.scenarios.tools import show
 
@@ -188,18 +167,6 @@ def test_scenarios_show_prints_resolved_parameters() -> None:
     assert len(data["stations"]) == 7 and data["ues"]["count"] == 15
     assert data["movement"] == {"model": "random_waypoint", "width": 200, "height": 200}
     assert data["stations"][0]["tx_power"] == 30  # defaults filled into each station
-
-
-def test_scenarios_plot_writes_a_png_of_the_requested_size(tmp_path: Path) -> None:
-    import imageio.v3 as iio
-
-    out = tmp_path / "plots" / "layout.png"
-    result = run_mobrl("scenarios", "plot", "dense_urban", "--out", str(out), "--size", "640x480")
-    assert result.returncode == 0, result.stderr
-    image = iio.imread(out)
-    assert image.shape[:2] == (480, 640) and image.std() > 10
-    bad = run_mobrl("scenarios", "plot", "cartpole", "--out", str(tmp_path / "x.png"))
-    assert bad.returncode == 2 and "not a mobile-env layout" in bad.stderr
 
 
 def test_policy_mappings() -> None:
