@@ -12,7 +12,7 @@ from pathlib import Path
 import typer
 
 from mobrl import __version__
-from mobrl.errors import USER_ERROR_EXIT, UserError
+from mobrl.errors import USER_ERROR_EXIT, UserError, first_line
 
 app = typer.Typer(
     name="mobrl",
@@ -374,8 +374,20 @@ def zoo_export(
 
 
 def main() -> None:
-    """Console-script entry point."""
-    app()
+    """Console-script entry point. Click's usage errors (an option's value of the wrong type,
+    an unknown option, a missing value) become one line and exit 2, like mobrl's own."""
+    # Typer ships its own Click; its UsageError is the base of the public typer.BadParameter
+    usage_error = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "UsageError")
+    try:
+        code = app(standalone_mode=False, prog_name="mobrl")
+    except usage_error as err:
+        command = err.ctx.command_path if err.ctx else "mobrl"
+        message = first_line(err.format_message()).rstrip(".")
+        print(f"error: {message}. See `{command} --help`.", file=sys.stderr)
+        raise SystemExit(USER_ERROR_EXIT) from None
+    except typer.Abort:  # Ctrl-C at a prompt
+        raise SystemExit(130) from None  # 128 + SIGINT, as shells report it
+    raise SystemExit(code if isinstance(code, int) else 0)
 
 
 if __name__ == "__main__":

@@ -109,6 +109,12 @@ CASES = [
     ("scenarios show unknown", "scenarios show mediun", "medium"),
     ("scenarios show broken file", "scenarios show {f}/broken.yaml", "broken.yaml"),
     ("scenarios plot bad size", "scenarios plot small --size 9x", "--size"),
+    # option values Typer parses: wrong types, unknown options, missing values
+    ("option of the wrong type", "evaluate --checkpoint zoo:small --episodes abc", "'--episodes'"),
+    ("unknown option", "evaluate --checkpoint zoo:small --episode 5", "--episode"),
+    ("option without its value", "evaluate --checkpoint", "'--checkpoint' requires"),
+    ("missing required option", "render --policy greedy", "Missing option '--video'"),
+    ("unknown command", "evaluat --checkpoint zoo:small", "No such command 'evaluat'"),
     # report
     ("report a missing path", "report {f}/nowhere", "nowhere"),
     ("report nothing to report", "report {f}/empty", "empty"),
