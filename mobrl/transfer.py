@@ -65,7 +65,13 @@ def transfer_env(source: dict[str, Any], scenario: str) -> dict[str, Any]:
     ]
     if source.get("topk"):
         overrides.append(f"env.topk={int(source['topk'])}")
-    cfg = validate_command_line(overrides)
+    try:
+        cfg = validate_command_line(overrides)
+    except UserError as err:  # say it in terms of the flag the user typed
+        raise UserError(
+            f"--scenarios: {str(err).replace('Use scenario=<option>.', '').strip()} "
+            "Fix the list, e.g. --scenarios small,medium,large."
+        ) from None
     if cfg.scenario.kind != "mobile":
         raise UserError(
             f"--scenarios: '{scenario}' is not a mobile-env layout. Use layouts listed by "

@@ -89,7 +89,7 @@ CASES = [
     (
         "matrix unknown layout",
         "evaluate --checkpoint zoo:medium_topk --scenarios small,lareg",
-        "lareg",
+        "--scenarios: unknown scenario 'lareg'. Did you mean 'large'",
     ),
     # baselines
     ("baselines unknown scenario", "baselines scenario=smal", "small"),
