@@ -152,5 +152,50 @@ def load_rl_modules(checkpoint: Path, trust: bool = False) -> dict[str, Any]:
             "Use another checkpoint of the run."
         ) from err
     if isinstance(module, MultiRLModule):
-        return {pid: module[pid] for pid in module.keys()}
-    return {"default_policy": module}
+        modules = {pid: module[pid] for pid in module.keys()}
+        states = {pid: module_dir / pid / MODULE_STATE for pid in modules}
+    else:
+        modules = {"default_policy": module}
+        states = {"default_policy": module_dir / MODULE_STATE}
+    for pid, state_file in states.items():
+        check_weights(modules[pid], state_file, pid, checkpoint, trust)
+    return modules
+
+
+#: the pickle of an RLModule's weights inside its checkpoint dir
+MODULE_STATE = "module_state.pkl"
+
+
+def check_weights(module: Any, state_file: Path, pid: str, checkpoint: Path, trust: bool) -> None:
+    """The restored module acts with the checkpoint's weights: every tensor it has is in the
+    saved state, with the same values. (RLlib restores a state that lacks weights without a
+    word, leaving the freshly initialized ones.)"""
+    import pickle
+
+    import numpy as np
+
+    state_dict = getattr(module, "state_dict", None)
+    if state_dict is None or not state_file.is_file():
+        return  # not a torch module, or a layout RLlib reads its own way
+    with state_file.open("rb") as handle:
+        if trust:
+            saved = pickle.load(handle)
+        else:
+            from mobrl.safe_load import RestrictedUnpickler
+
+            saved = RestrictedUnpickler(handle).load()  # already vetted by check_checkpoint
+    saved = saved if isinstance(saved, dict) else {}
+    params = {key: value.detach().cpu().numpy() for key, value in state_dict().items()}
+    missing = [key for key in params if key not in saved]
+    differ = [
+        key
+        for key in params
+        if key in saved and not np.array_equal(np.asarray(saved[key]), params[key])
+    ]
+    if missing or differ:
+        bad = missing or differ
+        raise UserError(
+            f"checkpoint '{checkpoint}' holds no trained weights for {len(bad)} of the "
+            f"{len(params)} tensors of policy '{pid}' (e.g. {bad[0]}): it would act with "
+            "untrained weights. Use another checkpoint of the run."
+        )

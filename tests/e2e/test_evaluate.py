@@ -185,3 +185,27 @@ def test_planted_pickle_is_refused_unless_trusted(small_ma_run: Path, tmp_path: 
         "--output", str(out), cwd=tmp_path,
     )  # fmt: skip
     assert marker.exists(), trusted.stderr  # trusted: RLlib's own load ran the planted command
+    # and what it restored had no weights at all: refused rather than played untrained
+    assert trusted.returncode == 2 and "holds no trained weights" in trusted.stderr
+
+
+def test_a_checkpoint_without_its_weights_is_refused(small_ma_run: Path, tmp_path: Path) -> None:
+    """RLlib restores a module state that lacks weights silently, with fresh random ones:
+    mobrl checks the restored tensors against the saved ones."""
+    import pickle
+    import shutil
+    from collections import OrderedDict
+
+    original = next(small_ma_run.rglob("checkpoint_*"))
+    copy = tmp_path / "stripped" / original.name
+    shutil.copytree(original, copy)
+    shutil.copy(small_ma_run / "manifest.json", copy.parent / "manifest.json")
+    (state,) = (copy / "learner_group" / "learner" / "rl_module").glob("*/module_state.pkl")
+    saved = pickle.loads(state.read_bytes())
+    kept = OrderedDict((k, v) for k, v in saved.items() if not k.startswith("pi."))
+    state.write_bytes(pickle.dumps(kept))  # the policy head's weights are gone
+    out = tmp_path / "eval"
+    done = run_mobrl("evaluate", "--checkpoint", str(copy), "--episodes", "1", "--output", str(out))
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "holds no trained weights" in done.stderr and "pi." in done.stderr
+    assert done.stderr.strip().count("\n") == 0 and not out.exists()
