@@ -311,7 +311,33 @@ def summarize(rows: list[dict[str, Any]], policies: list[str]) -> dict[str, Any]
             ]
             mean, half, n = mean_ci(diffs)
             out["paired_vs_trained"][name] = {"return_diff_mean": mean, "ci95": half, "n": n}
+    out["notes"] = service_notes(out)
     return out
+
+
+#: a trained policy that connects this many fewer UE-steps than a baseline it beats is named
+CONNECTED_GAP = 0.03
+
+
+def service_notes(summary: dict[str, Any]) -> list[str]:
+    """Warnings a reader of the return numbers needs: the trained policy beats a baseline in
+    return while keeping fewer UE-steps connected (mobile-env's return can rise by leaving UEs
+    unconnected, a policy that games the reward rather than serving better)."""
+    policies = summary["policies"]
+    if TRAINED not in policies or keys.NET_CONNECTED not in policies[TRAINED]:
+        return []
+    mine = policies[TRAINED][keys.NET_CONNECTED]["mean"]
+    notes = []
+    for name, gap in summary["paired_vs_trained"].items():
+        theirs = policies[name].get(keys.NET_CONNECTED, {}).get("mean")
+        beaten = gap["return_diff_mean"] - gap["ci95"] > 0
+        if theirs is not None and beaten and theirs - mine > CONNECTED_GAP:
+            notes.append(
+                f"trained beats {name} in return but keeps {mine:.0%} of UE-steps connected "
+                f"against {name}'s {theirs:.0%}: part of the gain may come from leaving UEs "
+                "unconnected. Compare the connected and UE-utility columns before keeping it."
+            )
+    return notes
 
 
 def default_output_dir(scenario: str) -> Path:
@@ -463,6 +489,8 @@ def evaluate_command(checkpoint: Path | None, overrides: list[str], opts: EvalOp
             f"trained − {name} (paired by seed): return {_cell({'mean': diff['return_diff_mean'], 'ci95': diff['ci95']})}"
         )
     output = output.absolute()  # as `mobrl train` prints its paths: usable from anywhere
+    for note in summary["notes"]:
+        console.print(f"[bold]note:[/bold] {note}")
     console.print(f"results: {output / SUMMARY_FILE}, {output / EPISODES_FILE}")
     return output
 

@@ -36,6 +36,28 @@ def test_summarize_pairs_by_seed() -> None:
     assert paired["return_diff_mean"] == 3.5 and paired["n"] == 2
 
 
+def _rows(policy: str, returns: list[float], connected: list[float]) -> list[dict]:
+    from mobrl import metrics
+
+    return [
+        {"policy": policy, "episode": i, "seed": i, "return": r, metrics.NET_CONNECTED: c}
+        for i, (r, c) in enumerate(zip(returns, connected))
+    ]
+
+
+def test_a_gain_bought_with_unconnected_ues_is_named() -> None:
+    hack = _rows("trained", [20, 22, 21, 23], [0.80, 0.82, 0.81, 0.80])
+    greedy = _rows("greedy", [10, 11, 10, 12], [1.0, 1.0, 0.99, 1.0])
+    noop = _rows("noop", [0, 0, 0, 0], [0.0, 0.0, 0.0, 0.0])
+    (note,) = summarize(hack + greedy + noop, ["trained", "greedy", "noop"])["notes"]
+    assert "keeps 81% of UE-steps connected against greedy's 100%" in note
+    # the same gain with the same service is not flagged, and neither is a tie in return
+    fair = _rows("trained", [20, 22, 21, 23], [0.99, 1.0, 1.0, 0.99])
+    assert summarize(fair + greedy, ["trained", "greedy"])["notes"] == []
+    tie = _rows("trained", [10, 11.5, 9.5, 12], [0.80, 0.82, 0.81, 0.80])
+    assert summarize(tie + greedy, ["trained", "greedy"])["notes"] == []
+
+
 def test_mixed_scenarios_under_one_path_are_refused(tmp_path) -> None:
     from mobrl.errors import UserError
     from mobrl.evaluate import pick_checkpoint
