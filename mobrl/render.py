@@ -173,8 +173,9 @@ def _policy(
     trust: bool = False,
 ) -> tuple[Any, dict[str, Any], str]:
     """(policy, env_config, description) for a checkpoint or a named baseline."""
-    from mobrl.evaluate import TRAINED, check_baselines, target_for
+    from mobrl.evaluate import TRAINED, check_baselines
     from mobrl.policies import BASELINES, policy_for_env
+    from mobrl.targets import target_for
 
     if checkpoint is not None and policy_name not in (None, TRAINED):
         raise UserError(

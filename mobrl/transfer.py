@@ -25,13 +25,13 @@ from mobrl.evaluate import (
     EPISODES_FILE,
     TRAINED,
     EvalOptions,
-    Target,
     check_baselines,
     default_output_dir,
     run_all,
     set_main_policy,
     summarize,
 )
+from mobrl.targets import Target
 
 MATRIX_CSV = "matrix.csv"
 MATRIX_JSON = "matrix.json"
@@ -204,8 +204,9 @@ def matrix_command(checkpoints: list[Path], scenarios: list[str], opts: EvalOpti
     from rich.progress import Progress
     from rich.table import Table
 
-    from mobrl.evaluate import check_output, target_for
+    from mobrl.evaluate import check_output
     from mobrl.files import atomic_write_csv, atomic_write_json
+    from mobrl.targets import target_for
     from mobrl.ui import make_console
 
     console = make_console()

@@ -85,7 +85,7 @@ def export_command(
 ) -> Path:
     """Write `<name>.npz` and `<name>.json` for the (picked) checkpoint."""
     from mobrl.checkpoints import find_manifest, load_rl_modules, source_commit
-    from mobrl.evaluate import pick_checkpoint
+    from mobrl.targets import pick_checkpoint
 
     if not name or not name.replace("_", "").replace("-", "").isalnum():
         raise UserError(f"--name '{name}' must be letters, digits, - and _. E.g. --name small.")

@@ -60,7 +60,7 @@ def test_a_gain_bought_with_unconnected_ues_is_named() -> None:
 
 def test_mixed_scenarios_under_one_path_are_refused(tmp_path) -> None:
     from mobrl.errors import UserError
-    from mobrl.evaluate import pick_checkpoint
+    from mobrl.targets import pick_checkpoint
 
     for job, scenario in (("0_small_ppo", "small"), ("1_cartpole_ppo", "cartpole")):
         ckpt = tmp_path / job / "tune" / "PPO_x" / "checkpoint_000000"
@@ -75,7 +75,7 @@ def test_mixed_scenarios_under_one_path_are_refused(tmp_path) -> None:
 
 
 def test_best_checkpoint_of_a_moved_run_dir_is_found_inside_it(tmp_path) -> None:
-    from mobrl.evaluate import _locate
+    from mobrl.targets import _locate
 
     found = [
         tmp_path / "copy/tune/PPO_1/checkpoint_000000",
@@ -95,7 +95,8 @@ def test_evaluation_reproduces_recorded_episodes(workers: int) -> None:
     from pathlib import Path
 
     from mobrl import zoo
-    from mobrl.evaluate import Target, run_all
+    from mobrl.evaluate import run_all
+    from mobrl.targets import Target
 
     recorded = Path(__file__).parents[1] / "data" / "evaluate_zoo_small_seeds0-11.csv"
     with recorded.open() as f:

@@ -1,0 +1,136 @@
+"""What `evaluate`, `render`, the matrix and `zoo export` act on: a checkpoint picked from a
+checkpoint, trial, run or multirun dir (`--pick best|last`), a zoo entry, or none (baselines
+only), with the env to run it in (the run's manifest, or scenario overrides)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mobrl.checkpoints import RUN_SUMMARY, find_manifest, list_checkpoints
+from mobrl.errors import UserError
+
+
+@dataclass
+class Target:
+    """What to evaluate: a checkpoint (or none, for baselines only) and the env to run it in."""
+
+    checkpoint: Path | None
+    env_config: dict[str, Any]
+    note: str
+
+
+def pick_checkpoint(path: Path, pick: str) -> tuple[Path, str]:
+    """Resolve a checkpoint, trial, experiment, run or multirun dir to one checkpoint."""
+    path = Path(path).expanduser().absolute()
+    if not path.exists():
+        raise UserError(f"--checkpoint '{path}' does not exist. Give a checkpoint or run dir.")
+    found = list_checkpoints(path)
+    if not found:
+        raise UserError(
+            f"no RLlib checkpoint under '{path}'. Point --checkpoint at a checkpoint_* dir, "
+            "a trial dir or a run dir that holds one."
+        )
+    if len(found) == 1:
+        return found[0], f"checkpoint {found[0]}"
+    _check_one_env(found)
+    if pick == "last":
+        latest = _latest(found)
+        return latest, f"last checkpoint of {len(found)}: {latest}"
+    summaries = sorted({s for c in found for s in _run_summary_above(c)})
+    best: tuple[float, Path, str] | None = None
+    for summary_path in summaries:
+        summary = json.loads(summary_path.read_text())
+        value, ckpt = summary.get("best_return"), summary.get("best_checkpoint")
+        located = _locate(ckpt, found) if ckpt else None
+        if value is not None and located is not None:
+            if best is None or value > best[0]:
+                best = (value, located, _ranked_by(summary.get("metric")))
+    if best is not None:
+        return best[1], f"best checkpoint by {best[2]} {best[0]:.3f}: {best[1]}"
+    latest = _latest(found)
+    return latest, f"no training results to rank {len(found)} checkpoints; using the last: {latest}"
+
+
+def _ranked_by(metric: str | None) -> str:
+    """How a run's summary ranked its checkpoints, in words."""
+    from mobrl.metrics import EVAL_RETURN_MEAN
+
+    if metric == EVAL_RETURN_MEAN:
+        return "evaluation return (during training)"
+    return "training return"
+
+
+def _check_one_env(checkpoints: list[Path]) -> None:
+    """Ranking by training return only makes sense within one scenario and env mode."""
+    envs: dict[str, Path] = {}
+    for ckpt in checkpoints:
+        manifest = find_manifest(ckpt)
+        if manifest is not None:
+            env = f"scenario={manifest['scenario']} env={manifest['env_mode']}"
+            envs.setdefault(env, ckpt)
+    if len(envs) > 1:
+        listed = "; ".join(f"{env}: {path}" for env, path in sorted(envs.items()))
+        raise UserError(
+            f"the path holds runs of {len(envs)} scenarios ({listed}). "
+            "Point --checkpoint at one run dir."
+        )
+
+
+def _locate(recorded: str, found: list[Path]) -> Path | None:
+    """The checkpoint among `found` that a summary recorded: by its path, or, for a run dir
+    that was moved or copied since, by its trial and checkpoint names."""
+    path = Path(recorded)
+    if path in found:
+        return path
+    matches = [c for c in found if c.parts[-2:] == path.parts[-2:]]
+    return matches[0] if len(matches) == 1 else None
+
+
+def _latest(checkpoints: list[Path]) -> Path:
+    return max(checkpoints, key=lambda p: (p.stat().st_mtime, p.name))
+
+
+def _run_summary_above(checkpoint: Path) -> list[Path]:
+    """The summary.json of the `mobrl train` run holding `checkpoint` (none for plain RLlib)."""
+    return [p / RUN_SUMMARY for p in checkpoint.parents if (p / RUN_SUMMARY).is_file()][:1]
+
+
+def target_for(checkpoint: Path | None, overrides: list[str], pick: str) -> Target:
+    """The checkpoint (picked from a run dir) and the env to run it in: from the run's manifest,
+    or from scenario overrides (required without a checkpoint)."""
+    override_env = None
+    if overrides:
+        from mobrl.config import validate_command_line
+        from mobrl.envs.factory import check_env, env_config_from
+
+        override_env = env_config_from(validate_command_line(overrides))
+        check_env(override_env, rllib=False)  # a scenario that may never have been trained on
+    return resolve_target(checkpoint, pick, override_env)
+
+
+def resolve_target(
+    checkpoint: Path | None, pick: str, override_env: dict[str, Any] | None
+) -> Target:
+    if checkpoint is None:
+        if override_env is None:
+            raise UserError("name a scenario, e.g. `mobrl baselines scenario=small env=ma`.")
+        return Target(None, override_env, "baselines only")
+    from mobrl import zoo
+
+    if zoo.is_ref(checkpoint):
+        meta = zoo.entry(str(checkpoint))
+        env = override_env if override_env is not None else meta["env_config"]
+        return Target(Path(str(checkpoint)), env, f"zoo policy {meta['name']}")
+    chosen, note = pick_checkpoint(checkpoint, pick)
+    if override_env is not None:
+        return Target(chosen, override_env, note)
+    manifest = find_manifest(chosen)
+    if manifest is None:
+        raise UserError(
+            f"'{chosen}' has no mobrl manifest, so mobrl cannot tell its env. Add the scenario "
+            "as overrides, e.g. `mobrl evaluate --checkpoint PATH scenario=small env=ma`."
+        )
+    return Target(chosen, manifest["env_config"], note)
