@@ -45,7 +45,7 @@ class SharedRay(Callback):
             return
         import ray
 
-        from mobrl.train import configure_ray
+        from mobrl.raysession import configure_ray
 
         configure_ray()
         context = ray.init(

@@ -99,7 +99,7 @@ def bench_training(scenarios: list[str], steps: int, copies: int) -> None:
     from rich.table import Table
 
     from mobrl.envs import factory
-    from mobrl.train import configure_ray
+    from mobrl.raysession import configure_ray
 
     configure_ray()
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)

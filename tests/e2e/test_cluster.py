@@ -189,11 +189,11 @@ def test_a_cluster_too_small_for_one_trial_is_refused_within_seconds(
 _LOCAL_RAY = """
 import sys
 from mobrl.config import compose
-from mobrl.train import _init_ray, _ray_address, configure_ray
+from mobrl.raysession import configure_ray, init_ray, ray_address
 
 configure_ray()
-_init_ray(compose(["run=smoke"]))
-print(_ray_address(), flush=True)
+init_ray(compose(["run=smoke"]))
+print(ray_address(), flush=True)
 sys.stdin.readline()  # hold the local Ray until the test has looked at it
 """
 
