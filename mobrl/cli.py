@@ -7,7 +7,9 @@ Heavy libraries (Ray, torch, mobile-env) are imported inside the commands that n
 from __future__ import annotations
 
 import sys
+from enum import Enum
 from pathlib import Path
+from typing import Annotated
 
 import typer
 
@@ -34,9 +36,39 @@ PICK_HELP = (
 )
 
 
-def _fail(err: UserError) -> typer.Exit:
-    print(f"error: {err}", file=sys.stderr)
-    return typer.Exit(USER_ERROR_EXIT)
+class Pick(str, Enum):
+    """Which checkpoint of a run dir: the run's best (see PICK_HELP) or its last."""
+
+    best = "best"
+    last = "last"
+
+
+class XAxis(str, Enum):
+    env_steps = "env_steps"
+    time_s = "time_s"
+    iterations = "iterations"
+
+
+# options several commands share, declared once
+Episodes = Annotated[int, typer.Option("--episodes", min=1, help="Episodes per policy.")]
+Seed = Annotated[
+    int, typer.Option("--seed", min=0, help="Seed of the first episode (then seed+1, ...).")
+]
+Workers = Annotated[
+    int | None, typer.Option("--workers", min=1, help="Parallel processes (default: CPUs).")
+]
+PickOption = Annotated[Pick, typer.Option("--pick", help=PICK_HELP)]
+Explore = Annotated[bool, typer.Option("--explore/--no-explore", help="Sample actions.")]
+Output = Annotated[
+    Path | None, typer.Option("--output", help="Dir for summary.json, episodes.csv.")
+]
+Trust = Annotated[
+    bool,
+    typer.Option(
+        "--trust-checkpoint",
+        help="Load a checkpoint whose pickles need more than RLlib's own classes (runs its code).",
+    ),
+]
 
 
 def _version(value: bool) -> None:
@@ -47,9 +79,12 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def root(
-    version: bool = typer.Option(
-        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
-    ),
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_version, is_eager=True, help="Print the version and exit."
+        ),
+    ] = False,
 ) -> None:
     """mobrl: one command each to configure, train, compare, evaluate, render and sweep."""
 
@@ -73,10 +108,7 @@ def train(ctx: typer.Context) -> None:
     parsed = get_args_parser().parse_args(args)
     informational = parsed.help or parsed.hydra_help or parsed.shell_completion or parsed.info
     if not informational:
-        try:
-            validate_command_line(parsed.overrides)
-        except UserError as err:
-            raise _fail(err) from None
+        validate_command_line(parsed.overrides)
     if parsed.help and not parsed.resolve:
         args.append("--resolve")  # show values, not `${...}` interpolations, in the help
     from mobrl.train import train_task
@@ -89,55 +121,53 @@ def _resume(args: list[str]) -> None:
     import argparse
 
     parser = argparse.ArgumentParser(prog="mobrl train", add_help=False)
-    parser.add_argument("--resume", type=Path)
+    parser.add_argument("--resume", type=Path, nargs="?")
     parser.add_argument("--retry-errored", action="store_true")
     known, rest = parser.parse_known_args(args)
-    try:
-        if known.resume is None:
-            raise UserError(
-                "--resume needs the run dir, e.g. mobrl train --resume outputs/DATE/TIME_small_ppo."
-            )
-        if rest:
-            raise UserError(
-                f"--resume continues a run with its own config; drop {' '.join(rest)} "
-                "(start a new run to change settings)."
-            )
-        from mobrl.train import resume_training
+    if known.resume is None:
+        raise UserError(
+            "--resume needs the run dir, e.g. mobrl train --resume outputs/DATE/TIME_small_ppo."
+        )
+    if rest:
+        raise UserError(
+            f"--resume continues a run with its own config; drop {' '.join(rest)} "
+            "(start a new run to change settings)."
+        )
+    from mobrl.train import resume_training
 
-        resume_training(known.resume, retry_errored=known.retry_errored)
-    except UserError as err:
-        raise _fail(err) from None
+    resume_training(known.resume, retry_errored=known.retry_errored)
 
 
 @app.command(context_settings=_PASS_THROUGH)
 def evaluate(
     ctx: typer.Context,
-    checkpoint: list[Path] = typer.Option(
-        ...,
-        "--checkpoint",
-        help="Checkpoint, trial, experiment, run or multirun dir, or zoo:NAME "
-        "(repeatable with --scenarios).",
-    ),
-    scenarios: str = typer.Option(
-        None,
-        "--scenarios",
-        help="Comma-separated layouts: evaluate on each (a generalisation matrix; "
-        "needs a policy trained with env.obs=topk).",
-    ),
-    episodes: int = typer.Option(20, "--episodes", help="Episodes per policy."),
-    seed: int = typer.Option(0, "--seed", help="Seed of the first episode (then seed+1, ...)."),
-    baselines: str = typer.Option(
-        None, "--baselines", help="Comma-separated: random,noop,greedy,full,pole_angle."
-    ),
-    pick: str = typer.Option("best", "--pick", help=PICK_HELP),
-    output: Path = typer.Option(None, "--output", help="Dir for summary.json, episodes.csv."),
-    explore: bool = typer.Option(False, "--explore/--no-explore", help="Sample actions."),
-    workers: int = typer.Option(None, "--workers", help="Parallel processes (default: CPUs)."),
-    trust: bool = typer.Option(
-        False,
-        "--trust-checkpoint",
-        help="Load a checkpoint whose pickles need more than RLlib's own classes (runs its code).",
-    ),
+    checkpoint: Annotated[
+        list[Path],
+        typer.Option(
+            "--checkpoint",
+            help="Checkpoint, trial, experiment, run or multirun dir, or zoo:NAME "
+            "(repeatable with --scenarios).",
+        ),
+    ],
+    scenarios: Annotated[
+        str | None,
+        typer.Option(
+            "--scenarios",
+            help="Comma-separated layouts: evaluate on each (a generalisation matrix; "
+            "needs a policy trained with env.obs=topk).",
+        ),
+    ] = None,
+    episodes: Episodes = 20,
+    seed: Seed = 0,
+    baselines: Annotated[
+        str | None,
+        typer.Option("--baselines", help="Comma-separated: random,noop,greedy,full,pole_angle."),
+    ] = None,
+    pick: PickOption = Pick.best,
+    output: Output = None,
+    explore: Explore = False,
+    workers: Workers = None,
+    trust: Trust = False,
 ) -> None:
     """Evaluate a checkpoint against heuristic baselines on the same episode seeds.
 
@@ -146,75 +176,80 @@ def evaluate(
     """
     from mobrl.evaluate import EvalOptions
 
-    opts = EvalOptions(episodes, seed, baselines, pick, output, explore, workers, trust)
-    try:
-        if scenarios is not None:
-            from mobrl.transfer import matrix_command
+    opts = EvalOptions(episodes, seed, baselines, pick.value, output, explore, workers, trust)
+    if scenarios is not None:
+        from mobrl.transfer import matrix_command
 
-            if ctx.args:
-                raise UserError(
-                    f"--scenarios takes each checkpoint's env from its manifest; drop "
-                    f"{' '.join(ctx.args)}."
-                )
-            matrix_command(checkpoint, scenarios.split(","), opts)
-            return
-        if len(checkpoint) > 1:
+        if ctx.args:
             raise UserError(
-                "several --checkpoint values need --scenarios (a generalisation matrix); "
-                "evaluate one checkpoint at a time otherwise."
+                f"--scenarios takes each checkpoint's env from its manifest; drop "
+                f"{' '.join(ctx.args)}."
             )
-        from mobrl.evaluate import evaluate_command
+        matrix_command(checkpoint, scenarios.split(","), opts)
+        return
+    if len(checkpoint) > 1:
+        raise UserError(
+            "several --checkpoint values need --scenarios (a generalisation matrix); "
+            "evaluate one checkpoint at a time otherwise."
+        )
+    from mobrl.evaluate import evaluate_command
 
-        evaluate_command(checkpoint[0], list(ctx.args), opts)
-    except UserError as err:
-        raise _fail(err) from None
+    evaluate_command(checkpoint[0], list(ctx.args), opts)
 
 
 @app.command(context_settings=_PASS_THROUGH)
 def baselines(
     ctx: typer.Context,
-    episodes: int = typer.Option(20, "--episodes", help="Episodes per policy."),
-    seed: int = typer.Option(0, "--seed", help="Seed of the first episode (then seed+1, ...)."),
-    names: str = typer.Option(None, "--baselines", help="Comma-separated baselines."),
-    output: Path = typer.Option(None, "--output", help="Dir for summary.json, episodes.csv."),
-    workers: int = typer.Option(None, "--workers", help="Parallel processes (default: CPUs)."),
+    episodes: Episodes = 20,
+    seed: Seed = 0,
+    names: Annotated[
+        str | None, typer.Option("--baselines", help="Comma-separated baselines.")
+    ] = None,
+    output: Output = None,
+    workers: Workers = None,
 ) -> None:
     """Evaluate heuristic baselines on a scenario, no checkpoint: mobrl baselines scenario=small."""
     from mobrl.evaluate import EvalOptions, evaluate_command
 
     overrides = list(ctx.args) or ["scenario=small"]
-    try:
-        opts = EvalOptions(episodes, seed, names, output=output, workers=workers)
-        evaluate_command(None, overrides, opts)
-    except UserError as err:
-        raise _fail(err) from None
+    opts = EvalOptions(episodes, seed, names, output=output, workers=workers)
+    evaluate_command(None, overrides, opts)
 
 
 @app.command(context_settings=_PASS_THROUGH)
 def render(
     ctx: typer.Context,
-    video: Path = typer.Option(..., "--video", help="Output file: .mp4 (H.264) or .gif."),
-    checkpoint: Path = typer.Option(
-        None,
-        "--checkpoint",
-        help="Checkpoint, trial, experiment, run or multirun dir, or zoo:NAME.",
-    ),
-    policy: str = typer.Option(
-        None, "--policy", help="Render a baseline instead: random, noop, greedy, full, ..."
-    ),
-    episodes: int = typer.Option(1, "--episodes", help="Episodes, one after another."),
-    seed: int = typer.Option(0, "--seed", help="Seed of the first episode (then seed+1, ...)."),
-    fps: float = typer.Option(None, "--fps", help="Frames per second (default: the env's)."),
-    max_steps: int = typer.Option(None, "--max-steps", help="Stop each episode after T steps."),
-    pick: str = typer.Option("best", "--pick", help=PICK_HELP),
-    explore: bool = typer.Option(False, "--explore/--no-explore", help="Sample actions."),
-    workers: int = typer.Option(None, "--workers", help="Processes drawing frames."),
-    overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing file."),
-    trust: bool = typer.Option(
-        False,
-        "--trust-checkpoint",
-        help="Load a checkpoint whose pickles need more than RLlib's own classes (runs its code).",
-    ),
+    video: Annotated[Path, typer.Option("--video", help="Output file: .mp4 (H.264) or .gif.")],
+    checkpoint: Annotated[
+        Path | None,
+        typer.Option(
+            "--checkpoint", help="Checkpoint, trial, experiment, run or multirun dir, or zoo:NAME."
+        ),
+    ] = None,
+    policy: Annotated[
+        str | None,
+        typer.Option("--policy", help="Render a baseline instead: random, noop, greedy, full, ..."),
+    ] = None,
+    episodes: Annotated[
+        int, typer.Option("--episodes", min=1, help="Episodes, one after another.")
+    ] = 1,
+    seed: Seed = 0,
+    fps: Annotated[
+        float | None,
+        typer.Option("--fps", min=0.1, help="Frames per second (default: the env's)."),
+    ] = None,
+    max_steps: Annotated[
+        int | None, typer.Option("--max-steps", min=1, help="Stop each episode after T steps.")
+    ] = None,
+    pick: PickOption = Pick.best,
+    explore: Explore = False,
+    workers: Annotated[
+        int | None, typer.Option("--workers", min=1, help="Processes drawing frames.")
+    ] = None,
+    overwrite: Annotated[
+        bool, typer.Option("--overwrite", help="Replace an existing file.")
+    ] = False,
+    trust: Trust = False,
 ) -> None:
     """Render rollouts of a checkpoint (or a baseline) to a video, headless.
 
@@ -224,54 +259,55 @@ def render(
     """
     from mobrl.render import render_command
 
-    try:
-        render_command(
-            checkpoint,
-            policy,
-            video,
-            list(ctx.args),
-            episodes=episodes,
-            seed=seed,
-            fps=fps,
-            max_steps=max_steps,
-            pick=pick,
-            explore=explore,
-            workers=workers,
-            overwrite=overwrite,
-            trust=trust,
-        )
-    except UserError as err:
-        raise _fail(err) from None
+    render_command(
+        checkpoint,
+        policy,
+        video,
+        list(ctx.args),
+        episodes=episodes,
+        seed=seed,
+        fps=fps,
+        max_steps=max_steps,
+        pick=pick.value,
+        explore=explore,
+        workers=workers,
+        overwrite=overwrite,
+        trust=trust,
+    )
 
 
 @app.command("report")
 def report(
-    paths: list[Path] = typer.Argument(
-        ..., help="Run dirs, multirun dirs and `mobrl evaluate` output dirs, mixed."
-    ),
-    out: Path = typer.Option(
-        None, "--out", help="Dir for the report (default: reports/DATE/TIME)."
-    ),
-    metric: list[str] = typer.Option(
-        None, "--metric", help="progress.csv column to plot (repeatable; default: the return)."
-    ),
-    x: str = typer.Option(
-        None, "--x", help="x axis: env_steps, time_s or iterations (default: the first two)."
-    ),
-    group_by: list[str] = typer.Option(
-        None, "--group-by", help="Config key to group by (repeatable; default: what differs)."
-    ),
-    overwrite: bool = typer.Option(
-        False, "--overwrite", help="Replace the report already in --out."
-    ),
+    paths: Annotated[
+        list[Path],
+        typer.Argument(help="Run dirs, multirun dirs and `mobrl evaluate` output dirs, mixed."),
+    ],
+    out: Annotated[
+        Path | None, typer.Option("--out", help="Dir for the report (default: reports/DATE/TIME).")
+    ] = None,
+    metric: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--metric", help="progress.csv column to plot (repeatable; default: the return)."
+        ),
+    ] = None,
+    x: Annotated[
+        XAxis | None, typer.Option("--x", help="x axis (default: env_steps and time_s).")
+    ] = None,
+    group_by: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--group-by", help="Config key to group by (repeatable; default: what differs)."
+        ),
+    ] = None,
+    overwrite: Annotated[
+        bool, typer.Option("--overwrite", help="Replace the report already in --out.")
+    ] = False,
 ) -> None:
     """Learning curves (mean and 95 % CI over seeds), evaluation charts, report.md and .html."""
     from mobrl.report import report_command
 
-    try:
-        report_command(paths, out, metric or None, x, group_by or None, overwrite)
-    except UserError as err:
-        raise _fail(err) from None
+    report_command(paths, out, metric or None, x.value if x else None, group_by or None, overwrite)
 
 
 scenarios_app = typer.Typer(
@@ -292,36 +328,32 @@ def scenarios_list() -> None:
 
 @scenarios_app.command("show")
 def scenarios_show(
-    name: str = typer.Argument(..., help="Scenario name (or a .yaml file)."),
+    name: Annotated[str, typer.Argument(help="Scenario name (or a .yaml file).")],
 ) -> None:
     """A layout with every parameter resolved (defaults filled in), as YAML."""
     from mobrl.scenarios.tools import show
 
-    try:
-        print(show(name), end="")
-    except UserError as err:
-        raise _fail(err) from None
+    print(show(name), end="")
 
 
 @scenarios_app.command("plot")
 def scenarios_plot(
-    name: str = typer.Argument(..., help="Scenario name (or a .yaml file)."),
-    out: Path = typer.Option(Path("layout.png"), "--out", help="PNG file to write."),
-    size: str = typer.Option("900x700", "--size", help="Image size in pixels, WIDTHxHEIGHT."),
+    name: Annotated[str, typer.Argument(help="Scenario name (or a .yaml file).")],
+    out: Annotated[Path, typer.Option("--out", help="PNG file to write.")] = Path("layout.png"),
+    size: Annotated[
+        str, typer.Option("--size", help="Image size in pixels, WIDTHxHEIGHT.")
+    ] = "900x700",
 ) -> None:
     """A map of a layout: stations, their coverage at the SNR threshold, UE start positions."""
     from mobrl.scenarios.tools import plot
 
     try:
-        try:
-            width, height = (int(v) for v in size.lower().split("x"))
-        except ValueError:
-            raise UserError(
-                f"--size '{size}' is not WIDTHxHEIGHT. Write e.g. --size 900x700."
-            ) from None
-        written = plot(name, out, width, height)
-    except UserError as err:
-        raise _fail(err) from None
+        width, height = (int(v) for v in size.lower().split("x"))
+    except ValueError:
+        raise UserError(
+            f"--size '{size}' is not WIDTHxHEIGHT. Write e.g. --size 900x700."
+        ) from None
+    written = plot(name, out, width, height)
     print(f"plot: {written} ({width}x{height} px)")
 
 
@@ -334,7 +366,7 @@ app.add_typer(zoo_app, name="zoo")
 
 @zoo_app.command("list")
 def zoo_list(
-    markdown: bool = typer.Option(False, "--markdown", help="Print a Markdown table."),
+    markdown: Annotated[bool, typer.Option("--markdown", help="Print a Markdown table.")] = False,
 ) -> None:
     """Every zoo policy: its scenario, held-out evaluation against the heuristics, training
     cost and the command that trained it. Use one with --checkpoint zoo:<name>."""
@@ -345,44 +377,45 @@ def zoo_list(
 
 @zoo_app.command("export")
 def zoo_export(
-    checkpoint: Path = typer.Option(..., "--checkpoint", help="Checkpoint or run dir."),
-    name: str = typer.Option(..., "--name", help="Entry name (then --checkpoint zoo:NAME)."),
-    evaluation: Path = typer.Option(
-        None, "--evaluation", help="Output dir of `mobrl evaluate` of this checkpoint."
-    ),
-    output: Path = typer.Option(
-        None, "--output", help="Dir to write NAME.npz/.json (default: mobrl's zoo)."
-    ),
-    pick: str = typer.Option("best", "--pick", help="best or last checkpoint of a run dir."),
-    trust: bool = typer.Option(
-        False,
-        "--trust-checkpoint",
-        help="Load a checkpoint whose pickles need more than RLlib's own classes (runs its code).",
-    ),
+    checkpoint: Annotated[Path, typer.Option("--checkpoint", help="Checkpoint or run dir.")],
+    name: Annotated[str, typer.Option("--name", help="Entry name (then --checkpoint zoo:NAME).")],
+    evaluation: Annotated[
+        Path | None,
+        typer.Option("--evaluation", help="Output dir of `mobrl evaluate` of this checkpoint."),
+    ] = None,
+    output: Annotated[
+        Path | None,
+        typer.Option("--output", help="Dir to write NAME.npz/.json (default: mobrl's zoo)."),
+    ] = None,
+    pick: Annotated[
+        Pick, typer.Option("--pick", help="best or last checkpoint of a run dir.")
+    ] = Pick.best,
+    trust: Trust = False,
 ) -> None:
     """Write a checkpoint's policy network as plain arrays plus its provenance: a policy that
     loads without Ray or torch and cannot run code when loaded."""
     from mobrl.zoo.commands import export_command
 
-    try:
-        written = export_command(checkpoint, name, evaluation, output, pick, trust)
-    except UserError as err:
-        raise _fail(err) from None
+    written = export_command(checkpoint, name, evaluation, output, pick.value, trust)
     print(
         f"zoo entry: {written} ({written.stat().st_size / 1024:.0f} KiB), {written.with_suffix('.json')}"
     )
 
 
 def main() -> None:
-    """Console-script entry point. Click's usage errors (an option's value of the wrong type,
+    """Console-script entry point: the one place errors become exit codes. mobrl's
+    `UserError` and Click's usage errors (an option's value of the wrong type,
     an unknown option, a missing value) become one line and exit 2, like mobrl's own."""
     # Typer ships its own Click; its UsageError is the base of the public typer.BadParameter
     usage_error = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "UsageError")
     try:
         code = app(standalone_mode=False, prog_name="mobrl")
+    except UserError as err:  # every command's bad input: one line, exit 2
+        print(f"error: {err}", file=sys.stderr)
+        raise SystemExit(USER_ERROR_EXIT) from None
     except usage_error as err:
         command = err.ctx.command_path if err.ctx else "mobrl"
-        message = first_line(err.format_message()).rstrip(".")
+        message = first_line(err.format_message()).replace("Value error, ", "").rstrip(".")
         print(f"error: {message}. See `{command} --help`.", file=sys.stderr)
         raise SystemExit(USER_ERROR_EXIT) from None
     except typer.Abort:  # Ctrl-C at a prompt
