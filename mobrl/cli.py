@@ -15,6 +15,8 @@ import typer
 
 from mobrl import __version__
 from mobrl.errors import USER_ERROR_EXIT, UserError, first_line
+from mobrl.metrics import X_AXES
+from mobrl.targets import PICKS
 
 app = typer.Typer(
     name="mobrl",
@@ -36,17 +38,9 @@ PICK_HELP = (
 )
 
 
-class Pick(str, Enum):
-    """Which checkpoint of a run dir: the run's best (see PICK_HELP) or its last."""
-
-    best = "best"
-    last = "last"
-
-
-class XAxis(str, Enum):
-    env_steps = "env_steps"
-    time_s = "time_s"
-    iterations = "iterations"
+# fixed choices as enums, so --help lists them: made from the lists mobrl checks against
+Pick = Enum("Pick", {name: name for name in PICKS}, type=str)  # type: ignore[misc]
+XAxis = Enum("XAxis", {name: name for name in X_AXES}, type=str)  # type: ignore[misc]
 
 
 # options several commands share, declared once

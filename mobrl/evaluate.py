@@ -16,7 +16,7 @@ from mobrl import metrics as keys
 from mobrl.errors import UserError, unknown_choice
 from mobrl.files import atomic_write_csv, atomic_write_json, check_writable
 from mobrl.rollout import EPISODE_METRICS, RETURN_OF
-from mobrl.targets import Target, target_for
+from mobrl.targets import Target, check_pick, target_for
 
 SUMMARY_FILE = "summary.json"
 EPISODES_FILE = "episodes.csv"
@@ -282,10 +282,7 @@ class EvalOptions:
     def check(self) -> None:
         if self.episodes < 1:
             raise UserError(f"--episodes must be at least 1, got {self.episodes}.")
-        if self.pick not in ("best", "last"):
-            raise unknown_choice(
-                "--pick", self.pick, ["best", "last"], "Use --pick best or --pick last."
-            )
+        check_pick(self.pick)
         if self.workers is not None and self.workers < 1:
             raise UserError(f"--workers must be at least 1, got {self.workers}.")
 

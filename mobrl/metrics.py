@@ -119,3 +119,11 @@ def result_key(tag: str) -> str:
 ARENA_NEW_CELLS = "arena/explorer/cells_discovered"
 #: times the chaser caught the explorer in an episode
 ARENA_COLLISIONS = "arena/chaser/collisions"
+
+
+#: --x choices: the progress.csv column behind each
+X_AXES = {
+    "env_steps": ENV_STEPS,
+    "time_s": TIME_TOTAL,
+    "iterations": ITERATION,
+}

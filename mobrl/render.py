@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from mobrl.errors import UserError, unknown_choice
+from mobrl.errors import UserError
 
 VIDEO_SUFFIXES = (".mp4", ".gif")
 #: frames per second when neither --fps nor the env's metadata says
@@ -238,8 +238,9 @@ def render_command(
         raise UserError(f"--max-steps must be at least 1, got {max_steps}.")
     if fps is not None and fps <= 0:
         raise UserError(f"--fps must be positive, got {fps}.")
-    if pick not in ("best", "last"):
-        raise unknown_choice("--pick", pick, ["best", "last"], "Use --pick best or --pick last.")
+    from mobrl.targets import check_pick
+
+    check_pick(pick)
     video = check_video_path(video, overwrite)
     policy, env_config, note = _policy(checkpoint, policy_name, overrides, pick, explore, trust)
     console.print(note)

@@ -21,12 +21,6 @@ import numpy as np
 from mobrl import metrics as keys
 from mobrl.errors import UserError
 
-#: --x choices: the progress.csv column behind each
-X_AXES = {
-    "env_steps": keys.ENV_STEPS,
-    "time_s": keys.TIME_TOTAL,
-    "iterations": keys.ITERATION,
-}
 #: metrics drawn as small multiples when the runs logged them (mobile-env scenarios)
 SERVICE_METRICS = (
     keys.UTILITY_MEAN,
@@ -443,10 +437,12 @@ def build_report(
     the first x axis, tables, files). Without `x`, curves go against env steps and wall time."""
     import pandas as pd
 
-    if x is not None and x not in X_AXES:
+    if x is not None and x not in keys.X_AXES:
         from mobrl.errors import unknown_choice
 
-        raise unknown_choice("--x", x, list(X_AXES), "Use --x env_steps, time_s or iterations.")
+        raise unknown_choice(
+            "--x", x, list(keys.X_AXES), "Use --x env_steps, time_s or iterations."
+        )
     axes = [x] if x else ["env_steps", "time_s"]
     found = discover(paths)
     out.mkdir(parents=True, exist_ok=True)
@@ -479,7 +475,8 @@ def build_report(
                 curves = [
                     c
                     for c in (
-                        group_curve(label, ts, X_AXES[axis], metric) for label, ts in groups.items()
+                        group_curve(label, ts, keys.X_AXES[axis], metric)
+                        for label, ts in groups.items()
                     )
                     if c is not None
                 ]
@@ -517,7 +514,7 @@ def build_report(
                 ]
         service = [keys.result_key(m) for m in SERVICE_METRICS if keys.result_key(m) in columns]
         if service:
-            png = _plot_service(groups, service, X_AXES[axes[0]], axes[0], out)
+            png = _plot_service(groups, service, keys.X_AXES[axes[0]], axes[0], out)
             result["files"].append(png)
             md += ["", "## UE service during training", "", f"![UE service]({png.name})"]
         pd.DataFrame(rows_all).to_csv(out / "groups.csv", index=False)

@@ -10,7 +10,15 @@ from pathlib import Path
 from typing import Any
 
 from mobrl.checkpoints import RUN_SUMMARY, find_manifest, list_checkpoints
-from mobrl.errors import UserError
+from mobrl.errors import UserError, unknown_choice
+
+#: how `--pick` chooses among a run's checkpoints
+PICKS = ("best", "last")
+
+
+def check_pick(pick: str) -> None:
+    if pick not in PICKS:
+        raise unknown_choice("--pick", pick, PICKS, "Use --pick best or --pick last.")
 
 
 @dataclass
