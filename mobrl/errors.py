@@ -43,11 +43,11 @@ def error_summary(text: str, limit: int = 160) -> str:
     exception that carries a message (a bare `RuntimeError` re-raised from the real cause is
     skipped), else the first line of the text."""
     lines = [line.strip() for line in text.splitlines() if line.strip()]
-    raised = [line for line in lines if _RAISED.match(line)]
-    with_message = [line for line in raised if _RAISED.match(line).group(1)]  # type: ignore[union-attr]
+    raised = [(line, match) for line in lines if (match := _RAISED.match(line))]
+    if raised:
+        with_message = [line for line, match in raised if match.group(1)]
+        return (with_message or [line for line, _ in raised])[-1][:limit]
     told = [line for line in lines if not line.startswith("Failure #")]  # Tune's header
-    if with_message or raised:
-        return (with_message or raised)[-1][:limit]
     return (told[0] if told else "no message")[:limit]
 
 

@@ -11,7 +11,6 @@ Jobs on SLURM (`hydra/launcher=submitit_slurm`) each get a node and start their 
 
 from __future__ import annotations
 
-import logging
 import os
 from typing import Any
 
@@ -45,15 +44,13 @@ class SharedRay(Callback):
             return
         import ray
 
-        from mobrl.raysession import configure_ray
+        from mobrl.raysession import configure_ray, ray_init_kwargs
 
         configure_ray()
         context = ray.init(
             num_cpus=config.ray.num_cpus or os.cpu_count() or 1,
             object_store_memory=config.ray.object_store_memory,
-            include_dashboard=False,
-            log_to_driver=config.ray.log_to_driver,
-            logging_level=logging.WARNING,
+            **ray_init_kwargs(config),
         )
         os.environ[SHARED_RAY_ENV] = context.address_info["gcs_address"]
         self.started = True

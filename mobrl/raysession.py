@@ -16,6 +16,7 @@ from typing import Any
 from omegaconf import DictConfig
 
 from mobrl.errors import UserError
+from mobrl.files import atomic_write_csv
 from mobrl.ui import make_console
 
 console = make_console()
@@ -46,11 +47,11 @@ def configure_ray() -> None:
     warnings.filterwarnings("ignore", message="Consider boosting PBT performance")
     # on Ctrl-C Tune suggests its Python API to resume; mobrl prints its own command
     tune_logger = logging.getLogger("ray.tune.tune")
-    if _drop_restore_hint not in tune_logger.filters:
-        tune_logger.addFilter(_drop_restore_hint)
+    if _drop_tune_notices not in tune_logger.filters:
+        tune_logger.addFilter(_drop_tune_notices)
 
 
-def _drop_restore_hint(record: logging.LogRecord) -> bool:
+def _drop_tune_notices(record: logging.LogRecord) -> bool:
     """Tune's resume hint and its list of failed trials (mobrl prints its own of both)."""
     message = record.getMessage()
     return "Tuner.restore" not in message and "Trials did not complete" not in message
@@ -70,9 +71,7 @@ def repair_progress_csv(trial_dir: Path) -> None:
     except (pd.errors.ParserError, ValueError):
         pass
     rows = [json.loads(line) for line in results.read_text().splitlines() if line.strip()]
-    tmp = csv.with_name(".progress.csv.tmp")
-    pd.json_normalize(rows, sep="/").to_csv(tmp, index=False)
-    os.replace(tmp, csv)
+    atomic_write_csv(csv, pd.json_normalize(rows, sep="/"))
 
 
 @contextmanager
@@ -160,17 +159,22 @@ def _auth_refused(err: BaseException) -> bool:
     return False
 
 
+def ray_init_kwargs(cfg: DictConfig) -> dict[str, Any]:
+    """`ray.init` settings every Ray of mobrl's shares: no dashboard, quiet logs."""
+    return {
+        "log_to_driver": cfg.ray.log_to_driver,
+        "logging_level": logging.WARNING,
+        "include_dashboard": False,
+    }
+
+
 def init_ray(cfg: DictConfig) -> bool:
     """Start a local Ray sized to the run, or join `ray.address`; True if mobrl started it."""
     import ray
 
     if ray.is_initialized():
         return False
-    kwargs: dict[str, Any] = {
-        "log_to_driver": cfg.ray.log_to_driver,
-        "logging_level": logging.WARNING,
-        "include_dashboard": False,
-    }
+    kwargs = ray_init_kwargs(cfg)
     needed = trial_cpus(cfg)
     from mobrl.launchers import shared_ray_address
 
