@@ -6,7 +6,7 @@ __version__ = "0.1.0"
 def _register() -> None:
     # Gymnasium ids of the fast engine, e.g. gymnasium.make("mobrl/mobile-small-ma-v0");
     # entry points are strings, so mobile-env is imported only when such an env is made
-    from mobrl.envs.factory import register_gym_ids
+    from mobrl.kinds.mobile import register_gym_ids
 
     register_gym_ids()
 

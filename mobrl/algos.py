@@ -116,14 +116,11 @@ def build_algorithm_config(
     check_algo_keys(algo, "model", model)  # type: ignore[arg-type]
     algo.rl_module(model_config=DefaultModelConfig(**model))
 
-    if env_config["kind"] == "mobile" and cfg.run.ue_metrics and not slots:
-        from mobrl.callbacks import MobileMetricsCallback
+    from mobrl.kinds import kind_of
 
-        algo.callbacks(MobileMetricsCallback)
-    elif env_config["kind"] == "arena":
-        from mobrl.callbacks import ArenaMetricsCallback
-
-        algo.callbacks(ArenaMetricsCallback)
+    metrics_callback = kind_of(env_config).callbacks(cfg, env_config)
+    if metrics_callback is not None:
+        algo.callbacks(metrics_callback)
 
     from mobrl.training_eval import periodic_evaluation
 

@@ -347,8 +347,6 @@ BASELINES: dict[str, type[Baseline]] = {
 
 def baselines_for(env_config: dict[str, Any]) -> list[str]:
     """Baselines that make sense for a scenario (the default set of `mobrl evaluate`)."""
-    if env_config["kind"] == "mobile":
-        return ["random", "noop", "greedy", "full"]
-    if env_config["id"].startswith("CartPole"):
-        return ["random", "pole_angle"]
-    return ["random"]
+    from mobrl.kinds import kind_of
+
+    return kind_of(env_config).baselines(env_config)

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from mobrl.errors import UserError
+from mobrl.kinds import kind_of
 
 VIDEO_SUFFIXES = (".mp4", ".gif")
 #: frames per second when neither --fps nor the env's metadata says
@@ -77,7 +78,7 @@ def _rollout(
     from mobrl.rollout import run_episode
 
     recording = Recording()
-    mobile = env_config["kind"] == "mobile"
+    mobile = kind_of(env_config).draws_own_frames
     for episode, seed in enumerate(seeds):
 
         def on_step(env: Any, total: float, episode: int = episode) -> None:
@@ -189,7 +190,7 @@ def _policy(
         )
     target = target_for(checkpoint, overrides or ([] if checkpoint else ["scenario=small"]), pick)
     env_config = {**target.env_config}
-    if env_config["kind"] != "mobile":  # mobile-env's dashboard is drawn by mobrl itself
+    if not kind_of(env_config).draws_own_frames:
         env_config["render_mode"] = "rgb_array"
     if checkpoint is None:
         check_baselines([policy_name], env_config, flag="--policy")

@@ -21,12 +21,10 @@ EPISODE_METRICS = (
 
 
 def episode_env(env_config: dict[str, Any], seed: int) -> Any:
-    """A fresh env whose episode is fixed by `seed` (mobile-env draws movement and arrivals
-    from its config seed, not from reset(seed=...), so the seed goes into its config)."""
-    if env_config["kind"] == "mobile":
-        kwargs = {**(env_config.get("kwargs") or {}), "seed": seed}
-        return make_env({**env_config, "kwargs": kwargs})
-    return make_env(env_config)
+    """A fresh env whose episode is fixed by `seed` (with its reset seed: `play`)."""
+    from mobrl.kinds import kind_of
+
+    return make_env(kind_of(env_config).seeded(env_config, seed))
 
 
 def run_episode(

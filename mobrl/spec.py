@@ -3,107 +3,34 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
 from mobrl.algos import ALGORITHMS
-from mobrl.envs.factory import MOBILE_ENGINES, MOBILE_MODES, SAMPLERS
-from mobrl.errors import UserError, first_line, unknown_choice
+from mobrl.envs.factory import SAMPLERS
+from mobrl.errors import UserError, unknown_choice
 from mobrl.files import check_writable
+from mobrl.kinds import kind_of
 
-SCENARIO_KINDS = ("mobile", "gym", "arena")
 TUNE_MODES = ("max", "min")
-
-
-def action_space_kind(cfg: DictConfig) -> str:
-    """`discrete`, `multidiscrete`, `box` or `other`: what the agents' actions look like."""
-    if cfg.scenario.kind == "mobile":
-        return "discrete" if cfg.env.mode == "ma" else "multidiscrete"
-    if cfg.scenario.kind == "arena":
-        return "discrete"
-    import gymnasium as gym
-
-    env = _make_gym(cfg)
-    space = env.action_space
-    env.close()
-    if isinstance(space, gym.spaces.Discrete):
-        return "discrete"
-    if isinstance(space, gym.spaces.MultiDiscrete):
-        return "multidiscrete"
-    if isinstance(space, gym.spaces.Box):
-        return "box"
-    return "other"
-
-
-def _make_gym(cfg: DictConfig) -> Any:
-    import gymnasium as gym
-
-    if OmegaConf.is_missing(cfg.scenario, "id"):
-        raise UserError(
-            f"scenario={cfg.scenario.name} needs a Gymnasium id. "
-            "Add scenario.id=<id>, e.g. scenario.id=MountainCar-v0."
-        )
-    env_id = cfg.scenario.id
-    if env_id not in gym.registry:
-        raise unknown_choice(
-            "Gymnasium id",
-            env_id,
-            [k for k in gym.registry if "/" not in k or k.startswith("mobrl/")],
-            "Set scenario.id to a registered Gymnasium id.",
-        )
-    kwargs = OmegaConf.to_container(cfg.scenario.kwargs, resolve=True)
-    try:
-        return gym.make(env_id, **kwargs)  # type: ignore[arg-type]
-    except TypeError as err:
-        raise UserError(
-            f"scenario.kwargs do not fit {env_id}: {err}. Fix or remove scenario.kwargs."
-        ) from err
-    except Exception as err:  # a registered env that cannot be built here (missing extra, ...)
-        raise UserError(
-            f"Gymnasium id '{env_id}' cannot be created here: {first_line(err)}. "
-            "Install what it needs or pick another scenario."
-        ) from err
 
 
 def check_config(cfg: DictConfig) -> None:
     """Raise `UserError` (one line, with the fix) when the composed config cannot run."""
-    kind = cfg.scenario.kind
-    if kind not in SCENARIO_KINDS:
-        raise unknown_choice("scenario.kind", kind, SCENARIO_KINDS, "Fix scenario.kind.")
+    kind = kind_of(cfg)  # an unknown kind is a one-line error
     if cfg.env.sampler not in SAMPLERS:
         raise unknown_choice("env.sampler", cfg.env.sampler, SAMPLERS, "Use env.sampler=auto.")
-    if kind == "mobile":
-        if not cfg.scenario.path:
-            raise UserError(
-                f"scenario={cfg.scenario.name} has no layout file. Set scenario.path=<file.yaml>."
-            )
-        from mobrl import scenarios
-
-        scenarios.load(cfg.scenario.path)  # one-line errors naming the file, key and fix
-        if cfg.env.mode not in MOBILE_MODES:
-            raise unknown_choice(
-                "env mode", cfg.env.mode, MOBILE_MODES, "Use env=ma or env=central."
-            )
-        if cfg.engine not in MOBILE_ENGINES:
-            raise unknown_choice("engine", cfg.engine, MOBILE_ENGINES, "Use engine=fast or stock.")
-        from mobrl.envs.factory import env_config_from
-
-        env_config_from(cfg)  # policy mapping and sampler: one-line errors before Hydra starts
+    kind.check(cfg)
     algo = cfg.algo.name
     if algo not in ALGORITHMS:
         raise unknown_choice("algorithm", algo, ALGORITHMS, "Use algo=<name>.")
     info = ALGORITHMS[algo]
-    space = action_space_kind(cfg)
+    space = kind.action_space(cfg)
     if space not in info.action_spaces:
         able = [name for name, a in ALGORITHMS.items() if space in a.action_spaces]
-        where = f"scenario={cfg.scenario.name}" + (
-            f" env={cfg.env.mode}" if kind == "mobile" else ""
-        )
-        alt = " or env=ma" if kind == "mobile" and cfg.env.mode == "central" else ""
         raise UserError(
-            f"algo={algo} cannot handle the {space} action space of {where}. "
-            f"Use algo={' / algo='.join(able) or '?'}{alt}."
+            f"algo={algo} cannot handle the {space} action space of {kind.where(cfg)}. "
+            f"Use algo={' / algo='.join(able) or '?'}{kind.other_mode(cfg)}."
         )
     runners = cfg.run.resources.num_env_runners
     if runners < info.min_env_runners:
@@ -203,7 +130,3 @@ def check_numbers(cfg: DictConfig) -> None:
     from mobrl.faults import check_inject
 
     check_inject(cfg.run.fault.inject)
-    if cfg.scenario.kind == "mobile":
-        from mobrl.envs.factory import check_topk
-
-        check_topk(cfg.env.get("topk"))

@@ -31,7 +31,7 @@ def eval_baselines(cfg: Any) -> list[str]:
 
 def _scenario(cfg: Any) -> dict[str, str]:
     """What `baselines_for`/`check_baselines` read of a scenario, without building its env."""
-    return {"kind": cfg.scenario.kind, "id": str(cfg.scenario.get("id", ""))}
+    return {"kind": cfg.scenario.kind, "id": str(cfg.scenario.get("id", ""))}  # for kind_of
 
 
 def check_eval_config(cfg: Any) -> None:

@@ -45,8 +45,9 @@ def transfer_env(source: dict[str, Any], scenario: str) -> dict[str, Any]:
     """The env of `source` (a checkpoint's env_config) on the layout of `scenario`."""
     from mobrl.config import validate_command_line
     from mobrl.envs.factory import check_env, env_config_from
+    from mobrl.kinds import kind_of
 
-    if source.get("kind") != "mobile":
+    if not kind_of(source).transferable:
         raise UserError(
             f"--scenarios applies to policies trained on mobile-env layouts; this one was "
             f"trained on {source.get('scenario') or source.get('id')}. Drop --scenarios."
@@ -72,7 +73,7 @@ def transfer_env(source: dict[str, Any], scenario: str) -> dict[str, Any]:
             f"--scenarios: {str(err).replace('Use scenario=<option>.', '').strip()} "
             "Fix the list, e.g. --scenarios small,medium,large."
         ) from None
-    if cfg.scenario.kind != "mobile":
+    if not kind_of(cfg).transferable:
         raise UserError(
             f"--scenarios: '{scenario}' is not a mobile-env layout. Use layouts listed by "
             "`mobrl scenarios list`, e.g. --scenarios small,medium,large."

@@ -20,7 +20,7 @@ def reference(scenario: str, steps: int, out: Path) -> float:
     """Seconds for stock mobile-env: step, env.render() per frame, encode."""
     import imageio.v2 as imageio
 
-    from mobrl.envs.factory import make_mobile_core
+    from mobrl.kinds.mobile import make_mobile_core
     from mobrl.policies import GreedyPolicy
 
     start = time.perf_counter()

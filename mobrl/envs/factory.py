@@ -11,17 +11,10 @@ SHARED_POLICY = "shared"
 #: RLlib's module id for single-agent envs
 DEFAULT_POLICY = "default_policy"
 
-MOBILE_MODES = ("ma", "central")
 #: how RLlib samples `env=ma`: `ue_slots` (a single-agent vector env with a slot per UE,
 #: mobrl.envs.slots), `multi_agent` (RLlib's multi-agent runner) or `auto` (slots wherever
 #: they apply: one shared policy, every UE present for the whole episode, fast engine)
 SAMPLERS = ("auto", "ue_slots", "multi_agent")
-#: `fast`: mobrl's array engine (mobrl.envs.engine); `stock`: mobile-env's own step
-MOBILE_ENGINES = ("fast", "stock")
-#: values of `env.obs` (the handlers behind them: mobrl.envs.observations.HANDLERS)
-OBSERVATIONS = ("mobile", "extended", "topk")
-#: station slots of `env.obs=topk` unless `env.topk` says otherwise
-TOPK_DEFAULT = 3
 
 
 def env_config_from(cfg: Any, render_mode: str | None = None) -> dict[str, Any]:
@@ -31,25 +24,16 @@ def env_config_from(cfg: Any, render_mode: str | None = None) -> dict[str, Any]:
     machines rebuild the env without the scenario file."""
     from omegaconf import OmegaConf
 
-    kind = cfg.scenario.kind
+    from mobrl.kinds import kind_of
+
     env_config = {
         "scenario": cfg.scenario.name,
-        "kind": kind,
-        # a layout loaded with scenario.path is named after its file
-        "id": cfg.scenario.name if kind == "mobile" else cfg.scenario.id,
+        "kind": cfg.scenario.kind,
         "kwargs": OmegaConf.to_container(cfg.scenario.kwargs, resolve=True),
-        "mode": cfg.env.mode if kind == "mobile" else ("ma" if kind == "arena" else "gym"),
         "engine": cfg.engine,
         "render_mode": render_mode,
+        **kind_of(cfg).env_fields(cfg),
     }
-    if kind == "mobile":
-        from mobrl import scenarios
-
-        env_config["layout"] = scenarios.load(cfg.scenario.path)
-        env_config["obs"] = check_obs(cfg.env.get("obs", "mobile"), cfg.env.mode)
-        if env_config["obs"] == "topk":
-            env_config["topk"] = check_topk(cfg.env.get("topk"))
-        env_config["team_reward"] = check_team_reward(cfg.env.get("team_reward", 0.0))
     env_config["policies"] = policy_spec(env_config, cfg.env.get("policies"))
     env_config["sampler"] = resolve_sampler(env_config, cfg.env.get("sampler", "auto"))
     if env_config["sampler"] == "ue_slots":
@@ -58,60 +42,17 @@ def env_config_from(cfg: Any, render_mode: str | None = None) -> dict[str, Any]:
     return env_config
 
 
-def check_obs(obs: str, mode: str = "ma") -> str:
-    """A known `env.obs` value that applies to `env.mode`, or a one-line error."""
-    from mobrl.errors import UserError, unknown_choice
-
-    if obs not in OBSERVATIONS:
-        raise unknown_choice(
-            "env.obs", str(obs), OBSERVATIONS, "Use env.obs=mobile, extended or topk."
-        )
-    if obs == "topk" and mode != "ma":
-        raise UserError(
-            f"env.obs=topk needs one agent per UE (env=ma), not env.mode={mode}: a central "
-            f"agent's observation grows with the UE count anyway. Use env=ma or env.obs=extended."
-        )
-    return obs
-
-
-def check_topk(value: Any) -> int:
-    """`env.topk` as a positive slot count (None: the default), or a one-line error."""
-    from mobrl.errors import UserError
-
-    if value is None:
-        return TOPK_DEFAULT
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise UserError(
-            f"env.topk={value} is not a positive whole number of station slots. "
-            f"Use e.g. env.topk={TOPK_DEFAULT}."
-        )
-    return value
-
-
-def check_team_reward(value: Any) -> float:
-    """`env.team_reward` as a float in [0, 1], or a one-line error."""
-    from mobrl.errors import UserError
-
-    share = float(value)  # the schema has made it a float already
-    if not 0.0 <= share <= 1.0:
-        raise UserError(
-            f"env.team_reward={value} is not a share between 0 and 1. Use env.team_reward=0 "
-            f"(each UE learns from its own reward) up to 1 (from the mean over all UEs)."
-        )
-    return share
-
-
 def resolve_sampler(env_config: dict[str, Any], requested: str) -> str | None:
     """`ue_slots` or `multi_agent` for multi-agent mobile scenarios (`env.sampler`), None for
     the others; a `ue_slots` request that cannot apply is a one-line error naming why."""
-    from mobrl.envs import slots
     from mobrl.errors import UserError, unknown_choice
+    from mobrl.kinds import kind_of
 
     if requested not in SAMPLERS:
         raise unknown_choice("env.sampler", str(requested), SAMPLERS, "Use env.sampler=auto.")
-    if not is_multi_agent(env_config) or env_config["kind"] != "mobile":
+    fits = kind_of(env_config).ue_slots(env_config)
+    if fits is None or not is_multi_agent(env_config):
         return None
-    fits = slots.applies(env_config)
     if requested == "ue_slots" and not fits:
         raise UserError(
             f"env.sampler=ue_slots needs one shared policy (env.policies=shared), UEs present "
@@ -129,118 +70,17 @@ def num_ues(env_config: dict[str, Any]) -> int:
     return len(agent_ids(env_config))
 
 
-def make_slot_env(env_config: dict[str, Any], num_envs: int) -> Any:
-    """The UE-slot vector env with `num_envs` slots (a whole number of env copies)."""
-    from mobrl.envs.slots import UESlotVectorEnv, copy_seed
-
-    n_ues = num_ues(env_config)
-    if num_envs % n_ues:
-        raise ValueError(f"{num_envs} slots are not a whole number of {n_ues}-UE env copies")
-    kwargs = dict(env_config.get("kwargs") or {})
-    layout = env_config["layout"]
-
-    def make_core(seed: int) -> Any:
-        obs, topk = env_config.get("obs", "mobile"), env_config.get("topk")
-        return make_mobile_core(layout, "ma", "fast", {**kwargs, "seed": seed}, obs=obs, topk=topk)
-
-    run_seed = int(env_config.get("seed") or 0)
-    seeds = [copy_seed(run_seed, 0, c) for c in range(num_envs // n_ues)]
-    return UESlotVectorEnv(
-        make_core,
-        seeds,
-        track_metrics=env_config.get("ue_metrics", True),
-        team_reward=float(env_config.get("team_reward") or 0.0),
-    )
-
-
 def make_env(env_config: dict[str, Any], rllib: bool = False) -> Any:
     """Create the environment described by `env_config` (see `env_config_from`). `rllib`:
     for RLlib's runners, whose multi-agent envs must subclass its `MultiAgentEnv` (and so
     import Ray); evaluation and rendering get the same env without that import."""
-    render_mode = env_config.get("render_mode")
+    from mobrl.kinds import kind_of
+
     if uses_slots(env_config) and "num_envs" in env_config:  # RLlib's vector entry point
+        from mobrl.kinds.mobile import make_slot_env
+
         return make_slot_env(env_config, env_config["num_envs"])
-    kwargs = dict(env_config.get("kwargs") or {})
-    if env_config["kind"] == "mobile":
-        engine = env_config.get("engine", "fast")
-        layout = env_config.get("layout") or env_config["id"]  # runs from before layouts as data
-        obs, topk = env_config.get("obs", "mobile"), env_config.get("topk")
-        core = make_mobile_core(layout, env_config["mode"], engine, kwargs, render_mode, obs, topk)
-        if env_config["mode"] == "central":
-            return core
-        if rllib:
-            from mobrl.envs.rllib_env import MobileMultiAgentEnv as UEEnv
-        else:
-            from mobrl.envs.wrappers import UEAgentsEnv as UEEnv
-
-        return UEEnv(core, team_reward=float(env_config.get("team_reward") or 0.0))
-    if env_config["kind"] == "arena":
-        from mobrl.envs.arena import GridArena
-
-        return GridArena(render_mode=render_mode, **kwargs)
-    import gymnasium as gym
-
-    env = gym.make(env_config["id"], render_mode=render_mode, **kwargs)
-    if isinstance(env.observation_space, gym.spaces.Discrete):
-        from mobrl.envs.wrappers import OneHotObservation
-
-        env = OneHotObservation(env)
-    return env
-
-
-def make_mobile_core(
-    layout: str | dict[str, Any],
-    mode: str,
-    engine: str = "fast",
-    kwargs: dict[str, Any] | None = None,
-    render_mode: str | None = None,
-    obs: str = "mobile",
-    topk: int | None = None,
-) -> Any:
-    """A mobile-env core (`MComCore`) of a layout (a scenario name, or validated layout data)
-    with the handler of `mode` (`ma`: dict observations per UE, `central`: one flat vector) on
-    the chosen engine. `kwargs` are mobile-env config entries that override the layout's;
-    `obs` picks the observation (mobrl.envs.observations; `topk`: its slot count)."""
-    from mobile_env.core.base import MComCore
-    from mobile_env.core.util import deep_dict_merge
-
-    from mobrl import scenarios
-    from mobrl.envs.observations import handler_for
-
-    if isinstance(layout, str):
-        layout = scenarios.load(scenarios.path_of(layout))
-    stations, users, config = scenarios.build_config(layout)
-    config = deep_dict_merge(config, {"handler": handler_for(obs, mode, topk), **(kwargs or {})})
-    if engine == "fast":
-        from mobrl.envs.engine import FastCore
-
-        return FastCore(stations, users, config, render_mode=render_mode)
-    return MComCore(stations, users, config, render_mode=render_mode)
-
-
-def make_gym_env(
-    layout: str, mode: str, config: dict | None = None, render_mode: str | None = None
-) -> Any:
-    """Entry point of the Gymnasium ids `mobrl/mobile-{layout}-{mode}-v0` (fast engine): the
-    same arguments as mobile-env's `mobile-{layout}-{mode}-v0`."""
-    return make_mobile_core(layout, mode, "fast", config, render_mode)
-
-
-def register_gym_ids() -> None:
-    """Register `mobrl/mobile-{layout}-{ma,central}-v0` for every built-in layout."""
-    import gymnasium as gym
-
-    from mobrl import scenarios
-
-    for path in sorted(scenarios.builtin_dir().glob("*.yaml")):
-        for mode in MOBILE_MODES:
-            env_id = f"mobrl/mobile-{path.stem}-{mode}-v0"
-            if env_id not in gym.registry:
-                gym.register(
-                    env_id,
-                    entry_point="mobrl.envs.factory:make_gym_env",
-                    kwargs={"layout": path.stem, "mode": mode},
-                )
+    return kind_of(env_config).make_env(env_config, rllib)
 
 
 def find_env(env: Any, wanted: Any, env_index: int = 0) -> Any | None:
@@ -267,28 +107,16 @@ def find_core(env: Any, env_index: int = 0) -> Any | None:
 
 
 def is_multi_agent(env_config: dict[str, Any]) -> bool:
-    return env_config["mode"] == "ma" and env_config["kind"] in ("mobile", "arena")
+    return env_config["mode"] == "ma"
 
 
 def agent_ids(env_config: dict[str, Any]) -> list[str]:
     """The agents of a multi-agent scenario (empty for single-agent ones)."""
-    if not is_multi_agent(env_config):
-        return []
-    if env_config["kind"] == "arena":
-        from mobrl.envs.arena_rules import AGENTS
+    from mobrl.kinds import kind_of
 
-        return list(AGENTS)
-    from mobrl.envs.wrappers import agent_id
-
-    layout = env_config.get("layout")
-    count = (
-        layout["ues"]["count"] if layout else len(make_mobile_core(env_config["id"], "ma").users)
-    )
-    return [agent_id(u) for u in range(count)]
+    return kind_of(env_config).agents(env_config) if is_multi_agent(env_config) else []
 
 
-#: the policy mapping a scenario gets when env.policies is not set
-DEFAULT_POLICIES = {"mobile": "shared", "arena": "per_agent"}
 POLICY_MAPPINGS = ("shared", "per_agent")
 
 
@@ -297,11 +125,12 @@ def policy_spec(env_config: dict[str, Any], requested: Any) -> dict[str, str] | 
     `per_agent` (one policy per agent, named like it) or {policy: [agent ids]}; None for
     single-agent scenarios."""
     from mobrl.errors import UserError, unknown_choice
+    from mobrl.kinds import kind_of
 
     agents = agent_ids(env_config)
     if not agents:
         return None
-    requested = DEFAULT_POLICIES[env_config["kind"]] if requested is None else requested
+    requested = kind_of(env_config).default_policies if requested is None else requested
     if hasattr(requested, "items"):  # a mapping of groups (DictConfig or dict)
         mapping: dict[str, str] = {}
         for policy, members in requested.items():

@@ -40,7 +40,7 @@ import numpy as np
 from mobile_env.handlers.central import MComCentralHandler
 from mobile_env.handlers.multi_agent import MComMAHandler
 
-from mobrl.envs.factory import TOPK_DEFAULT
+from mobrl.kinds.mobile import TOPK_DEFAULT
 
 #: per-station features `extended` adds after mobile-env's own
 EXTRA_FEATURES = ("reachable", "load")

@@ -9,6 +9,7 @@ import yaml
 
 from mobrl import scenarios
 from mobrl.errors import UserError
+from mobrl.kinds import kind_of
 
 
 def _other_scenarios() -> dict[str, dict[str, Any]]:
@@ -17,27 +18,6 @@ def _other_scenarios() -> dict[str, dict[str, Any]]:
 
     folder = Path(str(resources.files("mobrl.conf").joinpath("scenario")))
     return {p.stem: yaml.safe_load(p.read_text()) for p in sorted(folder.glob("*.yaml"))}
-
-
-def _spaces(conf: dict[str, Any]) -> str:
-    """Observation and action spaces of a non-layout scenario, in short."""
-    if conf["kind"] == "arena":
-        from mobrl.envs.arena_rules import AGENTS, MOVES, observation_size
-
-        size = conf.get("kwargs", {}).get("size", 8)
-        return f"obs {observation_size(size)} per agent, act Discrete({len(MOVES)}) x {len(AGENTS)}"
-    if conf["id"] == "???":
-        return "any Gymnasium id (scenario.id=...)"
-    import gymnasium as gym
-
-    def short(space: Any) -> str:
-        return f"Box{space.shape}" if isinstance(space, gym.spaces.Box) else str(space)
-
-    env = gym.make(conf["id"])
-    try:
-        return f"obs {short(env.observation_space)}, act {short(env.action_space)}"
-    finally:
-        env.close()
 
 
 def list_scenarios(console: Any) -> None:
@@ -61,7 +41,7 @@ def list_scenarios(console: Any) -> None:
     for col in ("name", "kind", "spaces"):
         others.add_column(col)
     for name, conf in _other_scenarios().items():
-        others.add_row(name, f"{conf['kind']} {conf['id']}", _spaces(conf))
+        others.add_row(name, f"{conf['kind']} {conf['id']}", kind_of(conf).spaces(conf))
     console.print(others)
     console.print(
         f"Add your own: a YAML file in ./{scenarios.USER_DIR}/ (copy `mobrl scenarios show small`), "
@@ -104,8 +84,8 @@ def plot(name: str, out: Path, width_px: int, height_px: int, dpi: int = 100) ->
 
     from mobrl.dashboard import isolines
     from mobrl.envs import channel
-    from mobrl.envs.factory import make_mobile_core
     from mobrl.files import check_writable
+    from mobrl.kinds.mobile import make_mobile_core
 
     if width_px < 100 or height_px < 100:
         raise UserError(f"--size {width_px}x{height_px} is too small. Use at least 100x100.")

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from mobrl.envs.engine import FastEngine, UnsupportedByEngine
-from mobrl.envs.factory import make_mobile_core
+from mobrl.kinds.mobile import make_mobile_core
 from mobrl.policies import GreedyPolicy
 
 SEEDS = 20

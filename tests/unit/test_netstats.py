@@ -85,7 +85,7 @@ def test_empty_steps_are_ignored() -> None:
 
 @pytest.mark.parametrize("scenario", ["small", "dense_urban"])  # dense_urban: UEs come and go
 def test_array_tracker_matches_the_dict_tracker(scenario: str) -> None:
-    from mobrl.envs.factory import make_mobile_core
+    from mobrl.kinds.mobile import make_mobile_core
     from mobrl.netstats import ArrayEpisodeTracker, EpisodeTracker, core_step_snapshot
 
     core = make_mobile_core(scenario, "ma")

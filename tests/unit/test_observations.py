@@ -7,8 +7,9 @@ import numpy as np
 import pytest
 
 from mobrl.config import validate_command_line
-from mobrl.envs.factory import env_config_from, make_env, make_mobile_core
+from mobrl.envs.factory import env_config_from, make_env
 from mobrl.errors import UserError
+from mobrl.kinds.mobile import make_mobile_core
 
 
 @pytest.mark.parametrize("mode", ["ma", "central"])

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from mobrl import dashboard
-from mobrl.envs.factory import make_mobile_core
 from mobrl.errors import UserError
+from mobrl.kinds.mobile import make_mobile_core
 from mobrl.render import render_command
 
 

@@ -11,8 +11,9 @@ import yaml
 from mobrl import scenarios
 from mobrl.config import group_options, validate_command_line
 from mobrl.envs.engine import FastEngine
-from mobrl.envs.factory import env_config_from, make_env, make_mobile_core, policy_setup
+from mobrl.envs.factory import env_config_from, make_env, policy_setup
 from mobrl.errors import UserError
+from mobrl.kinds.mobile import make_mobile_core
 
 SMALL = yaml.safe_load((scenarios.builtin_dir() / "small.yaml").read_text())
 

@@ -9,6 +9,7 @@ from mobrl.config import compose
 from mobrl.envs import factory
 from mobrl.envs.slots import TRAIN_SEED_BASE, copy_seed
 from mobrl.errors import UserError
+from mobrl.kinds.mobile import make_slot_env
 
 
 def _env_config(*overrides: str) -> dict:
@@ -26,7 +27,7 @@ def test_slots_step_like_the_multi_agent_wrapper(scenario: str, team: float, obs
     )
     copies = 2
     n = factory.num_ues(env_config)
-    slots = factory.make_slot_env(env_config, copies * n)
+    slots = make_slot_env(env_config, copies * n)
     seeds = [copy_seed(0, 0, c) for c in range(copies)]
     wrappers = [factory.make_env({**env_config, "kwargs": {"seed": seed}}) for seed in seeds]
     obs, _ = slots.reset()

@@ -1,0 +1,46 @@
+"""Registry of scenario kinds: `scenario.kind` -> the `ScenarioKind` that owns it.
+
+Every module of this package except `base` is a kind and defines `KIND`, an instance of a
+`ScenarioKind` subclass whose `name` is the module's name. A new kind is one module here plus
+its YAML in `conf/scenario/`; nothing else dispatches on the kind's name.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from functools import cache
+from typing import Any
+
+from mobrl.kinds.base import ScenarioKind
+
+__all__ = ["ScenarioKind", "kind_names", "kind_of"]
+
+
+@cache
+def kind_names() -> tuple[str, ...]:
+    """The names of every kind (the modules of this package)."""
+    return tuple(sorted(m.name for m in pkgutil.iter_modules(__path__) if m.name not in ("base",)))
+
+
+@cache
+def _load(name: str) -> ScenarioKind:
+    kind = importlib.import_module(f"{__name__}.{name}").KIND
+    assert kind.name == name, f"mobrl.kinds.{name}.KIND is named '{kind.name}'"
+    return kind
+
+
+def kind_of(what: Any) -> ScenarioKind:
+    """The kind of a name, an `env_config` dict or a composed config; a one-line `UserError`
+    for a name no module defines."""
+    if isinstance(what, str):
+        name = what
+    elif isinstance(what, dict):
+        name = what["kind"]
+    else:
+        name = what.scenario.kind
+    if name not in kind_names():
+        from mobrl.errors import unknown_choice
+
+        raise unknown_choice("scenario.kind", str(name), kind_names(), "Fix scenario.kind.")
+    return _load(name)

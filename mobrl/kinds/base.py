@@ -1,0 +1,74 @@
+"""The shape every scenario kind follows (`mobrl.kinds`): one class, one module, one instance.
+
+A kind owns everything that differs between families of scenarios: which settings of the
+composed config it reads and checks, how its env is built from the plain `env_config` dict,
+its agents and their default policy mapping, the RLlib callbacks that log its metrics, how an
+episode is fixed by a seed, which heuristic baselines apply, how it is drawn and how it is
+listed. Code outside `mobrl.kinds` asks the kind (`mobrl.kinds.kind_of`) instead of testing
+its name. Methods import their heavy libraries when called: checking a config must not
+import Ray, torch or mobile-env.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class ScenarioKind:
+    """Defaults of a single-agent kind; a kind overrides what differs."""
+
+    #: the value of `scenario.kind` in the config (and of `env_config["kind"]`)
+    name: str = ""
+    #: the policy mapping of `env.policies` when it is not set (multi-agent kinds only)
+    default_policies: str | None = None
+    #: whether `mobrl evaluate --scenarios` can move its policies to other layouts
+    transferable: bool = False
+    #: whether `mobrl render` draws the env itself (True) or uses the env's rgb_array frames
+    draws_own_frames: bool = False
+
+    def check(self, cfg: Any) -> None:
+        """One-line `UserError`s for the settings this kind reads, before anything runs."""
+
+    def env_fields(self, cfg: Any) -> dict[str, Any]:
+        """The kind's own entries of `env_config`: at least `id` and `mode`."""
+        return {"id": cfg.scenario.id, "mode": "gym"}
+
+    def make_env(self, env_config: dict[str, Any], rllib: bool) -> Any:
+        """The env of `env_config` (`rllib`: for RLlib's runners, which need its base classes)."""
+        raise NotImplementedError
+
+    def action_space(self, cfg: Any) -> str:
+        """`discrete`, `multidiscrete`, `box` or `other`: what the agents' actions look like."""
+        raise NotImplementedError
+
+    def agents(self, env_config: dict[str, Any]) -> list[str]:
+        """The agent ids of a multi-agent env (empty: single agent)."""
+        return []
+
+    def ue_slots(self, env_config: dict[str, Any]) -> bool | None:
+        """Whether the env can be sampled as UE slots (None: the kind has no UEs)."""
+        return None
+
+    def callbacks(self, cfg: Any, env_config: dict[str, Any]) -> type | None:
+        """The RLlibCallback class that logs the kind's metrics during training, if any."""
+        return None
+
+    def seeded(self, env_config: dict[str, Any], seed: int) -> dict[str, Any]:
+        """The env_config of one episode fixed by `seed` (beyond `reset(seed=...)`)."""
+        return env_config
+
+    def baselines(self, env_config: dict[str, Any]) -> list[str]:
+        """The heuristic baselines `mobrl evaluate` compares with by default."""
+        return ["random"]
+
+    def spaces(self, conf: dict[str, Any]) -> str:
+        """Observation and action spaces in short, for `mobrl scenarios list`."""
+        return ""
+
+    def where(self, cfg: Any) -> str:
+        """The scenario in words for messages, e.g. `scenario=small env=ma`."""
+        return f"scenario={cfg.scenario.name}"
+
+    def other_mode(self, cfg: Any) -> str:
+        """An override of this kind that gives other action spaces (for error messages)."""
+        return ""

@@ -1,0 +1,239 @@
+"""mobile-env layouts (`scenario.kind: mobile`): cells and UEs from a layout file, one agent
+per UE (`env=ma`) or one central agent (`env=central`), on mobrl's fast engine or stock."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mobrl.kinds.base import ScenarioKind
+
+MOBILE_MODES = ("ma", "central")
+#: `fast`: mobrl's array engine (mobrl.envs.engine); `stock`: mobile-env's own step
+MOBILE_ENGINES = ("fast", "stock")
+#: values of `env.obs` (the handlers behind them: mobrl.envs.observations.HANDLERS)
+OBSERVATIONS = ("mobile", "extended", "topk")
+#: station slots of `env.obs=topk` unless `env.topk` says otherwise
+TOPK_DEFAULT = 3
+
+
+class MobileKind(ScenarioKind):
+    name = "mobile"
+    default_policies = "shared"
+    transferable = True
+    draws_own_frames = True  # mobrl.dashboard draws the network, not mobile-env's pygame view
+
+    def check(self, cfg: Any) -> None:
+        from mobrl import scenarios
+        from mobrl.errors import UserError, unknown_choice
+
+        if not cfg.scenario.path:
+            raise UserError(
+                f"scenario={cfg.scenario.name} has no layout file. Set scenario.path=<file.yaml>."
+            )
+        scenarios.load(cfg.scenario.path)  # one-line errors naming the file, key and fix
+        if cfg.env.mode not in MOBILE_MODES:
+            raise unknown_choice(
+                "env mode", cfg.env.mode, MOBILE_MODES, "Use env=ma or env=central."
+            )
+        if cfg.engine not in MOBILE_ENGINES:
+            raise unknown_choice("engine", cfg.engine, MOBILE_ENGINES, "Use engine=fast or stock.")
+        check_topk(cfg.env.get("topk"))
+        from mobrl.envs.factory import env_config_from
+
+        env_config_from(cfg)  # policy mapping and sampler: one-line errors before Hydra starts
+
+    def env_fields(self, cfg: Any) -> dict[str, Any]:
+        from mobrl import scenarios
+
+        fields: dict[str, Any] = {
+            "id": cfg.scenario.name,  # a layout loaded with scenario.path is named after its file
+            "mode": cfg.env.mode,
+            "layout": scenarios.load(cfg.scenario.path),
+            "obs": check_obs(cfg.env.get("obs", "mobile"), cfg.env.mode),
+        }
+        if fields["obs"] == "topk":
+            fields["topk"] = check_topk(cfg.env.get("topk"))
+        fields["team_reward"] = check_team_reward(cfg.env.get("team_reward", 0.0))
+        return fields
+
+    def make_env(self, env_config: dict[str, Any], rllib: bool) -> Any:
+        engine = env_config.get("engine", "fast")
+        layout = env_config.get("layout") or env_config["id"]  # runs from before layouts as data
+        obs, topk = env_config.get("obs", "mobile"), env_config.get("topk")
+        kwargs = dict(env_config.get("kwargs") or {})
+        render_mode = env_config.get("render_mode")
+        core = make_mobile_core(layout, env_config["mode"], engine, kwargs, render_mode, obs, topk)
+        if env_config["mode"] == "central":
+            return core
+        if rllib:
+            from mobrl.envs.rllib_env import MobileMultiAgentEnv as UEEnv
+        else:
+            from mobrl.envs.wrappers import UEAgentsEnv as UEEnv
+
+        return UEEnv(core, team_reward=float(env_config.get("team_reward") or 0.0))
+
+    def action_space(self, cfg: Any) -> str:
+        return "discrete" if cfg.env.mode == "ma" else "multidiscrete"
+
+    def agents(self, env_config: dict[str, Any]) -> list[str]:
+        from mobrl.envs.wrappers import agent_id
+
+        layout = env_config.get("layout")
+        count = (
+            layout["ues"]["count"]
+            if layout
+            else len(make_mobile_core(env_config["id"], "ma").users)
+        )
+        return [agent_id(u) for u in range(count)]
+
+    def ue_slots(self, env_config: dict[str, Any]) -> bool | None:
+        from mobrl.envs import slots
+
+        return env_config["mode"] == "ma" and slots.applies(env_config)
+
+    def callbacks(self, cfg: Any, env_config: dict[str, Any]) -> type | None:
+        from mobrl.envs.factory import uses_slots
+
+        if not cfg.run.ue_metrics or uses_slots(env_config):
+            return None  # the UE-slot env logs its own metrics
+        from mobrl.callbacks import MobileMetricsCallback
+
+        return MobileMetricsCallback
+
+    def seeded(self, env_config: dict[str, Any], seed: int) -> dict[str, Any]:
+        # mobile-env draws movement and arrivals from its config seed, not from reset(seed=...)
+        return {**env_config, "kwargs": {**(env_config.get("kwargs") or {}), "seed": seed}}
+
+    def baselines(self, env_config: dict[str, Any]) -> list[str]:
+        return ["random", "noop", "greedy", "full"]
+
+    def where(self, cfg: Any) -> str:
+        return f"scenario={cfg.scenario.name} env={cfg.env.mode}"
+
+    def other_mode(self, cfg: Any) -> str:
+        return " or env=ma" if cfg.env.mode == "central" else ""
+
+
+def check_obs(obs: str, mode: str = "ma") -> str:
+    """A known `env.obs` value that applies to `env.mode`, or a one-line error."""
+    from mobrl.errors import UserError, unknown_choice
+
+    if obs not in OBSERVATIONS:
+        raise unknown_choice(
+            "env.obs", str(obs), OBSERVATIONS, "Use env.obs=mobile, extended or topk."
+        )
+    if obs == "topk" and mode != "ma":
+        raise UserError(
+            f"env.obs=topk needs one agent per UE (env=ma), not env.mode={mode}: a central "
+            f"agent's observation grows with the UE count anyway. Use env=ma or env.obs=extended."
+        )
+    return obs
+
+
+def check_topk(value: Any) -> int:
+    """`env.topk` as a positive slot count (None: the default), or a one-line error."""
+    from mobrl.errors import UserError
+
+    if value is None:
+        return TOPK_DEFAULT
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise UserError(
+            f"env.topk={value} is not a positive whole number of station slots. "
+            f"Use e.g. env.topk={TOPK_DEFAULT}."
+        )
+    return value
+
+
+def check_team_reward(value: Any) -> float:
+    """`env.team_reward` as a float in [0, 1], or a one-line error."""
+    from mobrl.errors import UserError
+
+    share = float(value)  # the schema has made it a float already
+    if not 0.0 <= share <= 1.0:
+        raise UserError(
+            f"env.team_reward={value} is not a share between 0 and 1. Use env.team_reward=0 "
+            f"(each UE learns from its own reward) up to 1 (from the mean over all UEs)."
+        )
+    return share
+
+
+def make_mobile_core(
+    layout: str | dict[str, Any],
+    mode: str,
+    engine: str = "fast",
+    kwargs: dict[str, Any] | None = None,
+    render_mode: str | None = None,
+    obs: str = "mobile",
+    topk: int | None = None,
+) -> Any:
+    """A mobile-env core (`MComCore`) of a layout (a scenario name, or validated layout data)
+    with the handler of `mode` (`ma`: dict observations per UE, `central`: one flat vector) on
+    the chosen engine. `kwargs` are mobile-env config entries that override the layout's;
+    `obs` picks the observation (mobrl.envs.observations; `topk`: its slot count)."""
+    from mobile_env.core.base import MComCore
+    from mobile_env.core.util import deep_dict_merge
+
+    from mobrl import scenarios
+    from mobrl.envs.observations import handler_for
+
+    if isinstance(layout, str):
+        layout = scenarios.load(scenarios.path_of(layout))
+    stations, users, config = scenarios.build_config(layout)
+    config = deep_dict_merge(config, {"handler": handler_for(obs, mode, topk), **(kwargs or {})})
+    if engine == "fast":
+        from mobrl.envs.engine import FastCore
+
+        return FastCore(stations, users, config, render_mode=render_mode)
+    return MComCore(stations, users, config, render_mode=render_mode)
+
+
+def make_slot_env(env_config: dict[str, Any], num_envs: int) -> Any:
+    """The UE-slot vector env with `num_envs` slots (a whole number of env copies)."""
+    from mobrl.envs.slots import UESlotVectorEnv, copy_seed
+
+    n_ues = len(KIND.agents(env_config))
+    if num_envs % n_ues:
+        raise ValueError(f"{num_envs} slots are not a whole number of {n_ues}-UE env copies")
+    kwargs = dict(env_config.get("kwargs") or {})
+    layout = env_config["layout"]
+    obs, topk = env_config.get("obs", "mobile"), env_config.get("topk")
+
+    def make(seed: int) -> Any:
+        return make_mobile_core(layout, "ma", "fast", {**kwargs, "seed": seed}, obs=obs, topk=topk)
+
+    run_seed = int(env_config.get("seed") or 0)
+    seeds = [copy_seed(run_seed, 0, c) for c in range(num_envs // n_ues)]
+    return UESlotVectorEnv(
+        make,
+        seeds,
+        track_metrics=env_config.get("ue_metrics", True),
+        team_reward=float(env_config.get("team_reward") or 0.0),
+    )
+
+
+def make_gym_env(
+    layout: str, mode: str, config: dict | None = None, render_mode: str | None = None
+) -> Any:
+    """Entry point of the Gymnasium ids `mobrl/mobile-{layout}-{mode}-v0` (fast engine): the
+    same arguments as mobile-env's `mobile-{layout}-{mode}-v0`."""
+    return make_mobile_core(layout, mode, "fast", config, render_mode)
+
+
+def register_gym_ids() -> None:
+    """Register `mobrl/mobile-{layout}-{ma,central}-v0` for every built-in layout."""
+    import gymnasium as gym
+
+    from mobrl import scenarios
+
+    for path in sorted(scenarios.builtin_dir().glob("*.yaml")):
+        for mode in MOBILE_MODES:
+            env_id = f"mobrl/mobile-{path.stem}-{mode}-v0"
+            if env_id not in gym.registry:
+                gym.register(
+                    env_id,
+                    entry_point="mobrl.kinds.mobile:make_gym_env",
+                    kwargs={"layout": path.stem, "mode": mode},
+                )
+
+
+KIND = MobileKind()

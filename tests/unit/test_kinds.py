@@ -1,0 +1,108 @@
+"""The scenario-kind registry: every kind is found by name, and a new kind is one module."""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import mobrl.kinds as kinds
+from mobrl.config import compose
+from mobrl.envs.factory import agent_ids, env_config_from, make_env
+from mobrl.errors import UserError
+from mobrl.spec import check_config
+
+
+def test_built_in_kinds_are_registered_under_their_names() -> None:
+    assert kinds.kind_names() == ("arena", "gym", "mobile")
+    for name in kinds.kind_names():
+        assert kinds.kind_of(name).name == name
+        assert isinstance(kinds.kind_of(name), kinds.ScenarioKind)
+
+
+def test_unknown_kind_is_a_one_line_error() -> None:
+    with pytest.raises(UserError, match="scenario.kind 'mobil'.*mobile"):
+        kinds.kind_of("mobil")
+
+
+def test_each_kind_answers_for_its_scenarios() -> None:
+    small = env_config_from(compose(["scenario=small", "env=central"]))
+    arena = env_config_from(compose(["scenario=arena"]))
+    cartpole = env_config_from(compose(["scenario=cartpole"]))
+    assert [kinds.kind_of(c).name for c in (small, arena, cartpole)] == ["mobile", "arena", "gym"]
+    assert agent_ids(small) == [] and agent_ids(cartpole) == []
+    assert agent_ids(arena) == ["explorer", "chaser"]
+    assert kinds.kind_of(small).seeded(small, 7)["kwargs"]["seed"] == 7
+    assert kinds.kind_of(cartpole).seeded(cartpole, 7) == cartpole
+    assert kinds.kind_of(small).baselines(small)[-2:] == ["greedy", "full"]
+    assert kinds.kind_of(cartpole).baselines(cartpole) == ["random", "pole_angle"]
+
+
+TOY = '''
+from mobrl.kinds.base import ScenarioKind
+
+
+class ToyKind(ScenarioKind):
+    """CartPole under another name: the smallest kind there is."""
+
+    name = "toy"
+
+    def env_fields(self, cfg):
+        return {"id": "CartPole-v1", "mode": "gym"}
+
+    def make_env(self, env_config, rllib):
+        import gymnasium as gym
+
+        return gym.make("CartPole-v1", render_mode=env_config.get("render_mode"))
+
+    def action_space(self, cfg):
+        return "discrete"
+
+    def baselines(self, env_config):
+        return ["random", "pole_angle"]
+
+
+KIND = ToyKind()
+'''
+
+
+def test_a_new_kind_is_one_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A module dropped next to the built-in kinds is a kind: the config check, the env
+    factory and the baselines ask it, with no other file changed."""
+    (tmp_path / "toy.py").write_text(textwrap.dedent(TOY))
+    monkeypatch.setattr(kinds, "__path__", [*kinds.__path__, str(tmp_path)])
+    kinds.kind_names.cache_clear()
+    try:
+        cfg = compose(["scenario=gym", "scenario.kind=toy", "scenario.id=toy"])
+        check_config(cfg)
+        env_config = env_config_from(cfg)
+        env = make_env(env_config)
+        observation, _ = env.reset(seed=0)
+        assert observation.shape == (4,)
+        env.close()
+        from mobrl.policies import baselines_for
+
+        assert baselines_for(env_config) == ["random", "pole_angle"]
+    finally:
+        kinds.kind_names.cache_clear()
+        kinds._load.cache_clear()
+        sys.modules.pop("mobrl.kinds.toy", None)
+
+
+def test_no_module_outside_the_registry_dispatches_on_the_kind() -> None:
+    import re
+
+    package = Path(kinds.__file__).parent.parent
+    test = re.compile(r"""(\["kind"\]|\.get\("kind"\)|scenario\.kind|\bkind)\s*(==|!=|in\s*\()""")
+    found = [
+        f"{path.relative_to(package)}:{number}"
+        for path in package.rglob("*.py")
+        if "kinds" not in path.parts
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if test.search(line) and not line.strip().startswith("for ")
+    ]
+    # tuning's search-space kinds and the zoo's layer kinds are other kinds
+    found = [f for f in found if not f.startswith(("tuning.py", "zoo/"))]
+    assert found == []
