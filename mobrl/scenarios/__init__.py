@@ -1,9 +1,11 @@
 """Scenario definitions as data: mobile-env layouts in YAML, validated on load, found by name.
 
 A layout file gives the map, the base stations, the UEs and how they move and arrive (see
-`mobrl/scenarios/small.yaml`). Built-in layouts ship in this package; a user's own live in
-`./scenarios/*.yaml` (found by name, shadowing a built-in of the same name) or anywhere
-(`scenario.path=my.yaml`). Loading never imports mobile-env; `build_config` turns a validated
+`scenarios/small.yaml` at the top of the repository). Built-in layouts ship as the package
+`mobrl.layouts`; a user's own live in `./scenarios/*.yaml` of the working directory (found by
+name, shadowing a built-in of the same name) or anywhere (`scenario.path=my.yaml`). A
+`./scenarios/` that is mobrl's own folder of built-ins (it holds `__init__.py`: mobrl's source
+tree) is not a user's folder. Loading never imports mobile-env; `build_config` turns a validated
 layout into the stations, UEs and config of a mobile-env core.
 """
 
@@ -46,14 +48,22 @@ _STATION_KEYS = ("x", "y", "bandwidth", "frequency", "tx_power", "height")
 
 
 def builtin_dir() -> Path:
-    return Path(str(resources.files("mobrl.scenarios")))
+    return Path(str(resources.files("mobrl.layouts")))
+
+
+def user_dir() -> Path | None:
+    """`./scenarios/` when it is a user's folder of layouts (not mobrl's built-ins)."""
+    if not USER_DIR.is_dir() or (USER_DIR / "__init__.py").is_file():
+        return None
+    return USER_DIR
 
 
 def discover() -> dict[str, Path]:
     """Every layout file by name: built-ins, then `./scenarios/*.yaml` (which win)."""
     found = {p.stem: p for p in sorted(builtin_dir().glob("*.yaml"))}
-    if USER_DIR.is_dir():
-        found.update({p.stem: p.absolute() for p in sorted(USER_DIR.glob("*.yaml"))})
+    folder = user_dir()
+    if folder is not None:
+        found.update({p.stem: p.absolute() for p in sorted(folder.glob("*.yaml"))})
     return found
 
 

@@ -1,0 +1,1 @@
+"""mobrl's Hydra config groups (installed as the package `mobrl.conf`)."""
