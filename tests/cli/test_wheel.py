@@ -41,9 +41,7 @@ def wheel_env(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for init in (REPO / "mobrl").rglob("__init__.py"):  # every subpackage (pyproject lists them)
         assert f"{init.relative_to(REPO).as_posix()}" in names, init
     venv = root / "venv"
-    subprocess.run(
-        [sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True
-    )
+    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True)
     python = venv / "bin" / "python"
     subprocess.run(
         [str(python), "-m", "pip", "install", "--no-deps", "--no-index", "-q", str(wheel)],
