@@ -1,114 +1,14 @@
-"""Run-dir bookkeeping: the manifest, finding checkpoints, and restoring RLModules portably."""
+"""Restoring the RLModules of an RLlib checkpoint portably and safely (no Ray, no Algorithm)."""
 
 from __future__ import annotations
 
-import json
-import platform
-from datetime import datetime, timezone
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 from mobrl.errors import UserError, first_line
 
-MANIFEST = "manifest.json"
-#: a run's training outcome (best return, best and last checkpoints), written by `mobrl train`
-RUN_SUMMARY = "summary.json"
-RESOLVED_CONFIG = "config.yaml"
-#: Tune's experiment dir inside a run dir
-TUNE_DIR = "tune"
-#: marker file RLlib writes into every algorithm checkpoint
-RLLIB_CHECKPOINT_MARKER = "rllib_checkpoint.json"
 #: where the trained RLModules sit inside an algorithm checkpoint
 RL_MODULE_SUBDIR = Path("learner_group") / "learner" / "rl_module"
-
-_PACKAGES = ("mobrl", "ray", "torch", "gymnasium", "mobile-env", "hydra-core", "numpy")
-
-
-def package_versions() -> dict[str, str | None]:
-    versions: dict[str, str | None] = {}
-    for name in _PACKAGES:
-        try:
-            versions[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            versions[name] = None
-    return versions
-
-
-def build_manifest(
-    cfg: Any, env_config: dict[str, Any], policy_ids: list[str], command: list[str]
-) -> dict[str, Any]:
-    """Everything needed to rebuild env and policies of a run on another machine."""
-    return {
-        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "versions": package_versions(),
-        "python": platform.python_version(),
-        "scenario": cfg.scenario.name,
-        "scenario_kind": cfg.scenario.kind,
-        "scenario_id": cfg.scenario.id,
-        "env_mode": env_config["mode"],
-        "env_config": env_config,
-        "algo": cfg.algo.name,
-        "policy_ids": policy_ids,
-        "seed": cfg.run.seed,
-        "command": " ".join(command),
-        "mobrl_commit": source_commit(),
-    }
-
-
-def source_commit() -> str | None:
-    """The git commit of the mobrl source tree when it runs from a checkout (else None),
-    with `-dirty` when the package's files differ from that commit."""
-    import subprocess
-
-    root = Path(__file__).resolve().parents[1]
-    if not (root / ".git").exists():
-        return None
-
-    def git(*args: str) -> str:
-        out = subprocess.run(
-            ["git", "-C", str(root), *args], capture_output=True, text=True, timeout=10
-        )
-        return out.stdout.strip()
-
-    try:
-        commit = git("rev-parse", "--short=12", "HEAD")
-        changed = git("status", "--porcelain", "--untracked-files=no", "--", "mobrl")
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    if not commit:
-        return None
-    return f"{commit}-dirty" if changed else commit
-
-
-def write_manifest(run_dir: Path, manifest: dict[str, Any]) -> Path:
-    from mobrl.files import atomic_write_json
-
-    return atomic_write_json(run_dir / MANIFEST, manifest)
-
-
-def find_manifest(path: Path) -> dict[str, Any] | None:
-    """The manifest of the run that `path` (a checkpoint, trial or run dir) belongs to."""
-    for folder in [path, *path.parents]:
-        candidate = folder / MANIFEST
-        if candidate.is_file():
-            try:
-                return json.loads(candidate.read_text())
-            except json.JSONDecodeError as err:
-                raise UserError(
-                    f"manifest '{candidate}' is not valid JSON ({err}). Restore it from a backup "
-                    "or name the scenario with overrides."
-                ) from err
-    return None
-
-
-def list_checkpoints(path: Path) -> list[Path]:
-    """All RLlib algorithm checkpoints at or below `path`, oldest first within each trial."""
-    path = Path(path)
-    if (path / RLLIB_CHECKPOINT_MARKER).is_file():
-        return [path]
-    found = sorted(p.parent for p in path.rglob(RLLIB_CHECKPOINT_MARKER))
-    return [p for p in found if p.name.startswith("checkpoint_")]
 
 
 def _drop_rl_module_config_notice(record: Any) -> bool:

@@ -16,11 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from mobrl.errors import unknown_choice
+from mobrl.rundir import RunDir
 
 #: what `run.fault.inject.what` can name
 KINDS = ("env_error", "env_exit", "trial_exit")
-#: the run dir's folder of claimed faults
-FAULT_DIR = ".faults"
 
 
 class InjectedFault(RuntimeError):
@@ -46,7 +45,7 @@ def plan(inject: Any, run_dir: Path) -> dict[str, Any] | None:
         "what": str(inject.what),
         "at": int(inject.at),
         "times": int(inject.times),
-        "dir": str(Path(run_dir).absolute() / FAULT_DIR),
+        "dir": str(RunDir(run_dir).faults_dir),
     }
 
 
@@ -67,7 +66,7 @@ def claim(fault: dict[str, Any]) -> bool:
 
 def made(run_dir: Path) -> list[str]:
     """The faults made so far in a run (names of the claimed markers)."""
-    folder = Path(run_dir) / FAULT_DIR
+    folder = RunDir(run_dir).faults_dir
     return sorted(p.name for p in folder.iterdir()) if folder.is_dir() else []
 
 

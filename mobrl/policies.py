@@ -7,9 +7,10 @@ from typing import Any
 
 import numpy as np
 
-from mobrl.checkpoints import find_manifest, load_rl_modules
+from mobrl.checkpoints import load_rl_modules
 from mobrl.envs.factory import policy_setup
 from mobrl.errors import UserError
+from mobrl.rundir import find_manifest
 
 
 class TrainedPolicy:

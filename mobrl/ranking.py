@@ -15,11 +15,8 @@ from typing import Any
 from omegaconf import DictConfig
 
 from mobrl import metrics
-from mobrl.checkpoints import RUN_SUMMARY
 from mobrl.errors import error_summary
-from mobrl.files import atomic_write_csv, atomic_write_json
-
-TRIALS_CSV = "trials.csv"
+from mobrl.rundir import RunDir
 
 
 def _metric_history(result: Any, metric: str) -> list[float]:
@@ -81,7 +78,7 @@ def report(
     cfg: DictConfig,
     results: Any,
     locations: dict,
-    run_dir: Path,
+    run: RunDir,
     experiment_dir: Path,
     console: Any,
 ) -> dict[str, Any]:
@@ -105,7 +102,6 @@ def report(
         "trials": rows,
         "failed": [r["trial"] for r in rows if r["error"]],
     }
-    atomic_write_json(run_dir / RUN_SUMMARY, summary)
     flat = [
         {
             "rank": r["rank"],
@@ -119,7 +115,7 @@ def report(
         }
         for r in rows
     ]
-    atomic_write_csv(run_dir / TRIALS_CSV, pd.DataFrame(flat))
+    run.write_summary(summary, pd.DataFrame(flat))
 
     console.print()
     if len(rows) > 1 or locations:
@@ -164,8 +160,8 @@ def report(
     console.print(f"[bold]last checkpoint:[/bold] {summary['last_checkpoint']}")
     if summary["best_checkpoint"]:
         console.print(f"evaluate: mobrl evaluate --checkpoint {summary['best_checkpoint']}")
-    console.print(f"tensorboard: tensorboard --logdir {run_dir}")
-    console.print(f"results: {run_dir / RUN_SUMMARY}, {run_dir / TRIALS_CSV}")
+    console.print(f"tensorboard: tensorboard --logdir {run.path}")
+    console.print(f"results: {run.summary_file}, {run.trials_file}")
     for r in rows:
         if r["error"]:
             print(

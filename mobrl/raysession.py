@@ -62,7 +62,9 @@ def repair_progress_csv(trial_dir: Path) -> None:
     restore, Tune appends rows with more columns than the header names."""
     import pandas as pd
 
-    csv, results = trial_dir / "progress.csv", trial_dir / "result.json"
+    from mobrl.rundir import TRIAL_PROGRESS, TRIAL_RESULT
+
+    csv, results = trial_dir / TRIAL_PROGRESS, trial_dir / TRIAL_RESULT
     if not csv.is_file() or not results.is_file():
         return
     try:

@@ -20,6 +20,7 @@ import numpy as np
 
 from mobrl import metrics as keys
 from mobrl.errors import UserError
+from mobrl.rundir import TRIAL_PROGRESS, RunDir
 
 #: metrics drawn as small multiples when the runs logged them (mobile-env scenarios)
 SERVICE_METRICS = (
@@ -75,32 +76,28 @@ def _read_progress(path: Path) -> Any:
         return pd.DataFrame()
 
 
-def _run_trials(run_dir: Path, found: Found) -> None:
-    import yaml
-
-    from mobrl.checkpoints import RESOLVED_CONFIG, RUN_SUMMARY
-
-    config = _flatten(yaml.safe_load((run_dir / RESOLVED_CONFIG).read_text()) or {})
-    summary_path = run_dir / RUN_SUMMARY
-    summary = json.loads(summary_path.read_text()) if summary_path.is_file() else None
+def _run_trials(run: RunDir, found: Found) -> None:
+    config = _flatten(run.read_config())
+    summary = run.read_summary()
     by_trial = {t["trial"]: t for t in (summary or {}).get("trials", [])}
-    trial_dirs = sorted({p.parent for p in run_dir.glob("tune/*/progress.csv")})
+    trial_dirs = run.trial_dirs()
     if not trial_dirs:
-        found.notes.append(f"{run_dir}: no trial has written progress yet")
+        found.notes.append(f"{run.path}: no trial has written progress yet")
     for trial_dir in trial_dirs:
         info = by_trial.get(trial_dir.name, {})
         sampled = {f"tune.{k}": v for k, v in _flatten(info.get("params") or {}).items()}
         status = "running" if summary is None else ("error" if info.get("error") else "finished")
-        progress = _read_progress(trial_dir / "progress.csv")
+        progress = _read_progress(trial_dir / TRIAL_PROGRESS)
         if status != "finished":
             found.notes.append(f"{trial_dir}: trial {status}; its curves end where its data ends")
-        found.trials.append(Trial(run_dir, trial_dir.name, {**config, **sampled}, progress, status))
+        found.trials.append(
+            Trial(run.path, trial_dir.name, {**config, **sampled}, progress, status)
+        )
 
 
 def discover(paths: list[Path]) -> Found:
     """Every trial and evaluation under `paths` (run, multirun, trial or evaluation dirs)."""
-    from mobrl.checkpoints import MANIFEST, RESOLVED_CONFIG, RUN_SUMMARY
-    from mobrl.evaluate import EPISODES_FILE
+    from mobrl.evaluate import EPISODES_FILE, SUMMARY_FILE
     from mobrl.transfer import MATRIX_JSON
 
     found = Found()
@@ -109,16 +106,16 @@ def discover(paths: list[Path]) -> Found:
         path = Path(path).expanduser().absolute()
         if not path.exists():
             raise UserError(f"'{path}' does not exist. Give run, multirun or evaluation dirs.")
-        for manifest in sorted(path.rglob(MANIFEST)):
-            folder = manifest.parent
-            if (folder / RESOLVED_CONFIG).is_file() and folder not in runs:
-                runs.add(folder)
-                _run_trials(folder, found)
+        for manifest in sorted(path.rglob(RunDir.MANIFEST)):
+            run = RunDir(manifest.parent)
+            if run.is_run() and run.path not in runs:
+                runs.add(run.path)
+                _run_trials(run, found)
         for episodes in sorted(path.rglob(EPISODES_FILE)):
             folder = episodes.parent
-            if any(run in folder.parents for run in runs) or not (folder / RUN_SUMMARY).is_file():
+            if any(run in folder.parents for run in runs) or not (folder / SUMMARY_FILE).is_file():
                 continue
-            summary = json.loads((folder / RUN_SUMMARY).read_text())
+            summary = json.loads((folder / SUMMARY_FILE).read_text())
             if "policies" in summary and folder not in {f for f, _ in found.evaluations}:
                 found.evaluations.append((folder, summary))
         for matrix in sorted(path.rglob(MATRIX_JSON)):

@@ -4,13 +4,12 @@ only), with the env to run it in (the run's manifest, or scenario overrides)."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mobrl.checkpoints import RUN_SUMMARY, find_manifest, list_checkpoints
 from mobrl.errors import UserError, unknown_choice
+from mobrl.rundir import RunDir, find_manifest, list_checkpoints
 
 #: how `--pick` chooses among a run's checkpoints
 PICKS = ("best", "last")
@@ -47,10 +46,10 @@ def pick_checkpoint(path: Path, pick: str) -> tuple[Path, str]:
     if pick == "last":
         latest = _latest(found)
         return latest, f"last checkpoint of {len(found)}: {latest}"
-    summaries = sorted({s for c in found for s in _run_summary_above(c)})
+    runs = {run.path: run for c in found if (run := RunDir.holding(c)) is not None}
     best: tuple[float, Path, str] | None = None
-    for summary_path in summaries:
-        summary = json.loads(summary_path.read_text())
+    for _, run in sorted(runs.items()):
+        summary = run.read_summary() or {}
         value, ckpt = summary.get("best_return"), summary.get("best_checkpoint")
         located = _locate(ckpt, found) if ckpt else None
         if value is not None and located is not None:
@@ -99,11 +98,6 @@ def _locate(recorded: str, found: list[Path]) -> Path | None:
 
 def _latest(checkpoints: list[Path]) -> Path:
     return max(checkpoints, key=lambda p: (p.stat().st_mtime, p.name))
-
-
-def _run_summary_above(checkpoint: Path) -> list[Path]:
-    """The summary.json of the `mobrl train` run holding `checkpoint` (none for plain RLlib)."""
-    return [p / RUN_SUMMARY for p in checkpoint.parents if (p / RUN_SUMMARY).is_file()][:1]
 
 
 def target_for(checkpoint: Path | None, overrides: list[str], pick: str) -> Target:

@@ -2,22 +2,14 @@
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
-from mobrl.checkpoints import (
-    MANIFEST,
-    RESOLVED_CONFIG,
-    TUNE_DIR,
-    build_manifest,
-    write_manifest,
-)
-from mobrl.errors import USER_ERROR_EXIT, UserError, first_line
+from mobrl.errors import USER_ERROR_EXIT, UserError
 from mobrl.files import check_writable
 from mobrl.raysession import (
     configure_ray,
@@ -27,12 +19,11 @@ from mobrl.raysession import (
     repair_progress_csv,
     trial_cpus,
 )
+from mobrl.rundir import RunDir, build_manifest
 from mobrl.spec import check_config
 from mobrl.ui import make_console
 
 console = make_console()
-#: Tune's experiment state file inside the experiment dir (what `--resume` restores from)
-TUNER_STATE = "tuner.pkl"
 #: exit code of a run stopped with Ctrl-C (128 + SIGINT, as shells report it)
 INTERRUPTED_EXIT = 130
 
@@ -90,12 +81,11 @@ def run_training(cfg: DictConfig, run_dir: Path | None = None) -> float | None:
         hydra_cfg = HydraConfig.get()
         run_dir = Path(hydra_cfg.runtime.output_dir)
         overrides = list(hydra_cfg.overrides.task)
-    run_dir = run_dir.absolute()
-    storage = (
-        Path(cfg.run.storage_path).expanduser().absolute() if cfg.run.storage_path else run_dir
-    )
-    check_writable(storage, "run.storage_path")
-    experiment_name = TUNE_DIR if storage == run_dir else run_dir.name
+    run = RunDir(run_dir)
+    storage = Path(cfg.run.storage_path).expanduser().absolute() if cfg.run.storage_path else None
+    check_writable(storage or run.path, "run.storage_path")
+    storage = storage or run.path
+    experiment_name = RunDir.TUNE if storage == run.path else run.path.name
     experiment_dir = storage / experiment_name
     configure_ray()
     from mobrl import faults, tuning
@@ -105,24 +95,20 @@ def run_training(cfg: DictConfig, run_dir: Path | None = None) -> float | None:
     env_config = factory.env_config_from(cfg)
     factory.check_env(env_config)
     probe_ray_address(cfg.ray.address)
-    fault = faults.plan(cfg.run.fault.inject, run_dir)
+    fault = faults.plan(cfg.run.fault.inject, run.path)
     algo_config = build_algorithm_config(cfg, factory.ENV_NAME, env_config, fault)
     space, locations = tuning.param_space(cfg, algo_config)
     policy_ids = factory.policy_ids(env_config)
 
     with ray_session(cfg):  # before the run dir is written: a cluster too small fails here
-        run_dir.mkdir(parents=True, exist_ok=True)
-        (run_dir / RESOLVED_CONFIG).write_text(OmegaConf.to_yaml(cfg, resolve=True))
+        run.write_config(cfg)
         manifest = build_manifest(cfg, env_config, policy_ids, ["mobrl", "train", *overrides])
         manifest["experiment_dir"] = str(experiment_dir)
         manifest["ray_address"] = ray_address()
-        write_manifest(run_dir, manifest)
-        if storage != run_dir:  # so checkpoints in run.storage_path describe themselves too
-            experiment_dir.mkdir(parents=True, exist_ok=True)
-            write_manifest(experiment_dir, manifest)
-        console.print(f"[bold]mobrl[/bold] run dir: {run_dir}")
+        run.write_manifest(manifest)
+        console.print(f"[bold]mobrl[/bold] run dir: {run.path}")
         results = _fit(cfg, algo_config.algo_class, space, locations, storage, experiment_name)
-    return _finish(cfg, results, locations, run_dir, experiment_dir)
+    return _finish(cfg, results, locations, run, experiment_dir)
 
 
 def resume_training(run_dir: Path, retry_errored: bool = False) -> float | None:
@@ -132,12 +118,13 @@ def resume_training(run_dir: Path, retry_errored: bool = False) -> float | None:
     from mobrl.algos import build_algorithm_config
     from mobrl.envs import factory
 
-    run_dir = Path(run_dir).expanduser().absolute()
-    cfg, manifest = load_run(run_dir)
-    experiment_dir = Path(manifest.get("experiment_dir") or run_dir / TUNE_DIR)
-    if not (experiment_dir / TUNER_STATE).is_file():
+    run = RunDir(run_dir)
+    cfg, manifest = run.load()
+    experiment_dir = run.experiment_dir(manifest)
+    if not (experiment_dir / RunDir.TUNER_STATE).is_file():
         raise UserError(
-            f"'{run_dir}' has no Tune experiment state to resume ({experiment_dir / TUNER_STATE} "
+            f"'{run.path}' has no Tune experiment state to resume "
+            f"({experiment_dir / RunDir.TUNER_STATE} "
             "is missing): the run stopped before its first trial started. Start it again."
         )
     configure_ray()
@@ -147,11 +134,11 @@ def resume_training(run_dir: Path, retry_errored: bool = False) -> float | None:
         cfg,
         factory.ENV_NAME,
         manifest.get("env_config") or factory.env_config_from(cfg),
-        faults.plan(cfg.run.fault.inject, run_dir),
+        faults.plan(cfg.run.fault.inject, run.path),
     )
     # Tune saved the space with placeholders for objects it cannot store: hand it over again
     space, locations = tuning.param_space(cfg, algo_config)
-    console.print(f"[bold]mobrl[/bold] resuming run dir: {run_dir}")
+    console.print(f"[bold]mobrl[/bold] resuming run dir: {run.path}")
 
     from ray import tune
 
@@ -171,47 +158,21 @@ def resume_training(run_dir: Path, retry_errored: bool = False) -> float | None:
     for trial_dir in experiment_dir.iterdir():
         if trial_dir.is_dir():
             repair_progress_csv(trial_dir)
-    return _finish(cfg, results, locations, run_dir, experiment_dir)
-
-
-def load_run(run_dir: Path) -> tuple[DictConfig, dict[str, Any]]:
-    """The resolved config and manifest a `mobrl train` run dir holds (one-line errors)."""
-    from mobrl.config.schema import MobrlConfig
-
-    if not run_dir.is_dir():
-        raise UserError(
-            f"--resume '{run_dir}' is not a directory. Give the run dir printed at start."
-        )
-    config_file, manifest_file = run_dir / RESOLVED_CONFIG, run_dir / MANIFEST
-    if not config_file.is_file() or not manifest_file.is_file():
-        raise UserError(
-            f"'{run_dir}' is not a mobrl run dir (no {RESOLVED_CONFIG} and {MANIFEST}). "
-            "Give the run dir that `mobrl train` printed at its start."
-        )
-    try:
-        loaded = OmegaConf.load(config_file)
-        cfg = OmegaConf.merge(OmegaConf.structured(MobrlConfig), loaded)
-        manifest = json.loads(manifest_file.read_text())
-    except Exception as err:  # YAML, schema or JSON errors of an edited or damaged file
-        raise UserError(
-            f"cannot read the run's config or manifest in '{run_dir}': "
-            f"{first_line(err)}. Restore the files or start a new run."
-        ) from err
-    return cfg, manifest  # type: ignore[return-value]
+    return _finish(cfg, results, locations, run, experiment_dir)
 
 
 def _finish(
-    cfg: DictConfig, results: Any, locations: dict, run_dir: Path, experiment_dir: Path
+    cfg: DictConfig, results: Any, locations: dict, run: RunDir, experiment_dir: Path
 ) -> float | None:
     """Report the experiment; an interrupted one tells how to continue it (exit 130)."""
     from mobrl.progress import INTERRUPTED
     from mobrl.ranking import report
 
-    summary = report(cfg, results, locations, run_dir, experiment_dir, console)
+    summary = report(cfg, results, locations, run, experiment_dir, console)
     if INTERRUPTED.is_set():
         console.print(
             f"[bold]interrupted[/bold]: the experiment state is saved. Continue with:\n"
-            f"  mobrl train --resume {run_dir}"
+            f"  mobrl train --resume {run.path}"
         )
         raise SystemExit(INTERRUPTED_EXIT)
     if summary["failed"]:

@@ -11,12 +11,13 @@ from mobrl import metrics as keys
 from mobrl import zoo
 from mobrl.errors import UserError
 from mobrl.files import atomic_write_json
+from mobrl.rundir import TRIAL_RESULT
 
 
 def _trial_progress(checkpoint: Path) -> dict[str, Any]:
     """Wall time, env steps and iteration of the result the checkpoint was saved after (the
     trial's last result written before the checkpoint)."""
-    results = checkpoint.parent / "result.json"
+    results = checkpoint.parent / TRIAL_RESULT
     if not results.is_file():
         return {}
     saved = checkpoint.stat().st_mtime
@@ -84,7 +85,8 @@ def export_command(
     trust: bool = False,
 ) -> Path:
     """Write `<name>.npz` and `<name>.json` for the (picked) checkpoint."""
-    from mobrl.checkpoints import find_manifest, load_rl_modules, source_commit
+    from mobrl.checkpoints import load_rl_modules
+    from mobrl.rundir import find_manifest, source_commit
     from mobrl.targets import pick_checkpoint
 
     if not name or not name.replace("_", "").replace("-", "").isalnum():

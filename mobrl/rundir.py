@@ -1,0 +1,250 @@
+"""A run dir of `mobrl train`: every file name in it, and the reading and writing of its files.
+
+```
+<run dir>/
+  config.yaml      the resolved config           (RunDir.config_file)
+  manifest.json    env and versions to rebuild   (RunDir.manifest_file; also in the
+                   a run's policies anywhere      experiment dir when run.storage_path is set)
+  summary.json     the ranking of the trials     (RunDir.summary_file)
+  trials.csv       the same, one row per trial   (RunDir.trials_file)
+  .faults/         faults claimed by run.fault.inject
+  tune/            Tune's experiment dir         (RunDir.experiment_dir)
+    tuner.pkl      what --resume restores from
+    <trial>/progress.csv, result.json, events.out.tfevents.*, checkpoint_*/
+```
+
+Everything is written atomically (`mobrl.files`); reading a damaged file is a one-line error.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+from datetime import datetime, timezone
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from mobrl.errors import UserError, first_line
+
+#: files of a Tune trial dir
+TRIAL_PROGRESS = "progress.csv"
+TRIAL_RESULT = "result.json"
+#: marker file RLlib writes into every algorithm checkpoint
+RLLIB_CHECKPOINT_MARKER = "rllib_checkpoint.json"
+
+_PACKAGES = ("mobrl", "ray", "torch", "gymnasium", "mobile-env", "hydra-core", "numpy")
+
+
+class RunDir:
+    """The files of one `mobrl train` run."""
+
+    CONFIG = "config.yaml"
+    MANIFEST = "manifest.json"
+    #: the training outcome (best return, best and last checkpoints, every trial)
+    SUMMARY = "summary.json"
+    TRIALS = "trials.csv"
+    #: Tune's experiment dir inside a run dir (unless run.storage_path puts it elsewhere)
+    TUNE = "tune"
+    #: Tune's experiment state inside the experiment dir
+    TUNER_STATE = "tuner.pkl"
+    #: claimed faults of run.fault.inject (mobrl.faults)
+    FAULTS = ".faults"
+
+    def __init__(self, path: Path | str):
+        self.path = Path(path).expanduser().absolute()
+
+    def __repr__(self) -> str:
+        return f"RunDir({str(self.path)!r})"
+
+    @property
+    def config_file(self) -> Path:
+        return self.path / self.CONFIG
+
+    @property
+    def manifest_file(self) -> Path:
+        return self.path / self.MANIFEST
+
+    @property
+    def summary_file(self) -> Path:
+        return self.path / self.SUMMARY
+
+    @property
+    def trials_file(self) -> Path:
+        return self.path / self.TRIALS
+
+    @property
+    def faults_dir(self) -> Path:
+        return self.path / self.FAULTS
+
+    def is_run(self) -> bool:
+        """Whether the folder holds a `mobrl train` run (its config and manifest)."""
+        return self.config_file.is_file() and self.manifest_file.is_file()
+
+    def experiment_dir(self, manifest: dict[str, Any] | None = None) -> Path:
+        """Tune's experiment dir of the run (where the manifest says, else `tune/`)."""
+        where = (manifest or {}).get("experiment_dir")
+        return Path(where) if where else self.path / self.TUNE
+
+    def trial_dirs(self) -> list[Path]:
+        """The trial dirs that have written progress, by name."""
+        return sorted({p.parent for p in self.path.glob(f"{self.TUNE}/*/{TRIAL_PROGRESS}")})
+
+    def checkpoints(self) -> list[Path]:
+        return list_checkpoints(self.path)
+
+    def write_config(self, cfg: Any) -> Path:
+        from omegaconf import OmegaConf
+
+        from mobrl.files import atomic_write_text
+
+        self.path.mkdir(parents=True, exist_ok=True)
+        return atomic_write_text(self.config_file, OmegaConf.to_yaml(cfg, resolve=True))
+
+    def write_manifest(self, manifest: dict[str, Any]) -> Path:
+        """The manifest in the run dir, and in the experiment dir when that is elsewhere
+        (run.storage_path), so checkpoints there describe themselves too."""
+        from mobrl.files import atomic_write_json
+
+        self.path.mkdir(parents=True, exist_ok=True)
+        experiment = self.experiment_dir(manifest)
+        if experiment.parent != self.path:
+            experiment.mkdir(parents=True, exist_ok=True)
+            atomic_write_json(experiment / self.MANIFEST, manifest)
+        return atomic_write_json(self.manifest_file, manifest)
+
+    def load(self, flag: str = "--resume") -> tuple[Any, dict[str, Any]]:
+        """The resolved config (checked against the schema) and the manifest; one-line errors
+        for a folder that is not a run dir or holds damaged files."""
+        from omegaconf import OmegaConf
+
+        from mobrl.config.schema import MobrlConfig
+
+        if not self.path.is_dir():
+            raise UserError(
+                f"{flag} '{self.path}' is not a directory. Give the run dir printed at start."
+            )
+        if not self.is_run():
+            raise UserError(
+                f"'{self.path}' is not a mobrl run dir (no {self.CONFIG} and {self.MANIFEST}). "
+                "Give the run dir that `mobrl train` printed at its start."
+            )
+        try:
+            loaded = OmegaConf.load(self.config_file)
+            cfg = OmegaConf.merge(OmegaConf.structured(MobrlConfig), loaded)
+            manifest = json.loads(self.manifest_file.read_text())
+        except Exception as err:  # YAML, schema or JSON errors of an edited or damaged file
+            raise UserError(
+                f"cannot read the run's config or manifest in '{self.path}': "
+                f"{first_line(err)}. Restore the files or start a new run."
+            ) from err
+        return cfg, manifest
+
+    def read_config(self) -> dict[str, Any]:
+        """The resolved config as plain data (no schema)."""
+        import yaml
+
+        return yaml.safe_load(self.config_file.read_text()) or {}
+
+    def write_summary(self, summary: dict[str, Any], trials: Any) -> list[Path]:
+        """summary.json and trials.csv (`trials`: a DataFrame, one row per trial)."""
+        from mobrl.files import atomic_write_csv, atomic_write_json
+
+        return [
+            atomic_write_json(self.summary_file, summary),
+            atomic_write_csv(self.trials_file, trials),
+        ]
+
+    def read_summary(self) -> dict[str, Any] | None:
+        """The training summary, or None while the run has not finished."""
+        if not self.summary_file.is_file():
+            return None
+        return json.loads(self.summary_file.read_text())
+
+    @classmethod
+    def holding(cls, path: Path) -> RunDir | None:
+        """The finished run (one with a summary) that `path`, e.g. a checkpoint, lies in."""
+        for folder in Path(path).absolute().parents:
+            if (folder / cls.SUMMARY).is_file():
+                return cls(folder)
+        return None
+
+
+def package_versions() -> dict[str, str | None]:
+    versions: dict[str, str | None] = {}
+    for name in _PACKAGES:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = None
+    return versions
+
+
+def build_manifest(
+    cfg: Any, env_config: dict[str, Any], policy_ids: list[str], command: list[str]
+) -> dict[str, Any]:
+    """Everything needed to rebuild env and policies of a run on another machine."""
+    return {
+        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "versions": package_versions(),
+        "python": platform.python_version(),
+        "scenario": cfg.scenario.name,
+        "scenario_kind": cfg.scenario.kind,
+        "scenario_id": cfg.scenario.id,
+        "env_mode": env_config["mode"],
+        "env_config": env_config,
+        "algo": cfg.algo.name,
+        "policy_ids": policy_ids,
+        "seed": cfg.run.seed,
+        "command": " ".join(command),
+        "mobrl_commit": source_commit(),
+    }
+
+
+def source_commit() -> str | None:
+    """The git commit of the mobrl source tree when it runs from a checkout (else None),
+    with `-dirty` when the package's files differ from that commit."""
+    import subprocess
+
+    root = Path(__file__).resolve().parents[1]
+    if not (root / ".git").exists():
+        return None
+
+    def git(*args: str) -> str:
+        out = subprocess.run(
+            ["git", "-C", str(root), *args], capture_output=True, text=True, timeout=10
+        )
+        return out.stdout.strip()
+
+    try:
+        commit = git("rev-parse", "--short=12", "HEAD")
+        changed = git("status", "--porcelain", "--untracked-files=no", "--", "mobrl")
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if not commit:
+        return None
+    return f"{commit}-dirty" if changed else commit
+
+
+def find_manifest(path: Path) -> dict[str, Any] | None:
+    """The manifest of the run that `path` (a checkpoint, trial or run dir) belongs to."""
+    for folder in [path, *path.parents]:
+        candidate = folder / RunDir.MANIFEST
+        if candidate.is_file():
+            try:
+                return json.loads(candidate.read_text())
+            except json.JSONDecodeError as err:
+                raise UserError(
+                    f"manifest '{candidate}' is not valid JSON ({err}). Restore it from a backup "
+                    "or name the scenario with overrides."
+                ) from err
+    return None
+
+
+def list_checkpoints(path: Path) -> list[Path]:
+    """All RLlib algorithm checkpoints at or below `path`, oldest first within each trial."""
+    path = Path(path)
+    if (path / RLLIB_CHECKPOINT_MARKER).is_file():
+        return [path]
+    found = sorted(p.parent for p in path.rglob(RLLIB_CHECKPOINT_MARKER))
+    return [p for p in found if p.name.startswith("checkpoint_")]

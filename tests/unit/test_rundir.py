@@ -1,0 +1,58 @@
+"""RunDir: the file names of a run, the manifest, config and summary written and read back."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from mobrl.config import compose
+from mobrl.errors import UserError
+from mobrl.rundir import RunDir, find_manifest
+
+
+def test_a_run_dir_round_trips_its_files(tmp_path: Path) -> None:
+    run = RunDir(tmp_path / "run")
+    assert not run.is_run() and run.read_summary() is None
+    cfg = compose(["scenario=small", "run=smoke"])
+    run.write_config(cfg)
+    run.write_manifest({"scenario": "small", "experiment_dir": str(run.path / RunDir.TUNE)})
+    assert run.is_run()
+    loaded, manifest = run.load()
+    assert loaded.scenario.name == "small" and manifest["scenario"] == "small"
+    assert run.experiment_dir(manifest) == run.path / "tune"
+    assert not (run.path / "tune" / RunDir.MANIFEST).exists()  # the run dir's copy is enough
+
+    run.write_summary({"best_return": 1.5}, pd.DataFrame([{"rank": 1, "trial": "a"}]))
+    assert run.read_summary() == {"best_return": 1.5}
+    assert pd.read_csv(run.trials_file)["trial"].tolist() == ["a"]
+    checkpoint = run.path / "tune" / "trial_a" / "checkpoint_000001"
+    checkpoint.mkdir(parents=True)
+    assert RunDir.holding(checkpoint).path == run.path
+    assert RunDir.holding(tmp_path) is None
+    assert find_manifest(checkpoint)["scenario"] == "small"
+
+
+def test_manifest_is_also_written_next_to_checkpoints_elsewhere(tmp_path: Path) -> None:
+    run = RunDir(tmp_path / "run")
+    experiment = tmp_path / "storage" / "run"
+    run.write_manifest({"scenario": "small", "experiment_dir": str(experiment)})
+    assert json.loads((experiment / RunDir.MANIFEST).read_text())["scenario"] == "small"
+    assert run.experiment_dir(json.loads(run.manifest_file.read_text())) == experiment
+
+
+def test_not_a_run_and_damaged_files_are_one_line_errors(tmp_path: Path) -> None:
+    with pytest.raises(UserError, match="is not a directory"):
+        RunDir(tmp_path / "missing").load()
+    with pytest.raises(UserError, match="is not a mobrl run dir"):
+        RunDir(tmp_path).load()
+    run = RunDir(tmp_path)
+    run.config_file.write_text("scenario: [unclosed\n")
+    run.manifest_file.write_text("{}")
+    with pytest.raises(UserError, match="cannot read the run's config or manifest"):
+        run.load()
+    run.manifest_file.write_text("{not json")
+    with pytest.raises(UserError, match="manifest .* is not valid JSON"):
+        find_manifest(tmp_path)
