@@ -15,7 +15,8 @@ import numpy as np
 from mobrl import metrics as keys
 from mobrl.errors import UserError, unknown_choice
 from mobrl.files import atomic_write_csv, atomic_write_json, check_writable
-from mobrl.rollout import EPISODE_METRICS, RETURN_OF
+from mobrl.metrics import EPISODE_METRICS
+from mobrl.rollout import RETURN_OF
 from mobrl.targets import Target, check_pick, target_for
 
 SUMMARY_FILE = "summary.json"
@@ -250,15 +251,6 @@ def check_baselines(
             )
 
 
-_LABELS = {
-    "return": "return",
-    keys.UTILITY_MEAN: "UE utility",
-    keys.NET_CONNECTED: "connected",
-    keys.JAIN_UTILITY: "Jain (utility)",
-    keys.UTILITY_P5: "p5 UE utility",
-}
-
-
 def _cell(stats: dict[str, float]) -> str:
     mean, half = stats["mean"], stats["ci95"]
     if math.isnan(mean):
@@ -353,7 +345,7 @@ def evaluate_command(checkpoint: Path | None, overrides: list[str], opts: EvalOp
     columns = list(next(iter(summary["policies"].values())))
     table.add_column("policy")
     for col in columns:
-        table.add_column(_LABELS.get(col, col), justify="right")
+        table.add_column(keys.label(col), justify="right")
     for name in policies:
         table.add_row(name, *(_cell(summary["policies"][name][c]) for c in columns))
     console.print(table)

@@ -1,5 +1,7 @@
 """Metric keys: the names of results in Tune, progress.csv and TensorBoard, defined once."""
 
+from dataclasses import dataclass
+
 #: mean episode return over the last episodes sampled (RLlib new API stack)
 RETURN_MEAN = "env_runners/episode_return_mean"
 #: ... over at most this many of the last episodes (RLlib's metrics_num_episodes_for_smoothing)
@@ -63,6 +65,19 @@ def tensorboard_tag(key: str) -> str:
 
 
 # --- coordination quality of mobile-env episodes (logged by mobrl.callbacks) ---------------
+
+
+@dataclass(frozen=True)
+class Metric:
+    """A measure of whole episodes: its key (the tag under `env_runners/` in Tune's results,
+    progress.csv and TensorBoard; the column of `mobrl evaluate`), its label in tables, and
+    whether `mobrl evaluate` reports it for every episode (`per_episode`)."""
+
+    key: str
+    label: str
+    per_episode: bool = False
+
+
 # Across UEs: distribution of the UEs' episode-mean utility (scaled utility, -1..1)
 UTILITY_MEAN = "ue/utility/mean"
 UTILITY_MIN = "ue/utility/min"
@@ -79,21 +94,35 @@ NET_CONNECTED = "network/connected_fraction"
 NET_CONNECTIONS_PER_BS = "network/connections_per_bs"
 NET_BS_BUSY = "network/bs_busy_fraction"
 
-#: the aggregate (not per-UE) coordination tags, in the order tables list them
-NETWORK_TAGS = (
-    UTILITY_MEAN,
-    UTILITY_MIN,
-    UTILITY_P5,
-    UTILITY_MAX,
-    RATE_MEAN,
-    HANDOVERS_MEAN,
-    JAIN_UTILITY,
-    JAIN_RATE,
-    NET_UTILITY,
-    NET_CONNECTED,
-    NET_CONNECTIONS_PER_BS,
-    NET_BS_BUSY,
+#: every aggregate (not per-UE) measure of a mobile-env episode, in the order tables list them
+NETWORK_METRICS = (
+    Metric(UTILITY_MEAN, "UE utility", per_episode=True),
+    Metric(UTILITY_MIN, "min UE utility"),
+    Metric(UTILITY_P5, "p5 UE utility", per_episode=True),
+    Metric(UTILITY_MAX, "max UE utility"),
+    Metric(RATE_MEAN, "UE rate"),
+    Metric(HANDOVERS_MEAN, "handovers per UE"),
+    Metric(JAIN_UTILITY, "Jain (utility)", per_episode=True),
+    Metric(JAIN_RATE, "Jain (rate)"),
+    Metric(NET_UTILITY, "network utility"),
+    Metric(NET_CONNECTED, "connected", per_episode=True),
+    Metric(NET_CONNECTIONS_PER_BS, "connections per station"),
+    Metric(NET_BS_BUSY, "busy stations"),
 )
+#: their keys
+NETWORK_TAGS = tuple(m.key for m in NETWORK_METRICS)
+#: what `mobrl evaluate`, the generalisation matrix and zoo records report per episode,
+#: besides the return
+EPISODE_METRICS = (UTILITY_MEAN, NET_CONNECTED, JAIN_UTILITY, UTILITY_P5)
+assert set(EPISODE_METRICS) == {m.key for m in NETWORK_METRICS if m.per_episode}
+
+_LABELS = {m.key: m.label for m in NETWORK_METRICS}
+
+
+def label(key: str) -> str:
+    """The label of a metric in tables (the key itself for keys without one)."""
+    return _LABELS.get(key, key)
+
 
 # Per UE (tag: ue/<id>/<name>), episode means over the steps the UE is active
 UE_UTILITY = "utility"
@@ -114,7 +143,7 @@ def result_key(tag: str) -> str:
     return f"env_runners/{tag}"
 
 
-# --- the two-agent grid arena (logged by mobrl.callbacks.ArenaMetricsCallback) ------------
+# --- the two-agent grid arena (logged by mobrl.callbacks.EpisodeMetricsCallback) ------------
 #: new cells the explorer reached in an episode
 ARENA_NEW_CELLS = "arena/explorer/cells_discovered"
 #: times the chaser caught the explorer in an episode

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from mobrl import metrics as keys
+from mobrl.protocols import EpisodeStats, SnapshotSource, implements
 
 
 def jain_index(values: Iterable[float]) -> float:
@@ -209,7 +210,7 @@ def core_step_snapshot(core: Any) -> tuple[dict, dict, dict, dict]:
     Rates are in mobile-env's own unit (its dashboard calls it MB/s); SNR is 10*log10 of
     mobile-env's SNR value (received power over noise as mobile-env computes them), measured
     at the UE positions at the end of the step."""
-    if hasattr(core, "step_snapshot"):  # mobrl's fast engine reads its arrays directly
+    if implements(core, SnapshotSource):  # mobrl's fast engine reads its arrays directly
         return core.step_snapshot()
     from mobile_env.core.schedules import ResourceFair
 
@@ -234,3 +235,33 @@ def core_step_snapshot(core: Any) -> tuple[dict, dict, dict, dict]:
     macro = getattr(core, "macro", {}) or {}
     rates = {ue.ue_id: float(macro.get(ue, 0.0)) for ue in core.utilities or {}}
     return utilities, rates, serving, snr_db
+
+
+class EpisodeRecorder:
+    """What mobrl measures of one episode of any env, fed one step at a time: mobile-env's
+    per-UE, fairness and network statistics (`EpisodeTracker`) when a mobile-env core is
+    behind `env`, and the env's own counts (`EpisodeStats`). Training callbacks and
+    evaluation rollouts both record through it."""
+
+    def __init__(self, env: Any, env_index: int = 0):
+        from mobrl.envs.factory import find_core, find_env
+
+        self.core = find_core(env, env_index)
+        self.tracker = EpisodeTracker(self.core.NUM_STATIONS) if self.core is not None else None
+        self.counter = find_env(env, lambda node: implements(node, EpisodeStats), env_index)
+        self.counts: dict[str, float] = {}
+
+    def step(self) -> None:
+        """Record the step the env just made (counts are read now: when an episode ends, the
+        env may already have begun the next one)."""
+        if self.tracker is not None:
+            self.tracker.record_step(*core_step_snapshot(self.core))
+        if self.counter is not None:
+            self.counts = self.counter.episode_stats()
+
+    def summary(self, per_ue: bool = True) -> dict[str, float]:
+        """The episode's measures by metric key (with `per_ue`, also each UE's)."""
+        out = {key: float(value) for key, value in self.counts.items()}
+        if self.tracker is not None:
+            out.update(self.tracker.summary(per_ue=per_ue))
+        return out

@@ -10,6 +10,7 @@ import numpy as np
 from mobrl.checkpoints import load_rl_modules
 from mobrl.envs.factory import policy_setup
 from mobrl.errors import UserError
+from mobrl.protocols import SnrArrays, implements
 from mobrl.rundir import find_manifest
 
 
@@ -282,7 +283,7 @@ class _PerUEBaseline(Baseline):
 def _link_state(core: Any, ue: Any) -> tuple[list[Any], set[Any], dict[Any, float]]:
     """Reachable stations (SNR above the UE's threshold), the UE's live connections, SNRs."""
     stations = [bs for _, bs in sorted(core.stations.items())]
-    if hasattr(core, "snr_matrix"):  # mobrl's fast engine has this step's SNRs already
+    if implements(core, SnrArrays):  # mobrl's fast engine has this step's SNRs already
         column = core.snr_matrix()[:, core.ue_column(ue)].tolist()
         snrs = dict(zip(stations, column))
     else:

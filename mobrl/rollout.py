@@ -6,18 +6,11 @@ from collections.abc import Callable
 from typing import Any
 
 from mobrl import metrics as keys
-from mobrl.envs.factory import find_core, find_env, make_env
-from mobrl.netstats import EpisodeTracker, core_step_snapshot
+from mobrl.envs.factory import make_env
+from mobrl.netstats import EpisodeRecorder
 
 #: column prefix of a policy's own return, e.g. "return/explorer"
 RETURN_OF = "return/"
-#: per-episode columns besides the return, for mobile-env scenarios
-EPISODE_METRICS = (
-    keys.UTILITY_MEAN,
-    keys.NET_CONNECTED,
-    keys.JAIN_UTILITY,
-    keys.UTILITY_P5,
-)
 
 
 def episode_env(env_config: dict[str, Any], seed: int) -> Any:
@@ -58,8 +51,7 @@ def play(
     `run_episode` (`env_config` names the policies whose returns count separately)."""
     policy.reset(seed)
     obs, _ = env.reset(seed=seed)
-    core = find_core(env)
-    tracker = EpisodeTracker(core.NUM_STATIONS) if core is not None else None
+    recorder = EpisodeRecorder(env)
     # with several policies (e.g. the arena's explorer and chaser) each one's return counts
     mapping = (env_config or {}).get("policies") or {}
     policies = sorted(set(mapping.values()))
@@ -77,18 +69,15 @@ def play(
         else:
             total += float(reward)
             done = terminated or truncated
-        if tracker is not None:
-            tracker.record_step(*core_step_snapshot(core))
+        recorder.step()
         if on_step is not None:
             on_step(env, total)
         if done or (max_steps is not None and steps >= max_steps):
             break
-    stats = find_env(env, lambda node: hasattr(node, "episode_stats"))
     row = {"return": total, "length": float(steps)}
     row.update({f"{RETURN_OF}{name}": value for name, value in by_policy.items()})
-    if stats is not None:
-        row.update(stats.episode_stats())
-    if tracker is not None:
-        summary = tracker.summary(per_ue=False)
-        row.update({key: summary.get(key, float("nan")) for key in EPISODE_METRICS})
+    summary = recorder.summary(per_ue=False)
+    row.update(recorder.counts)
+    if recorder.tracker is not None:  # a mobile-env episode: the measures evaluate reports
+        row.update({key: summary.get(key, float("nan")) for key in keys.EPISODE_METRICS})
     return row

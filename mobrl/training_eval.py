@@ -155,8 +155,9 @@ class PeriodicEvaluation:
     def evaluate(self, modules: dict[str, Any]) -> dict[str, Any]:
         """Returns, episode metrics and paired gaps of the policy made of `modules`."""
         from mobrl.evaluate import mean_ci
+        from mobrl.metrics import EPISODE_METRICS
         from mobrl.policies import TrainedPolicy
-        from mobrl.rollout import EPISODE_METRICS, run_episode
+        from mobrl.rollout import run_episode
 
         policy = TrainedPolicy(modules, self.env_config, explore=False)
         rows = [run_episode(self.env_config, policy, seed) for seed in self.seeds]

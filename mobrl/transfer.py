@@ -37,8 +37,6 @@ MATRIX_CSV = "matrix.csv"
 MATRIX_JSON = "matrix.json"
 #: baselines of the matrix unless --baselines names others (the gap to the first is shown)
 DEFAULT_BASELINES = ("greedy", "full")
-#: episode measures a cell reports besides the return (mean over its episodes)
-_SERVICE = (keys.UTILITY_MEAN, keys.NET_CONNECTED, keys.JAIN_UTILITY, keys.UTILITY_P5)
 
 
 def transfer_env(source: dict[str, Any], scenario: str) -> dict[str, Any]:
@@ -177,7 +175,7 @@ def matrix(
                     "return_mean": stats["return"]["mean"],
                     "return_ci95": stats["return"]["ci95"],
                 }
-                for col in _SERVICE:
+                for col in keys.EPISODE_METRICS:
                     if col in stats:
                         cell[f"{col}_mean"] = stats[col]["mean"]
                 if name == TRAINED:

@@ -20,13 +20,13 @@ class _Clock:
 
 def _timed_callback_class():
     """mobrl's callback with a stopwatch around each hook (to report its share of sampling)."""
-    from mobrl.callbacks import MobileMetricsCallback
+    from mobrl.callbacks import EpisodeMetricsCallback
 
-    class Timed(MobileMetricsCallback):
+    class Timed(EpisodeMetricsCallback):
         pass
 
     for hook in ("on_episode_start", "on_episode_step", "on_episode_end"):
-        original = getattr(MobileMetricsCallback, hook)
+        original = getattr(EpisodeMetricsCallback, hook)
 
         def timed(self, *args, _original=original, **kwargs):
             start = time.perf_counter()

@@ -41,6 +41,7 @@ from mobile_env.handlers.central import MComCentralHandler
 from mobile_env.handlers.multi_agent import MComMAHandler
 
 from mobrl.kinds.mobile import TOPK_DEFAULT
+from mobrl.protocols import StationArrays, implements
 
 #: per-station features `extended` adds after mobile-env's own
 EXTRA_FEATURES = ("reachable", "load")
@@ -115,7 +116,7 @@ def station_arrays(env: Any) -> dict[str, Any]:
     """The (BS, UE) state `topk` reads, stations and UEs in id order: SNR, links, range, each
     station's UE count and mean utility, each UE's utility (NaN: not active) and the idle value.
     mobrl's fast engine has them as arrays; a stock core is read through its objects."""
-    if hasattr(env, "topk_state"):
+    if implements(env, StationArrays):
         return env.topk_state()
     stations = [env.stations[b] for b in sorted(env.stations)]
     ues = [env.users[u] for u in sorted(env.users)]

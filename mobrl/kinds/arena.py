@@ -29,9 +29,9 @@ class ArenaKind(ScenarioKind):
         return list(AGENTS)
 
     def callbacks(self, cfg: Any, env_config: dict[str, Any]) -> type | None:
-        from mobrl.callbacks import ArenaMetricsCallback
+        from mobrl.callbacks import EpisodeMetricsCallback
 
-        return ArenaMetricsCallback
+        return EpisodeMetricsCallback
 
     def spaces(self, conf: dict[str, Any]) -> str:
         from mobrl.envs.arena_rules import AGENTS, MOVES, observation_size

@@ -96,9 +96,9 @@ class MobileKind(ScenarioKind):
 
         if not cfg.run.ue_metrics or uses_slots(env_config):
             return None  # the UE-slot env logs its own metrics
-        from mobrl.callbacks import MobileMetricsCallback
+        from mobrl.callbacks import EpisodeMetricsCallback
 
-        return MobileMetricsCallback
+        return EpisodeMetricsCallback
 
     def seeded(self, env_config: dict[str, Any], seed: int) -> dict[str, Any]:
         # mobile-env draws movement and arrivals from its config seed, not from reset(seed=...)

@@ -40,7 +40,7 @@ def _trial_progress(checkpoint: Path) -> dict[str, Any]:
 def _evaluation(evaluation: Path, checkpoint: Path) -> dict[str, Any]:
     """The result of `mobrl evaluate` of this checkpoint, from its summary.json."""
     from mobrl.evaluate import SUMMARY_FILE
-    from mobrl.rollout import EPISODE_METRICS
+    from mobrl.metrics import EPISODE_METRICS
 
     path = evaluation / SUMMARY_FILE if evaluation.is_dir() else evaluation
     if not path.is_file():

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from mobrl import metrics as keys
-from mobrl.callbacks import MobileMetricsCallback
+from mobrl.callbacks import EpisodeMetricsCallback
 from mobrl.envs.factory import find_core, make_env
 from mobrl.netstats import EpisodeTracker, core_step_snapshot
 
@@ -43,7 +43,7 @@ class _Logger:
 def test_callback_logs_every_metric_for_a_whole_episode(mode: str) -> None:
     env = _env(mode)
     vector = SimpleNamespace(envs=[env])
-    callback = MobileMetricsCallback()
+    callback = EpisodeMetricsCallback()
     episode = SimpleNamespace(custom_data={})
     logger = _Logger()
     rng = np.random.default_rng(0)

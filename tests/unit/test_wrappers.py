@@ -8,7 +8,7 @@ import numpy as np
 from mobile_env.core.arrival import Arrival
 
 from mobrl import metrics as keys
-from mobrl.callbacks import MobileMetricsCallback
+from mobrl.callbacks import EpisodeMetricsCallback
 from mobrl.envs.factory import make_env
 
 
@@ -34,7 +34,7 @@ def test_arrivals_and_departures() -> None:
     env = make_env(
         {"kind": "mobile", "id": "small", "mode": "ma", "kwargs": {"arrival": LateAndEarly}}
     )
-    callback, episode, logger = MobileMetricsCallback(), SimpleNamespace(custom_data={}), _Logger()
+    callback, episode, logger = EpisodeMetricsCallback(), SimpleNamespace(custom_data={}), _Logger()
     vector = SimpleNamespace(envs=[env])
     rng = np.random.default_rng(0)
     obs, _ = env.reset(seed=0)
@@ -56,7 +56,7 @@ def test_arrivals_and_departures() -> None:
         done_agents |= {a for a, v in truncs.items() if a != "__all__" and v}
         if truncs["__all__"]:
             break
-    _, tracker = episode.custom_data["mobrl_tracker"]
+    tracker = episode.custom_data["mobrl_recorder"].tracker
     active_steps = {ue: stats.steps for ue, stats in tracker.ues.items()}
     callback.on_episode_end(episode=episode, metrics_logger=logger)
 

@@ -1,0 +1,53 @@
+"""What mobrl asks of objects it does not own, as `Protocol`s, and a fast check against them.
+
+mobrl's fast engine offers its state as arrays; stock mobile-env cores are read through their
+objects; some envs count things of their own per episode. Code asks `implements(obj, P)`
+instead of probing for attribute names.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any, Protocol, runtime_checkable
+
+
+@runtime_checkable
+class SnapshotSource(Protocol):
+    """A mobile-env core that hands over its last step itself (mobrl's fast engine):
+    utilities, rates, serving stations and serving-link SNRs by UE id."""
+
+    def step_snapshot(self) -> tuple[dict, dict, dict, dict]: ...
+
+
+@runtime_checkable
+class StationArrays(Protocol):
+    """A core that holds the (BS, UE) state `env.obs=topk` reads as arrays already."""
+
+    def topk_state(self) -> dict[str, Any]: ...
+
+
+@runtime_checkable
+class SnrArrays(Protocol):
+    """A core that holds this step's SNRs as a (BS, UE) array."""
+
+    def snr_matrix(self) -> Any: ...
+
+    def ue_column(self, ue: Any) -> int: ...
+
+
+@runtime_checkable
+class EpisodeStats(Protocol):
+    """An env that counts things of its own per episode (e.g. the arena's cells and catches)."""
+
+    def episode_stats(self) -> dict[str, float]: ...
+
+
+@cache
+def _class_implements(cls: type, protocol: type) -> bool:
+    return issubclass(cls, protocol)
+
+
+def implements(obj: Any, protocol: type) -> bool:
+    """`isinstance(obj, protocol)` for a method-only runtime protocol, decided once per class
+    (Python's own check costs ~10 µs per call, too slow for code run every env step)."""
+    return _class_implements(type(obj), protocol)
