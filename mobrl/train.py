@@ -9,6 +9,7 @@ from typing import Any
 
 from omegaconf import DictConfig
 
+from mobrl.config.checks import check_config
 from mobrl.errors import USER_ERROR_EXIT, UserError
 from mobrl.files import check_writable
 from mobrl.raysession import (
@@ -20,7 +21,6 @@ from mobrl.raysession import (
     trial_cpus,
 )
 from mobrl.rundir import RunDir, build_manifest
-from mobrl.spec import check_config
 from mobrl.ui import make_console
 
 console = make_console()

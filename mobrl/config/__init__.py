@@ -202,7 +202,7 @@ def _format_value(value: Any) -> str:
 def _compose_checked(overrides: list[str]) -> DictConfig:
     _check_keys_exist(overrides)
     cfg = compose(overrides)
-    from mobrl.spec import check_config
+    from mobrl.config.checks import check_config
 
     check_config(cfg)
     return cfg

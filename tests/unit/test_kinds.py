@@ -10,9 +10,9 @@ import pytest
 
 import mobrl.kinds as kinds
 from mobrl.config import compose
+from mobrl.config.checks import check_config
 from mobrl.envs.factory import agent_ids, env_config_from, make_env
 from mobrl.errors import UserError
-from mobrl.spec import check_config
 
 
 def test_built_in_kinds_are_registered_under_their_names() -> None:

@@ -1,4 +1,16 @@
-"""Checks of a composed config that Hydra's types cannot express (never imports Ray or torch)."""
+"""Every check of a composed config that Hydra's types cannot express (never imports Ray or
+torch), in two stages:
+
+1. `check_settings`: the config and the files it names (layouts), nothing built; the checks of
+   other modules' own settings are called from here (`tuning.check_tune_config`,
+   `training_eval.check_eval_config`, `faults.check_inject`, the scenario kind's `check`).
+2. `preflight`: what needs the scenario's env built (a Gymnasium task's action space against
+   the algorithm).
+
+`check_config` runs both; `mobrl.config.validate_command_line` runs it for every value of a
+sweep before Hydra starts. Training then runs RLlib's own env checker once
+(`factory.check_env`), which needs Ray.
+"""
 
 from __future__ import annotations
 
@@ -17,6 +29,25 @@ TUNE_MODES = ("max", "min")
 
 def check_config(cfg: DictConfig) -> None:
     """Raise `UserError` (one line, with the fix) when the composed config cannot run."""
+    check_settings(cfg)
+    preflight(cfg)
+
+
+def preflight(cfg: DictConfig) -> None:
+    """The checks that build the scenario's env: its action space against the algorithm."""
+    kind = kind_of(cfg)
+    algo = cfg.algo.name
+    space = kind.action_space(cfg)
+    if space not in ALGORITHMS[algo].action_spaces:
+        able = [name for name, a in ALGORITHMS.items() if space in a.action_spaces]
+        raise UserError(
+            f"algo={algo} cannot handle the {space} action space of {kind.where(cfg)}. "
+            f"Use algo={' / algo='.join(able) or '?'}{kind.other_mode(cfg)}."
+        )
+
+
+def check_settings(cfg: DictConfig) -> None:
+    """The checks of the config and the files it names, without building anything."""
     kind = kind_of(cfg)  # an unknown kind is a one-line error
     if cfg.env.sampler not in SAMPLERS:
         raise unknown_choice("env.sampler", cfg.env.sampler, SAMPLERS, "Use env.sampler=auto.")
@@ -25,13 +56,6 @@ def check_config(cfg: DictConfig) -> None:
     if algo not in ALGORITHMS:
         raise unknown_choice("algorithm", algo, ALGORITHMS, "Use algo=<name>.")
     info = ALGORITHMS[algo]
-    space = kind.action_space(cfg)
-    if space not in info.action_spaces:
-        able = [name for name, a in ALGORITHMS.items() if space in a.action_spaces]
-        raise UserError(
-            f"algo={algo} cannot handle the {space} action space of {kind.where(cfg)}. "
-            f"Use algo={' / algo='.join(able) or '?'}{kind.other_mode(cfg)}."
-        )
     runners = cfg.run.resources.num_env_runners
     if runners < info.min_env_runners:
         raise UserError(
