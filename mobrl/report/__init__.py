@@ -1,0 +1,13 @@
+"""`mobrl report`: learning curves, evaluation charts and a shareable report across runs.
+
+Reads what `mobrl train` and `mobrl evaluate` leave behind (run dirs, multirun dirs, Tune
+trial dirs' progress.csv, evaluation summary.json; `runs.py`), groups trials by the settings
+that differ between them, computes curves, intervals and IQMs (`stats.py`), draws figures
+(`figures.py`) and writes `report.md`, a self-contained `report.html` and `groups.csv`
+(`document.py`).
+"""
+
+from mobrl.report.document import build_report, report_command
+from mobrl.report.runs import discover, group_trials
+
+__all__ = ["build_report", "discover", "group_trials", "report_command"]
