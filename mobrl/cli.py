@@ -7,16 +7,24 @@ Heavy libraries (Ray, torch, mobile-env) are imported inside the commands that n
 from __future__ import annotations
 
 import sys
-from enum import Enum
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from mobrl import __version__
+from mobrl.cli_options import (
+    Episodes,
+    Explore,
+    Output,
+    Pick,
+    PickOption,
+    Seed,
+    Trust,
+    Workers,
+    XAxis,
+)
 from mobrl.errors import USER_ERROR_EXIT, UserError, first_line
-from mobrl.metrics import X_AXES
-from mobrl.targets import PICKS
 
 app = typer.Typer(
     name="mobrl",
@@ -29,40 +37,6 @@ app = typer.Typer(
 
 #: Typer passes Hydra's arguments (overrides, -m, --cfg, --help) through untouched
 _PASS_THROUGH = {"allow_extra_args": True, "ignore_unknown_options": True}
-
-
-#: --pick of evaluate and render
-PICK_HELP = (
-    "best (by the run's ranking: evaluation return when run.eval was on, else training "
-    "return) or last."
-)
-
-
-# fixed choices as enums, so --help lists them: made from the lists mobrl checks against
-Pick = Enum("Pick", {name: name for name in PICKS}, type=str)  # type: ignore[misc]
-XAxis = Enum("XAxis", {name: name for name in X_AXES}, type=str)  # type: ignore[misc]
-
-
-# options several commands share, declared once
-Episodes = Annotated[int, typer.Option("--episodes", min=1, help="Episodes per policy.")]
-Seed = Annotated[
-    int, typer.Option("--seed", min=0, help="Seed of the first episode (then seed+1, ...).")
-]
-Workers = Annotated[
-    int | None, typer.Option("--workers", min=1, help="Parallel processes (default: CPUs).")
-]
-PickOption = Annotated[Pick, typer.Option("--pick", help=PICK_HELP)]
-Explore = Annotated[bool, typer.Option("--explore/--no-explore", help="Sample actions.")]
-Output = Annotated[
-    Path | None, typer.Option("--output", help="Dir for summary.json, episodes.csv.")
-]
-Trust = Annotated[
-    bool,
-    typer.Option(
-        "--trust-checkpoint",
-        help="Load a checkpoint whose pickles need more than RLlib's own classes (runs its code).",
-    ),
-]
 
 
 def _version(value: bool) -> None:
@@ -251,23 +225,12 @@ def render(
     rgb_array view. Extra GROUP=OPTION / KEY=VALUE overrides name the scenario for baselines
     (default scenario=small) and for checkpoints without a mobrl manifest.
     """
-    from mobrl.render import render_command
+    from mobrl.render import RenderOptions, render_command
 
-    render_command(
-        checkpoint,
-        policy,
-        video,
-        list(ctx.args),
-        episodes=episodes,
-        seed=seed,
-        fps=fps,
-        max_steps=max_steps,
-        pick=pick.value,
-        explore=explore,
-        workers=workers,
-        overwrite=overwrite,
-        trust=trust,
+    opts = RenderOptions(
+        episodes, seed, fps, max_steps, pick.value, explore, workers, overwrite, trust
     )
+    render_command(checkpoint, policy, video, list(ctx.args), opts)
 
 
 @app.command("report")

@@ -209,20 +209,38 @@ def _default_fps(env_config: dict[str, Any]) -> float:
         env.close()
 
 
+@dataclass
+class RenderOptions:
+    """The options of `mobrl render` besides what to render and where (see its --help)."""
+
+    episodes: int = 1
+    seed: int = 0
+    fps: float | None = None  # None: the env's own
+    max_steps: int | None = None
+    pick: str = "best"
+    explore: bool = False
+    workers: int | None = None  # None: up to 4 drawing processes for long mobile-env videos
+    overwrite: bool = False
+    trust: bool = False  # --trust-checkpoint: load pickled objects of any kind
+
+    def check(self) -> None:
+        from mobrl.targets import check_pick
+
+        if self.episodes < 1:
+            raise UserError(f"--episodes must be at least 1, got {self.episodes}.")
+        if self.max_steps is not None and self.max_steps < 1:
+            raise UserError(f"--max-steps must be at least 1, got {self.max_steps}.")
+        if self.fps is not None and self.fps <= 0:
+            raise UserError(f"--fps must be positive, got {self.fps}.")
+        check_pick(self.pick)
+
+
 def render_command(
     checkpoint: Path | None,
     policy_name: str | None,
     video: Path,
     overrides: list[str],
-    episodes: int = 1,
-    seed: int = 0,
-    fps: float | None = None,
-    max_steps: int | None = None,
-    pick: str = "best",
-    explore: bool = False,
-    workers: int | None = None,
-    overwrite: bool = False,
-    trust: bool = False,
+    opts: RenderOptions | None = None,
 ) -> Path:
     """`mobrl render`: validate, roll out, draw, encode, and print what was written."""
     # pygame draws some Gymnasium tasks: no display, no sound card needed
@@ -233,20 +251,16 @@ def render_command(
     from mobrl.ui import make_console
 
     console = make_console()
-    if episodes < 1:
-        raise UserError(f"--episodes must be at least 1, got {episodes}.")
-    if max_steps is not None and max_steps < 1:
-        raise UserError(f"--max-steps must be at least 1, got {max_steps}.")
-    if fps is not None and fps <= 0:
-        raise UserError(f"--fps must be positive, got {fps}.")
-    from mobrl.targets import check_pick
-
-    check_pick(pick)
-    video = check_video_path(video, overwrite)
-    policy, env_config, note = _policy(checkpoint, policy_name, overrides, pick, explore, trust)
+    opts = opts or RenderOptions()
+    opts.check()
+    video = check_video_path(video, opts.overwrite)
+    policy, env_config, note = _policy(
+        checkpoint, policy_name, overrides, opts.pick, opts.explore, opts.trust
+    )
     console.print(note)
-    fps = fps or _default_fps(env_config)
-    seeds = [seed + i for i in range(episodes)]
+    fps = opts.fps or _default_fps(env_config)
+    seeds = [opts.seed + i for i in range(opts.episodes)]
+    workers, max_steps = opts.workers, opts.max_steps
 
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn())
     with Progress(*columns, console=console, transient=True) as bar:

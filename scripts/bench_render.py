@@ -37,19 +37,11 @@ def reference(scenario: str, steps: int, out: Path) -> float:
 
 def mobrl_render(scenario: str, steps: int, out: Path, workers: int) -> float:
     """Seconds for mobrl's render of the same episode (env=central, greedy, seed 0)."""
-    from mobrl.render import render_command
+    from mobrl.render import RenderOptions, render_command
 
     start = time.perf_counter()
-    render_command(
-        None,
-        "greedy",
-        out,
-        [f"scenario={scenario}", "env=central"],
-        seed=0,
-        fps=10,
-        max_steps=steps,
-        workers=workers,
-    )
+    opts = RenderOptions(seed=0, fps=10, max_steps=steps, workers=workers)
+    render_command(None, "greedy", out, [f"scenario={scenario}", "env=central"], opts)
     return time.perf_counter() - start
 
 

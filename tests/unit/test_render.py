@@ -11,7 +11,7 @@ import pytest
 from mobrl import dashboard
 from mobrl.errors import UserError
 from mobrl.kinds.mobile import make_mobile_core
-from mobrl.render import render_command
+from mobrl.render import RenderOptions, render_command
 
 
 def read_video(path: Path) -> np.ndarray:
@@ -28,7 +28,9 @@ def assert_frames_change(frames: np.ndarray) -> None:
 
 def test_baseline_to_mp4_decodes_with_one_frame_per_step(tmp_path: Path) -> None:
     video = tmp_path / "greedy.mp4"
-    render_command(None, "greedy", video, ["scenario=small"], episodes=2, max_steps=12, fps=5)
+    render_command(
+        None, "greedy", video, ["scenario=small"], RenderOptions(episodes=2, max_steps=12, fps=5)
+    )
     frames = read_video(video)
     assert frames.shape == (24, 500, 800, 3)  # 2 episodes x 12 steps, mobile-env's figure size
     assert_frames_change(frames)
@@ -39,7 +41,9 @@ def test_baseline_to_mp4_decodes_with_one_frame_per_step(tmp_path: Path) -> None
 
 def test_baseline_to_gif_and_central_mode(tmp_path: Path) -> None:
     video = tmp_path / "full.gif"
-    render_command(None, "full", video, ["scenario=medium", "env=central"], max_steps=8, fps=4)
+    render_command(
+        None, "full", video, ["scenario=medium", "env=central"], RenderOptions(max_steps=8, fps=4)
+    )
     frames = read_video(video)
     assert frames.shape[0] == 8 and frames.shape[-1] in (3, 4)
     assert iio.immeta(video)["duration"] == 250  # ms per frame at 4 fps
@@ -48,7 +52,7 @@ def test_baseline_to_gif_and_central_mode(tmp_path: Path) -> None:
 
 def test_gymnasium_task_renders_its_rgb_array_view(tmp_path: Path) -> None:
     video = tmp_path / "cartpole.mp4"
-    render_command(None, "pole_angle", video, ["scenario=cartpole"], max_steps=30)
+    render_command(None, "pole_angle", video, ["scenario=cartpole"], RenderOptions(max_steps=30))
     frames = read_video(video)
     assert frames.shape == (30, 400, 600, 3)  # CartPole's own frame size
     assert iio.immeta(video, plugin="FFMPEG")["fps"] == 50  # CartPole's render_fps
@@ -110,7 +114,9 @@ def test_bad_input_is_one_user_error(tmp_path: Path, kwargs: dict, message: str)
         args["policy_name"] = None
     video = tmp_path / args.pop("video")
     with pytest.raises(UserError, match=message):
-        render_command(checkpoint, args.pop("policy_name"), video, ["scenario=small"], **args)
+        render_command(
+            checkpoint, args.pop("policy_name"), video, ["scenario=small"], RenderOptions(**args)
+        )
     assert not video.exists()
 
 
@@ -118,9 +124,11 @@ def test_existing_video_is_kept_unless_overwrite(tmp_path: Path) -> None:
     video = tmp_path / "keep.mp4"
     video.write_bytes(b"precious")
     with pytest.raises(UserError, match="already exists.*--overwrite"):
-        render_command(None, "noop", video, ["scenario=small"], max_steps=2)
+        render_command(None, "noop", video, ["scenario=small"], RenderOptions(max_steps=2))
     assert video.read_bytes() == b"precious"
-    render_command(None, "noop", video, ["scenario=small"], max_steps=2, overwrite=True)
+    render_command(
+        None, "noop", video, ["scenario=small"], RenderOptions(max_steps=2, overwrite=True)
+    )
     assert read_video(video).shape[0] == 2
 
 
@@ -137,5 +145,5 @@ def test_failed_render_leaves_no_file(tmp_path: Path, monkeypatch: pytest.Monkey
     monkeypatch.setattr(dashboard.DashboardRenderer, "draw", failing)
     video = tmp_path / "broken.mp4"
     with pytest.raises(RuntimeError, match="disk full"):
-        render_command(None, "greedy", video, ["scenario=small"], max_steps=10)
+        render_command(None, "greedy", video, ["scenario=small"], RenderOptions(max_steps=10))
     assert list(tmp_path.iterdir()) == []  # neither the video nor a temporary file
