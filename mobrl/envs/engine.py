@@ -18,7 +18,6 @@ editing mobile-env's objects needs `engine=stock`.
 from __future__ import annotations
 
 import math
-from collections import defaultdict
 from typing import Any
 
 import gymnasium
@@ -34,6 +33,7 @@ from mobile_env.handlers.central import MComCentralHandler
 from mobile_env.handlers.multi_agent import MComMAHandler
 
 from mobrl.envs import channel
+from mobrl.envs.engine_views import StockViews
 from mobrl.envs.observations import topk_rows, topk_station_actions
 
 #: the simulation models the engine computes natively (exact classes: a subclass may change them)
@@ -75,7 +75,7 @@ def unsupported_models(core: MComCore) -> list[str]:
     return bad
 
 
-class FastEngine:
+class FastEngine(StockViews):
     """Mixin placed before a mobile-env core class: `class X(FastEngine, MComCore)` (or one of
     mobile-env's scenario classes, e.g. `class X(FastEngine, MComSmall)`)."""
 
@@ -518,132 +518,6 @@ class FastEngine:
                 parts = np.split(row, np.cumsum(sizes)[:-1])
                 out[self._ue_list[i].ue_id] = dict(zip(names, parts))
         return out
-
-    # --- what other code reads: SNRs, and mobile-env's dict views ------------------------------
-
-    def snr_matrix(self) -> np.ndarray:
-        """SNR of every (BS, UE) pair at the UEs' current positions, BS and UE in id order."""
-        return self._snr
-
-    def ue_column(self, ue: Any) -> int:
-        """Column of `ue` in `snr_matrix()` and `connectivity()`."""
-        return self._ue_index[ue.ue_id]
-
-    def connectivity(self) -> np.ndarray:
-        """Boolean (BS, UE) matrix of the links that are up."""
-        return self._conn
-
-    def check_connectivity(self, bs: Any, ue: Any) -> bool:
-        return bool(self._reach[bs.bs_id, self._ue_index[ue.ue_id]])
-
-    def available_connections(self, ue: Any) -> set:
-        col = self._reach[:, self._ue_index[ue.ue_id]]
-        return {self._bs_list[b] for b in np.flatnonzero(col).tolist()}
-
-    def _view(self, name: str, build: Any) -> Any:
-        if name not in self._views:
-            self._views[name] = build()
-        return self._views[name]
-
-    @property
-    def active(self) -> list:
-        return getattr(self, "_active_list", None)
-
-    @active.setter
-    def active(self, value: Any) -> None:
-        if value is not None:  # someone sets the active UEs by hand: follow them
-            ids = {ue.ue_id for ue in value}
-            self._follow_active(np.array([ue.ue_id in ids for ue in self._ue_list]))
-
-    @property
-    def connections(self) -> dict:
-        def build() -> dict:
-            out: dict = defaultdict(set)
-            for b, u in zip(*np.nonzero(self._conn)):
-                out[self._bs_list[b]].add(self._ue_list[u])
-            return out
-
-        return self._view("connections", build)
-
-    @connections.setter
-    def connections(self, value: Any) -> None:
-        self._views.pop("connections", None)
-        if value is None or not len(self._conn):
-            return
-        self._conn[:] = False
-        for bs, ues in value.items():
-            for ue in ues:
-                self._conn[bs.bs_id, self._ue_index[ue.ue_id]] = True
-
-    @property
-    def datarates(self) -> dict:
-        """Rates of the links that are up, at the UEs' current positions (as after a step)."""
-
-        def build() -> dict:
-            rates = self._rates()
-            return {
-                (self._bs_list[b], self._ue_list[u]): float(rates[b, u])
-                for b, u in zip(*np.nonzero(self._conn))
-            }
-
-        return self._view("datarates", build)
-
-    @datarates.setter
-    def datarates(self, value: Any) -> None:
-        """Stock code assigns it; the engine derives it."""
-
-    @property
-    def macro(self) -> dict:
-        def build() -> dict:
-            connected = np.flatnonzero(self._connected_before)
-            return {self._ue_list[i]: float(self._macro[i]) for i in connected.tolist()}
-
-        return self._view("macro", build) if hasattr(self, "_connected_before") else {}
-
-    @macro.setter
-    def macro(self, value: Any) -> None:
-        """Stock code assigns it; the engine derives it."""
-
-    @property
-    def utilities(self) -> dict:
-        def build() -> dict:
-            return {
-                self._ue_list[i]: float(self._util[i])
-                for i in np.flatnonzero(~np.isnan(self._util)).tolist()
-            }
-
-        return self._view("utilities", build) if hasattr(self, "_util") else {}
-
-    @utilities.setter
-    def utilities(self, value: Any) -> None:
-        """Stock code assigns it; the engine derives it."""
-
-    def metric_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """The last step for mobrl's `ArrayEpisodeTracker`, UEs in id order: scaled utility
-        (NaN: not active), data rate, the (BS, UE) links up and every pair's SNR in dB."""
-        rate = np.where(self._connected_before, self._macro, 0.0)
-        snr_db = 10.0 * np.log10(np.maximum(self._snr, 1e-30))
-        return self._util, rate, self._conn, snr_db
-
-    def step_snapshot(self) -> tuple[dict, dict, dict, dict]:
-        """The last step for mobrl's metrics, straight from the arrays (see netstats)."""
-        util_idx = np.flatnonzero(~np.isnan(self._util))
-        ids = self._ue_ids
-        utilities = dict(zip(ids[util_idx].tolist(), self._util[util_idx].tolist()))
-        macro = self._macro
-        rates = {ids[i]: float(macro[i]) if self._connected_before[i] else 0.0 for i in util_idx}
-        serving: dict[int, list[int]] = {}
-        snr_db: dict[int, list[float]] = {}
-        in_util = np.zeros(len(ids), dtype=bool)
-        in_util[util_idx] = True
-        links = self._conn & in_util[None, :]
-        if links.any():
-            ue_idx, bs_idx = np.nonzero(links.T)  # grouped by UE, BS in id order
-            db = 10.0 * np.log10(np.maximum(self._snr[bs_idx, ue_idx], 1e-30))
-            for u, b, value in zip(ids[ue_idx].tolist(), bs_idx.tolist(), db.tolist()):
-                serving.setdefault(u, []).append(b)
-                snr_db.setdefault(u, []).append(value)
-        return utilities, rates, serving, snr_db
 
 
 class FastCore(FastEngine, MComCore):
