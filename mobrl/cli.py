@@ -277,8 +277,8 @@ app.add_typer(scenarios_app, name="scenarios")
 @scenarios_app.command("list")
 def scenarios_list() -> None:
     """Every scenario: stations, UEs, map size, and the spaces of each env mode."""
-    from mobrl.scenarios.tools import list_scenarios
-    from mobrl.ui import make_console
+    from mobrl.console import make_console
+    from mobrl.scenarios.commands import list_scenarios
 
     list_scenarios(make_console())
 
@@ -288,7 +288,7 @@ def scenarios_show(
     name: Annotated[str, typer.Argument(help="Scenario name (or a .yaml file).")],
 ) -> None:
     """A layout with every parameter resolved (defaults filled in), as YAML."""
-    from mobrl.scenarios.tools import show
+    from mobrl.scenarios.commands import show
 
     print(show(name), end="")
 
@@ -302,7 +302,7 @@ def scenarios_plot(
     ] = "900x700",
 ) -> None:
     """A map of a layout: stations, their coverage at the SNR threshold, UE start positions."""
-    from mobrl.scenarios.tools import plot
+    from mobrl.scenarios.commands import plot
 
     try:
         width, height = (int(v) for v in size.lower().split("x"))

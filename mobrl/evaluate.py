@@ -293,7 +293,7 @@ def evaluate_command(checkpoint: Path | None, overrides: list[str], opts: EvalOp
     from rich.progress import Progress
     from rich.table import Table
 
-    from mobrl.ui import make_console
+    from mobrl.console import make_console
 
     console = make_console()
     opts.check()

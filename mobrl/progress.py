@@ -14,8 +14,8 @@ from rich.live import Live
 from rich.table import Table
 
 from mobrl import metrics
+from mobrl.console import make_console
 from mobrl.errors import error_summary
-from mobrl.ui import make_console
 
 _get = metrics.result_value
 

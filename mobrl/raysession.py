@@ -15,9 +15,9 @@ from typing import Any
 
 from omegaconf import DictConfig
 
+from mobrl.console import make_console
 from mobrl.errors import UserError
 from mobrl.files import atomic_write_csv
-from mobrl.ui import make_console
 
 console = make_console()
 

@@ -248,7 +248,7 @@ def render_command(
     os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
-    from mobrl.ui import make_console
+    from mobrl.console import make_console
 
     console = make_console()
     opts = opts or RenderOptions()

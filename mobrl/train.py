@@ -10,6 +10,7 @@ from typing import Any
 from omegaconf import DictConfig
 
 from mobrl.config.checks import check_config
+from mobrl.console import make_console
 from mobrl.errors import USER_ERROR_EXIT, UserError
 from mobrl.files import check_writable
 from mobrl.raysession import (
@@ -21,7 +22,6 @@ from mobrl.raysession import (
     trial_cpus,
 )
 from mobrl.rundir import RunDir, build_manifest
-from mobrl.ui import make_console
 
 console = make_console()
 #: exit code of a run stopped with Ctrl-C (128 + SIGINT, as shells report it)

@@ -203,10 +203,10 @@ def matrix_command(checkpoints: list[Path], scenarios: list[str], opts: EvalOpti
     from rich.progress import Progress
     from rich.table import Table
 
+    from mobrl.console import make_console
     from mobrl.evaluate import check_output
     from mobrl.files import atomic_write_csv, atomic_write_json
     from mobrl.targets import target_for
-    from mobrl.ui import make_console
 
     console = make_console()
     opts.check()

@@ -192,8 +192,8 @@ def report_command(
 
     from rich.table import Table
 
+    from mobrl.console import make_console
     from mobrl.files import check_writable
-    from mobrl.ui import make_console
 
     out = Path(out) if out else Path("reports") / datetime.now().strftime("%Y-%m-%d/%H-%M-%S")
     if (out / "report.md").exists() and not overwrite:

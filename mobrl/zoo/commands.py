@@ -185,7 +185,7 @@ def rows() -> list[dict[str, str]]:
 def list_command(markdown: bool) -> None:
     from rich.table import Table
 
-    from mobrl.ui import make_console
+    from mobrl.console import make_console
 
     table_rows = rows()
     if markdown:

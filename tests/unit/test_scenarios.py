@@ -162,7 +162,7 @@ def test_scenarios_found_by_name_and_path(tmp_path: Path, monkeypatch: pytest.Mo
 
 
 def test_scenarios_show_prints_resolved_parameters() -> None:
-    from mobrl.scenarios.tools import show
+    from mobrl.scenarios.commands import show
 
     data = yaml.safe_load(show("medium"))
     assert len(data["stations"]) == 7 and data["ues"]["count"] == 15
