@@ -41,8 +41,9 @@ DEFAULT_BASELINES = ("greedy", "full")
 
 def transfer_env(source: dict[str, Any], scenario: str) -> dict[str, Any]:
     """The env of `source` (a checkpoint's env_config) on the layout of `scenario`."""
-    from mobrl.config import validate_command_line
+    from mobrl.config import group_options, validate_command_line
     from mobrl.envs.factory import check_env, env_config_from
+    from mobrl.errors import unknown_choice
     from mobrl.kinds import kind_of
 
     if not kind_of(source).transferable:
@@ -64,13 +65,14 @@ def transfer_env(source: dict[str, Any], scenario: str) -> dict[str, Any]:
     ]
     if source.get("topk"):
         overrides.append(f"env.topk={int(source['topk'])}")
+    fix = "Fix the list, e.g. --scenarios small,medium,large."
+    options = group_options("scenario")
+    if scenario not in options:
+        raise UserError(f"--scenarios: {unknown_choice('scenario', scenario, options, fix)}")
     try:
         cfg = validate_command_line(overrides)
     except UserError as err:  # say it in terms of the flag the user typed
-        raise UserError(
-            f"--scenarios: {str(err).replace('Use scenario=<option>.', '').strip()} "
-            "Fix the list, e.g. --scenarios small,medium,large."
-        ) from None
+        raise UserError(f"--scenarios: {err}") from None
     if not kind_of(cfg).transferable:
         raise UserError(
             f"--scenarios: '{scenario}' is not a mobile-env layout. Use layouts listed by "
