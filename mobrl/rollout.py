@@ -76,8 +76,8 @@ def play(
             break
     row = {"return": total, "length": float(steps)}
     row.update({f"{RETURN_OF}{name}": value for name, value in by_policy.items()})
-    summary = recorder.summary(per_ue=False)
     row.update(recorder.counts)
     if recorder.tracker is not None:  # a mobile-env episode: the measures evaluate reports
+        summary = recorder.tracker.summary(per_ue=False)
         row.update({key: summary.get(key, float("nan")) for key in keys.EPISODE_METRICS})
     return row

@@ -90,9 +90,6 @@ class RunDir:
         """The trial dirs that have written progress, by name."""
         return sorted({p.parent for p in self.path.glob(f"{self.TUNE}/*/{TRIAL_PROGRESS}")})
 
-    def checkpoints(self) -> list[Path]:
-        return list_checkpoints(self.path)
-
     def write_config(self, cfg: Any) -> Path:
         from omegaconf import OmegaConf
 
@@ -113,7 +110,7 @@ class RunDir:
             atomic_write_json(experiment / self.MANIFEST, manifest)
         return atomic_write_json(self.manifest_file, manifest)
 
-    def load(self, flag: str = "--resume") -> tuple[Any, dict[str, Any]]:
+    def load(self) -> tuple[Any, dict[str, Any]]:
         """The resolved config (checked against the schema) and the manifest; one-line errors
         for a folder that is not a run dir or holds damaged files."""
         from omegaconf import OmegaConf
@@ -122,7 +119,7 @@ class RunDir:
 
         if not self.path.is_dir():
             raise UserError(
-                f"{flag} '{self.path}' is not a directory. Give the run dir printed at start."
+                f"--resume '{self.path}' is not a directory. Give the run dir printed at start."
             )
         if not self.is_run():
             raise UserError(

@@ -82,9 +82,10 @@ def run_training(cfg: DictConfig, run_dir: Path | None = None) -> float | None:
         run_dir = Path(hydra_cfg.runtime.output_dir)
         overrides = list(hydra_cfg.overrides.task)
     run = RunDir(run_dir)
-    storage = Path(cfg.run.storage_path).expanduser().absolute() if cfg.run.storage_path else None
-    check_writable(storage or run.path, "run.storage_path")
-    storage = storage or run.path
+    storage = (
+        Path(cfg.run.storage_path).expanduser().absolute() if cfg.run.storage_path else run.path
+    )
+    check_writable(storage, "run.storage_path")
     experiment_name = RunDir.TUNE if storage == run.path else run.path.name
     experiment_dir = storage / experiment_name
     configure_ray()

@@ -20,7 +20,7 @@ __all__ = ["ScenarioKind", "kind_names", "kind_of"]
 @cache
 def kind_names() -> tuple[str, ...]:
     """The names of every kind (the modules of this package)."""
-    return tuple(sorted(m.name for m in pkgutil.iter_modules(__path__) if m.name not in ("base",)))
+    return tuple(sorted(m.name for m in pkgutil.iter_modules(__path__) if m.name != "base"))
 
 
 @cache

@@ -23,24 +23,23 @@ class MobileKind(ScenarioKind):
     draws_own_frames = True  # mobrl.dashboard draws the network, not mobile-env's pygame view
 
     def check(self, cfg: Any) -> None:
-        from mobrl import scenarios
+        from mobrl.envs.factory import env_config_from
         from mobrl.errors import UserError, unknown_choice
 
         if not cfg.scenario.path:
             raise UserError(
                 f"scenario={cfg.scenario.name} has no layout file. Set scenario.path=<file.yaml>."
             )
-        scenarios.load(cfg.scenario.path)  # one-line errors naming the file, key and fix
         if cfg.env.mode not in MOBILE_MODES:
             raise unknown_choice(
                 "env mode", cfg.env.mode, MOBILE_MODES, "Use env=ma or env=central."
             )
         if cfg.engine not in MOBILE_ENGINES:
             raise unknown_choice("engine", cfg.engine, MOBILE_ENGINES, "Use engine=fast or stock.")
-        check_topk(cfg.env.get("topk"))
-        from mobrl.envs.factory import env_config_from
-
-        env_config_from(cfg)  # policy mapping and sampler: one-line errors before Hydra starts
+        # the layout (one-line errors naming the file, key and fix), env.obs, env.team_reward,
+        # the policy mapping and the sampler, as training will read them
+        env_config_from(cfg)
+        check_topk(cfg.env.get("topk"))  # also when env.obs does not use it
 
     def env_fields(self, cfg: Any) -> dict[str, Any]:
         from mobrl import scenarios

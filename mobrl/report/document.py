@@ -22,10 +22,10 @@ from mobrl.report.runs import discover, group_trials
 from mobrl.report.stats import (
     BOOTSTRAP_RESAMPLES,
     IQM_MIN_TRIALS,
-    _cell,
-    _has_iqm,
-    _iqm_cell,
+    cell,
     group_curve,
+    has_iqm,
+    iqm_cell,
     summary_rows,
 )
 
@@ -125,15 +125,15 @@ def build_report(
                     {
                         "group": r["group"],
                         "trials": r["trials"],
-                        "last (mean ± 95 % CI)": _cell(r["last_mean"], r["last_ci95"]),
-                        "best (mean ± 95 % CI)": _cell(r["best_mean"], r["best_ci95"]),
+                        "last (mean ± 95 % CI)": cell(r["last_mean"], r["last_ci95"]),
+                        "best (mean ± 95 % CI)": cell(r["best_mean"], r["best_ci95"]),
                         "env steps": f"{r['env_steps_mean']:,.0f}",
                     }
-                    | ({"last, IQM [95 % bootstrap CI]": _iqm_cell(r)} if _has_iqm(rows) else {})
+                    | ({"last, IQM [95 % bootstrap CI]": iqm_cell(r)} if has_iqm(rows) else {})
                     for r in rows
                 ]
             )
-            if _has_iqm(rows):
+            if has_iqm(rows):
                 png = plot_aggregate(rows, metric, out, f"aggregate_{i}")
                 result["files"].append(png)
                 md += [
@@ -158,7 +158,7 @@ def build_report(
             [
                 {
                     "policy": name,
-                    "return": _cell(stats["return"]["mean"], stats["return"]["ci95"]),
+                    "return": cell(stats["return"]["mean"], stats["return"]["ci95"]),
                     "episodes": int(stats["return"]["n"]),
                 }
                 for name, stats in summary["policies"].items()
@@ -205,7 +205,7 @@ def report_command(
     console = make_console()
     for metric, rows in result["tables"].items():
         table = Table(title=f"{metric}: last and best value per group, mean ± 95 % CI over trials")
-        iqm = _has_iqm(rows)
+        iqm = has_iqm(rows)
         for col in ("group", "trials", "last", "best", "env steps") + (
             ("last IQM",) if iqm else ()
         ):
@@ -214,10 +214,10 @@ def report_command(
             table.add_row(
                 r["group"],
                 str(r["trials"]),
-                _cell(r["last_mean"], r["last_ci95"]),
-                _cell(r["best_mean"], r["best_ci95"]),
+                cell(r["last_mean"], r["last_ci95"]),
+                cell(r["best_mean"], r["best_ci95"]),
                 f"{r['env_steps_mean']:,.0f}",
-                *([_iqm_cell(r)] if iqm else []),
+                *([iqm_cell(r)] if iqm else []),
             )
         console.print(table)
     for note in result["notes"]:

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from mobrl.report.runs import Trial
-from mobrl.report.stats import Curve, _cell, group_curve, matrix_table
+from mobrl.report.stats import Curve, cell, group_curve, matrix_table
 
 
 def _pyplot() -> Any:
@@ -123,7 +123,7 @@ def plot_matrix(matrix: dict[str, Any], out: Path, stem: str) -> tuple[Path, lis
     ax.imshow(gap, cmap="RdYlGn", norm=norm, aspect="auto")
     for i in range(len(rows)):
         for j in range(len(cols)):
-            ax.text(j, i, _cell(gap[i, j], half[i, j]), ha="center", va="center", fontsize=8)
+            ax.text(j, i, cell(gap[i, j], half[i, j]), ha="center", va="center", fontsize=8)
     ax.set_xticks(range(len(cols)), cols)
     ax.set_yticks(range(len(rows)), rows)
     ax.set_xlabel("evaluated on")
@@ -132,7 +132,7 @@ def plot_matrix(matrix: dict[str, Any], out: Path, stem: str) -> tuple[Path, lis
     path = _save(fig, out, stem)
     plt.close(fig)
     table = [
-        {"trained on": r, **{c: _cell(gap[i, j], half[i, j]) for j, c in enumerate(cols)}}
+        {"trained on": r, **{c: cell(gap[i, j], half[i, j]) for j, c in enumerate(cols)}}
         for i, r in enumerate(rows)
     ]
     return path, table

@@ -125,19 +125,19 @@ def summary_rows(groups: dict[str, list[Trial]], metric: str) -> list[dict[str, 
     return rows
 
 
-def _cell(mean: float, half: float) -> str:
+def cell(mean: float, half: float) -> str:
     if math.isnan(mean):
         return "-"
     return f"{mean:.2f}" if math.isnan(half) else f"{mean:.2f} ± {half:.2f}"
 
 
-def _iqm_cell(row: dict[str, Any]) -> str:
+def iqm_cell(row: dict[str, Any]) -> str:
     if math.isnan(row["last_iqm"]):
         return "-"
     return f"{row['last_iqm']:.2f} [{row['last_iqm_low']:.2f}, {row['last_iqm_high']:.2f}]"
 
 
-def _has_iqm(rows: list[dict[str, Any]]) -> bool:
+def has_iqm(rows: list[dict[str, Any]]) -> bool:
     return any(not math.isnan(r["last_iqm"]) for r in rows)
 
 
