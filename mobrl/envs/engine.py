@@ -57,6 +57,15 @@ def _mean(values: np.ndarray) -> np.float64:
     return values.sum() / values.size
 
 
+def _norms(vx: np.ndarray, vy: np.ndarray) -> np.ndarray:
+    """Length of each (vx, vy) as mobile-env's `np.linalg.norm` computes it: the square root of
+    BLAS's dot product of the vector with itself. The BLAS kernel (OpenBLAS picks one per CPU)
+    decides whether that dot uses a fused multiply-add, so `sqrt(vx*vx + vy*vy)` can differ from
+    it by one ulp; a stack of 1x2 @ 2x1 products goes through the same dot routine."""
+    v = np.stack([vx, vy], axis=-1)
+    return np.sqrt(np.matmul(v[:, None, :], v[:, :, None])[:, 0, 0])
+
+
 class UnsupportedByEngine(ValueError):
     """The scenario uses a model the fast engine does not compute; use `engine=stock`."""
 
@@ -367,7 +376,7 @@ class FastEngine(StockViews):
         x, y = self._x[sel], self._y[sel]
         wx, wy = self._wx[sel], self._wy[sel]
         vx, vy = wx - x, wy - y
-        dist = np.sqrt(vx * vx + vy * vy)
+        dist = _norms(vx, vy)
         vel = self._velocity[sel]
         arrive = dist <= vel
         dist[arrive] = 1.0  # arriving UEs jump onto the waypoint; avoid 0/0 for them
