@@ -129,7 +129,9 @@ def evaluate(
     seed: Seed = 0,
     baselines: Annotated[
         str | None,
-        typer.Option("--baselines", help="Comma-separated: random,noop,greedy,full,pole_angle."),
+        typer.Option(
+            "--baselines", help="Comma-separated: random,noop,greedy,full,capped,oracle,pole_angle."
+        ),
     ] = None,
     pick: PickOption = Pick.best,
     output: Output = None,
@@ -196,7 +198,10 @@ def render(
     ] = None,
     policy: Annotated[
         str | None,
-        typer.Option("--policy", help="Render a baseline instead: random, noop, greedy, full, ..."),
+        typer.Option(
+            "--policy",
+            help="Render a baseline instead: random, noop, greedy, full, capped, oracle, ...",
+        ),
     ] = None,
     episodes: Annotated[
         int, typer.Option("--episodes", min=1, help="Episodes, one after another.")

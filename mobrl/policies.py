@@ -331,6 +331,58 @@ class FullPolicy(_PerUEBaseline):
         return missing[0].bs_id + 1 if missing else 0
 
 
+class _LinkSetPolicy(_PerUEBaseline):
+    """A rule that picks the whole link set of a step from every UE's SNRs at once
+    (mobrl.envs.service), played as each UE's one toggle per step towards it."""
+
+    frees_slots = True
+
+    def reset(self, seed: int | None = None) -> None:
+        super().reset(seed)
+        self._step: tuple[int, float] | None = None
+
+    def links(self, state: Any) -> np.ndarray:
+        raise NotImplementedError
+
+    def ue_action(self, core: Any, ue: Any) -> int:
+        from mobrl.envs.service import link_state, toward
+
+        step = (id(core), core.time)
+        if getattr(self, "_step", None) != step:  # one decision per step for all UEs
+            state = link_state(core)
+            self._actions = toward(state, self.links(state)).tolist()
+            self._columns = {u: i for i, u in enumerate(sorted(core.users))}
+            self._step = step
+        return self._actions[self._columns[ue.ue_id]]
+
+
+class CappedPolicy(_LinkSetPolicy):
+    """Greedy, but each station keeps only its strongest UE; the others stay unconnected. A
+    probe, not a policy to use: it scores high on mobile-env's multi-agent return while
+    serving the UEs badly, so a trained policy that resembles it games that reward."""
+
+    name = "capped"
+
+    def links(self, state: Any) -> np.ndarray:
+        from mobrl.envs.service import capped_links
+
+        return capped_links(state)
+
+
+class OraclePolicy(_LinkSetPolicy):
+    """An upper reference: each step, the link set with the highest mean UE utility given
+    every UE's SNR (exhaustive on small link sets, local search from greedy otherwise). It
+    may change many links a step and sees what no UE agent sees, so no policy is bound by
+    it; the room between greedy and it is what coordination can gain."""
+
+    name = "oracle"
+
+    def links(self, state: Any) -> np.ndarray:
+        from mobrl.envs.service import best_links
+
+        return best_links(state)
+
+
 class PoleAnglePolicy(Baseline):
     """CartPole: push the cart towards the side the pole is falling to (angle + angular
     velocity), the classic hand-written controller."""
@@ -343,7 +395,16 @@ class PoleAnglePolicy(Baseline):
 
 
 BASELINES: dict[str, type[Baseline]] = {
-    cls.name: cls for cls in (RandomPolicy, NoopPolicy, GreedyPolicy, FullPolicy, PoleAnglePolicy)
+    cls.name: cls
+    for cls in (
+        RandomPolicy,
+        NoopPolicy,
+        GreedyPolicy,
+        FullPolicy,
+        CappedPolicy,
+        OraclePolicy,
+        PoleAnglePolicy,
+    )
 }
 
 

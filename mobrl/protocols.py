@@ -36,6 +36,13 @@ class SnrArrays(Protocol):
 
 
 @runtime_checkable
+class LinkArrays(Protocol):
+    """A core that builds the `mobrl.envs.service.LinkState` of its step from arrays."""
+
+    def link_state(self) -> Any: ...
+
+
+@runtime_checkable
 class EpisodeStats(Protocol):
     """An env that counts things of its own per episode (e.g. the arena's cells and catches)."""
 

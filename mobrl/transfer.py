@@ -61,6 +61,7 @@ def transfer_env(source: dict[str, Any], scenario: str) -> dict[str, Any]:
         f"env={source['mode']}",
         f"env.obs={source.get('obs', 'mobile')}",
         f"env.team_reward={float(source.get('team_reward') or 0.0)}",
+        f"env.reward={source.get('reward', 'mobile')}",
         f"engine={source.get('engine', 'fast')}",
     ]
     if source.get("topk"):

@@ -47,6 +47,11 @@ class EnvConf:
     #: of its env copy (0: its own mobile-env reward, 1: the team mean). The sum over UEs,
     #: and so the episode return, stays mobile-env's
     team_reward: float = 0.0
+    #: env=ma: what each UE learns from: `mobile` (mobile-env's multi-agent reward), `utility`
+    #: (its own scaled utility, -1 unconnected: the team's sum is N x mobile-env's central
+    #: reward) or `marginal` (its contribution to the team's summed utility: a difference
+    #: reward); see mobrl.envs.service
+    reward: str = "mobile"
 
 
 @dataclass

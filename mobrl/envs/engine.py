@@ -35,6 +35,7 @@ from mobile_env.handlers.multi_agent import MComMAHandler
 from mobrl.envs import channel
 from mobrl.envs.engine_views import StockViews
 from mobrl.envs.observations import topk_rows, topk_station_actions
+from mobrl.envs.service import marginal_utilities
 
 #: the simulation models the engine computes natively (exact classes: a subclass may change them)
 SUPPORTED_MODELS = {
@@ -394,6 +395,11 @@ class FastEngine(StockViews):
         handler = core.handler
         sel = self._sel
         if issubclass(handler, MComMAHandler):
+            reward = getattr(handler, "reward_kind", "mobile")  # env.reward (mobrl.envs.service)
+            if reward == "utility":
+                return self._util[sel].copy()
+            if reward == "marginal":
+                return marginal_utilities(self.link_state())[sel]
             counts, bs_util = self._bs_stats
             reach = self._reach[:, sel]
             ngbr_util = (reach * bs_util[:, None]).sum(axis=0)

@@ -23,6 +23,23 @@ class StockViews:
         """Column of `ue` in `snr_matrix()` and `connectivity()`."""
         return self._ue_index[ue.ue_id]
 
+    def link_state(self) -> Any:
+        """The (BS, UE) service arrays of this step (mobrl.envs.service.LinkState); links out
+        of range left out, as the next step drops them."""
+        from mobrl.envs.service import LinkState
+
+        util = self.utility
+        active = self._active_mask
+        return LinkState(
+            cap=np.where(self._reach, self._bw * np.log2(1 + self._snr), 0.0),
+            reach=self._reach & active[None, :],
+            conn=self._conn & self._reach,
+            active=active.copy(),
+            lower=float(util.lower),
+            upper=float(util.upper),
+            coeffs=tuple(float(c) for c in util.coeffs),
+        )
+
     def connectivity(self) -> np.ndarray:
         """Boolean (BS, UE) matrix of the links that are up."""
         return self._conn

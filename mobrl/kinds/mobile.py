@@ -12,6 +12,8 @@ MOBILE_MODES = ("ma", "central")
 MOBILE_ENGINES = ("fast", "stock")
 #: values of `env.obs` (the handlers behind them: mobrl.envs.observations.HANDLERS)
 OBSERVATIONS = ("mobile", "extended", "topk")
+#: values of `env.reward` (mobrl.envs.service.REWARDS)
+REWARDS = ("mobile", "utility", "marginal")
 #: station slots of `env.obs=topk` unless `env.topk` says otherwise
 TOPK_DEFAULT = 3
 
@@ -53,6 +55,7 @@ class MobileKind(ScenarioKind):
         if fields["obs"] == "topk":
             fields["topk"] = check_topk(cfg.env.get("topk"))
         fields["team_reward"] = check_team_reward(cfg.env.get("team_reward", 0.0))
+        fields["reward"] = check_reward(cfg.env.get("reward", "mobile"), cfg.env.mode)
         return fields
 
     def make_env(self, env_config: dict[str, Any], rllib: bool) -> Any:
@@ -61,7 +64,10 @@ class MobileKind(ScenarioKind):
         obs, topk = env_config.get("obs", "mobile"), env_config.get("topk")
         kwargs = dict(env_config.get("kwargs") or {})
         render_mode = env_config.get("render_mode")
-        core = make_mobile_core(layout, env_config["mode"], engine, kwargs, render_mode, obs, topk)
+        reward = env_config.get("reward", "mobile")
+        core = make_mobile_core(
+            layout, env_config["mode"], engine, kwargs, render_mode, obs, topk, reward
+        )
         if env_config["mode"] == "central":
             return core
         if rllib:
@@ -104,7 +110,7 @@ class MobileKind(ScenarioKind):
         return {**env_config, "kwargs": {**(env_config.get("kwargs") or {}), "seed": seed}}
 
     def baselines(self, env_config: dict[str, Any]) -> list[str]:
-        return ["random", "noop", "greedy", "full"]
+        return ["random", "noop", "greedy", "full", "capped", "oracle"]
 
     def where(self, cfg: Any) -> str:
         return f"scenario={cfg.scenario.name} env={cfg.env.mode}"
@@ -127,6 +133,22 @@ def check_obs(obs: str, mode: str = "ma") -> str:
             f"agent's observation grows with the UE count anyway. Use env=ma or env.obs=extended."
         )
     return obs
+
+
+def check_reward(reward: str, mode: str = "ma") -> str:
+    """A known `env.reward` that applies to `env.mode`, or a one-line error."""
+    from mobrl.errors import UserError, unknown_choice
+
+    if reward not in REWARDS:
+        raise unknown_choice(
+            "env.reward", str(reward), REWARDS, "Use env.reward=mobile, utility or marginal."
+        )
+    if mode != "ma" and reward != "mobile":
+        raise UserError(
+            f"env.reward={reward} is a per-UE reward for env=ma; env.mode={mode} learns from "
+            "mobile-env's central reward, the mean UE utility already. Drop env.reward."
+        )
+    return reward
 
 
 def check_topk(value: Any) -> int:
@@ -164,21 +186,25 @@ def make_mobile_core(
     render_mode: str | None = None,
     obs: str = "mobile",
     topk: int | None = None,
+    reward: str = "mobile",
 ) -> Any:
     """A mobile-env core (`MComCore`) of a layout (a scenario name, or validated layout data)
     with the handler of `mode` (`ma`: dict observations per UE, `central`: one flat vector) on
     the chosen engine. `kwargs` are mobile-env config entries that override the layout's;
-    `obs` picks the observation (mobrl.envs.observations; `topk`: its slot count)."""
+    `obs` picks the observation (mobrl.envs.observations; `topk`: its slot count), `reward`
+    what the UEs of `ma` learn from (mobrl.envs.service)."""
     from mobile_env.core.base import MComCore
     from mobile_env.core.util import deep_dict_merge
 
     from mobrl import scenarios
     from mobrl.envs.observations import handler_for
+    from mobrl.envs.service import with_reward
 
     if isinstance(layout, str):
         layout = scenarios.load(scenarios.path_of(layout))
     stations, users, config = scenarios.build_config(layout)
-    config = deep_dict_merge(config, {"handler": handler_for(obs, mode, topk), **(kwargs or {})})
+    handler = with_reward(handler_for(obs, mode, topk), reward)
+    config = deep_dict_merge(config, {"handler": handler, **(kwargs or {})})
     if engine == "fast":
         from mobrl.envs.engine import FastCore
 
@@ -196,9 +222,11 @@ def make_slot_env(env_config: dict[str, Any], num_envs: int) -> Any:
     kwargs = dict(env_config.get("kwargs") or {})
     layout = env_config["layout"]
     obs, topk = env_config.get("obs", "mobile"), env_config.get("topk")
+    reward = env_config.get("reward", "mobile")
 
     def make(seed: int) -> Any:
-        return make_mobile_core(layout, "ma", "fast", {**kwargs, "seed": seed}, obs=obs, topk=topk)
+        seeded = {**kwargs, "seed": seed}
+        return make_mobile_core(layout, "ma", "fast", seeded, obs=obs, topk=topk, reward=reward)
 
     run_seed = int(env_config.get("seed") or 0)
     seeds = [copy_seed(run_seed, 0, c) for c in range(num_envs // n_ues)]

@@ -43,7 +43,14 @@ def test_evaluate_smoke_checkpoint_against_baselines(small_ma_run: Path, tmp_pat
     for stats in summary["policies"].values():
         assert math.isfinite(stats["return"]["mean"]) and math.isfinite(stats["return"]["ci95"])
         assert stats["return"]["n"] == 4
-    assert set(summary["paired_vs_trained"]) == {"random", "noop", "greedy", "full"}
+    assert set(summary["paired_vs_trained"]) == {
+        "random",
+        "noop",
+        "greedy",
+        "full",
+        "capped",
+        "oracle",
+    }
     # evaluating the same policy on the same seeds again gives the same numbers
     again = tmp_path / "again"
     run_mobrl(

@@ -59,7 +59,7 @@ def test_full_connects_every_reachable_station_one_per_step() -> None:
 
 
 @pytest.mark.parametrize("mode", ["ma", "central"])
-@pytest.mark.parametrize("name", ["random", "noop", "greedy", "full"])
+@pytest.mark.parametrize("name", ["random", "noop", "greedy", "full", "capped", "oracle"])
 def test_mobile_baselines_give_valid_actions_for_whole_episodes(mode: str, name: str) -> None:
     env = _small(mode)
     policy = BASELINES[name]()
@@ -108,6 +108,13 @@ def test_pole_angle_controller_balances_cartpole() -> None:
 
 
 def test_default_baselines_per_scenario_kind() -> None:
-    assert baselines_for({"kind": "mobile", "id": "small"}) == ["random", "noop", "greedy", "full"]
+    assert baselines_for({"kind": "mobile", "id": "small"}) == [
+        "random",
+        "noop",
+        "greedy",
+        "full",
+        "capped",
+        "oracle",
+    ]
     assert baselines_for({"kind": "gym", "id": "CartPole-v1"}) == ["random", "pole_angle"]
     assert baselines_for({"kind": "gym", "id": "Acrobot-v1"}) == ["random"]

@@ -1,0 +1,235 @@
+"""Service arithmetic on (BS, UE) arrays: each UE's scaled utility for a set of links, each UE's
+marginal contribution to the team's utility, and the per-step link set that maximises the
+mean UE utility (the `oracle` reference).
+
+mobile-env serves a UE at every station it links to with the resource-fair share
+`bw * log2(1 + snr) / n_b` (n_b: the station's links) and scores the summed rate with its
+bounded log utility, scaled to [-1, 1] (-1: no rate, i.e. unconnected). Its central reward is
+the mean of that over the active UEs. All functions here take a `LinkState`, read from either
+engine by `link_state`, and never change the env.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from mobrl.protocols import LinkArrays, implements
+
+#: improvements smaller than this are rounding, not gains
+_EPS = 1e-12
+#: link sets up to this many candidate links are searched exhaustively, larger ones locally
+EXHAUSTIVE_LINKS = 12
+
+
+@dataclass
+class LinkState:
+    """What a step's service depends on: `cap` (BS, UE) rate of each link with all of a
+    station's resources (0 out of range), `reach`, `conn` (the links up, all in range),
+    `active` (UE mask) and mobile-env's utility model."""
+
+    cap: np.ndarray
+    reach: np.ndarray
+    conn: np.ndarray
+    active: np.ndarray
+    lower: float
+    upper: float
+    coeffs: tuple[float, float, float]
+
+    def utility(self, rate: np.ndarray) -> np.ndarray:
+        """mobile-env's BoundedLogUtility of summed rates, scaled to [-1, 1] (0 rate: -1)."""
+        w1, w2, w3 = self.coeffs
+        positive = rate > 0.0
+        raw = np.minimum(
+            np.maximum(w1 * np.log(w2 + np.where(positive, rate, 1.0)) / np.log(w3), self.lower),
+            self.upper,
+        )
+        raw = np.where(positive, raw, self.lower)
+        return 2 * (raw - self.lower) / (self.upper - self.lower) - 1
+
+    def rates(self, conn: np.ndarray) -> np.ndarray:
+        """Each UE's summed rate under the links `conn` (the last axes are (BS, UE))."""
+        counts = conn.sum(axis=-1, keepdims=True)
+        return (conn * self.cap / np.maximum(counts, 1)).sum(axis=-2)
+
+    def ue_utilities(self, conn: np.ndarray | None = None) -> np.ndarray:
+        """Each UE's scaled utility under `conn` (default: the links up); NaN where inactive."""
+        util = self.utility(self.rates(self.conn if conn is None else conn))
+        return np.where(self.active, util, np.nan)
+
+    def utility_sum(self, conn: np.ndarray | None = None) -> np.ndarray:
+        """Summed scaled utility over the active UEs under `conn` (default: the links up)."""
+        util = self.utility(self.rates(self.conn if conn is None else conn))
+        return (util * self.active).sum(axis=-1)
+
+    def team_utility(self, conn: np.ndarray | None = None) -> np.ndarray:
+        """Mean scaled utility over the active UEs (mobile-env's central reward)."""
+        return self.utility_sum(conn) / max(int(self.active.sum()), 1)
+
+
+def link_state(core: Any) -> LinkState:
+    """The `LinkState` of a mobile-env core (fast engine or stock) as the next step sees it:
+    links out of range are dropped first, as the step itself does."""
+    from mobrl.envs.observations import station_arrays
+
+    if implements(core, LinkArrays):
+        return core.link_state()
+    state = station_arrays(core)
+    snr, reach = np.asarray(state["snr"], dtype=float), np.asarray(state["reach"], dtype=bool)
+    stations = [core.stations[b] for b in sorted(core.stations)]
+    bw = np.array([bs.bw for bs in stations], dtype=float)[:, None]
+    cap = np.where(reach, bw * np.log2(1 + snr), 0.0)
+    ids = {ue.ue_id for ue in core.active}
+    active = np.array([u in ids for u in sorted(core.users)], dtype=bool)
+    utility = core.utility
+    return LinkState(
+        cap=cap,
+        reach=reach & active[None, :],
+        conn=np.asarray(state["conn"], dtype=bool) & reach,
+        active=active,
+        lower=float(utility.lower),
+        upper=float(utility.upper),
+        coeffs=tuple(float(c) for c in utility.coeffs),
+    )
+
+
+def marginal_utilities(state: LinkState) -> np.ndarray:
+    """Each active UE's contribution to the team's summed utility: the sum with its links minus
+    the sum had it no links (then its own utility is -1 and its stations' other UEs get larger
+    shares). A UE changing its own links changes the team's sum by exactly the change of this
+    value (a difference reward with the empty link set as the counterfactual). 0 for inactive."""
+    conn, cap = state.conn, state.cap
+    counts = conn.sum(axis=1)
+    rate = state.rates(conn)
+    util = state.utility(rate)
+    # extra rate UE j gets at station b when one of b's other UEs leaves it
+    extra = np.where(
+        counts[:, None] >= 2,
+        conn * cap * (1.0 / np.maximum(counts - 1, 1) - 1.0 / np.maximum(counts, 1))[:, None],
+        0.0,
+    )
+    # gain[i, j]: UE j's extra rate when UE i drops all its links (elementwise sum, no BLAS)
+    gain = (conn[:, :, None] * extra[:, None, :]).sum(axis=0)
+    np.fill_diagonal(gain, 0.0)
+    others = ((state.utility(rate[None, :] + gain) - util[None, :]) * state.active).sum(axis=1)
+    return np.where(state.active, util + 1.0 - others, 0.0)
+
+
+def greedy_links(state: LinkState) -> np.ndarray:
+    """Each active UE linked to its strongest station in range (mobrl's `greedy` target)."""
+    conn = np.zeros_like(state.conn)
+    reachable = state.reach.any(axis=0)
+    best = np.argmax(np.where(state.reach, state.cap, -1.0), axis=0)
+    cols = np.flatnonzero(reachable)
+    conn[best[cols], cols] = True
+    return conn
+
+
+def best_links(
+    state: LinkState, start: np.ndarray | None = None, local: bool = False
+) -> np.ndarray:
+    """The link set with the highest mean UE utility this step: exhaustive over the links in
+    range when there are at most `EXHAUSTIVE_LINKS` (unless `local`), else a local search
+    over single link toggles from `start` (default: the greedy links), taking the best toggle
+    until none improves. Never below `start`'s utility."""
+    candidates = np.argwhere(state.reach)
+    if len(candidates) <= EXHAUSTIVE_LINKS and not local:
+        return _exhaustive(state, candidates)
+    conn = (greedy_links(state) if start is None else start & state.reach).copy()
+    for _ in range(4 * len(candidates)):
+        delta = toggle_gains(state, conn)
+        b, u = np.unravel_index(np.argmax(delta), delta.shape)
+        if delta[b, u] <= _EPS:
+            break
+        conn[b, u] = ~conn[b, u]
+    return conn
+
+
+def _exhaustive(state: LinkState, candidates: np.ndarray) -> np.ndarray:
+    n = len(candidates)
+    if n == 0:
+        return np.zeros_like(state.conn)
+    bits = (np.arange(2**n)[:, None] >> np.arange(n)[None, :]) & 1
+    sets = np.zeros((2**n, *state.conn.shape), dtype=bool)
+    sets[:, candidates[:, 0], candidates[:, 1]] = bits.astype(bool)
+    values = state.team_utility(sets)
+    # among equal values, the set with the fewest links (no link that serves nothing)
+    values = values - 1e-9 * bits.sum(axis=1)
+    return sets[int(np.argmax(values))]
+
+
+def toggle_gains(state: LinkState, conn: np.ndarray) -> np.ndarray:
+    """(BS, UE) change of the team's summed utility from toggling each link alone (-inf where
+    a toggle is not possible: out of range or inactive)."""
+    cap, util_of = state.cap, state.utility
+    counts = conn.sum(axis=1).astype(float)
+    rate = state.rates(conn)
+    util = util_of(rate)
+    share = cap / np.maximum(counts, 1)[:, None]
+    # adding UE i at station b: b's UEs drop from 1/n to 1/(n+1) of their link rate
+    others_add = (
+        conn * (util_of(rate[None, :] - share + cap / (counts + 1)[:, None]) - util[None, :])
+    ).sum(axis=1)
+    own_add = util_of(rate[None, :] + cap / (counts + 1)[:, None]) - util[None, :]
+    # removing UE i from b: the others rise from 1/n to 1/(n-1), excluding i itself
+    rise = cap / np.maximum(counts - 1, 1)[:, None]
+    others_all = conn * (util_of(rate[None, :] - share + rise) - util[None, :])
+    others_rem = others_all.sum(axis=1)[:, None] - others_all
+    own_rem = util_of(rate[None, :] - share) - util[None, :]
+    delta = np.where(conn, others_rem + own_rem, others_add[:, None] + own_add)
+    return np.where(state.reach, delta, -np.inf)
+
+
+def capped_links(state: LinkState) -> np.ndarray:
+    """Greedy links, but each station keeps only its strongest UE (by link rate): the rest
+    stay unconnected. Not a policy to use: it probes mobile-env's multi-agent reward, which
+    pays for few well-served UEs per station more than for serving everyone."""
+    conn = greedy_links(state)
+    rates = np.where(conn, state.cap, -1.0)
+    keep = np.zeros_like(conn)
+    busy = conn.any(axis=1)
+    keep[np.flatnonzero(busy), np.argmax(rates, axis=1)[busy]] = True
+    return conn & keep
+
+
+def toward(state: LinkState, target: np.ndarray) -> np.ndarray:
+    """Each UE's station action (0: keep, b + 1: toggle station b) that moves its links one
+    toggle towards `target`: the strongest missing link first, then the weakest extra one."""
+    missing = target & ~state.conn & state.reach
+    extra = state.conn & ~target
+    add = np.argmax(np.where(missing, state.cap, -1.0), axis=0)
+    drop = np.argmin(np.where(extra, state.cap, np.inf), axis=0)
+    act = np.where(missing.any(axis=0), add + 1, np.where(extra.any(axis=0), drop + 1, 0))
+    return np.where(state.active, act, 0)
+
+
+# --- learning rewards of `env.reward` (env=ma) -----------------------------------------------
+
+
+def utility_rewards(env: Any) -> dict[int, float]:
+    """`env.reward=utility`: each active UE's own scaled utility of the step (-1 unconnected);
+    their sum is N times mobile-env's central reward."""
+    return {ue.ue_id: float(env.utilities[ue]) for ue in env.active}
+
+
+def marginal_rewards(env: Any) -> dict[int, float]:
+    """`env.reward=marginal`: each active UE's `marginal_utilities` in the step."""
+    values = marginal_utilities(link_state(env))
+    column = {u: i for i, u in enumerate(sorted(env.users))}
+    return {ue.ue_id: float(values[column[ue.ue_id]]) for ue in env.active}
+
+
+#: `env.reward` -> the stock handler's reward of it (None: mobile-env's own)
+REWARDS = {"mobile": None, "utility": utility_rewards, "marginal": marginal_rewards}
+
+
+def with_reward(handler: type, reward: str) -> type:
+    """`handler` (a multi-agent handler class) paying `env.reward`; the fast engine computes
+    the same rewards on its arrays (it reads `reward_kind`)."""
+    compute = REWARDS[reward]
+    if compute is None:
+        return handler
+    body = {"reward_kind": reward, "reward": classmethod(lambda cls, env: compute(env))}
+    return type(f"{handler.__name__}_{reward}", (handler,), body)
