@@ -22,18 +22,22 @@ from mobrl.targets import Target, check_pick, target_for
 SUMMARY_FILE = "summary.json"
 EPISODES_FILE = "episodes.csv"
 TRAINED = "trained"
-COLUMNS = ("return", *EPISODE_METRICS)
+#: service first (mean UE utility, connected fraction, p5, Jain), then mobile-env's return
+COLUMNS = (*EPISODE_METRICS, "return")
+#: the paired reference of `mobrl baselines` (no trained policy): what coordination must beat
+REFERENCE_BASELINE = "greedy"
 #: row keys that describe an episode rather than measure it
 _NOT_MEASURES = ("policy", "episode", "seed", "length")
 
 
 def result_columns(rows: list[dict[str, Any]]) -> list[str]:
-    """The measured columns of the rows: return, each policy's return, mobile-env's metrics,
-    then whatever else the scenario reports (e.g. the arena's counts)."""
+    """The measured columns of the rows: the service measures (mean UE utility, connected
+    fraction, p5, Jain), the return and each policy's return, then whatever else the
+    scenario reports (e.g. the arena's counts)."""
     present = {k for r in rows for k in r if k not in _NOT_MEASURES}
     per_policy = sorted(k for k in present if k.startswith(RETURN_OF))
     known = [c for c in COLUMNS if c in present]
-    return known[:1] + per_policy + known[1:] + sorted(present - set(known) - set(per_policy))
+    return known + per_policy + sorted(present - set(known) - set(per_policy))
 
 
 def mean_ci(values: list[float], confidence: float = 0.95) -> tuple[float, float, float]:
@@ -165,10 +169,46 @@ def run_all(
     return rows
 
 
+def paired(
+    rows: list[dict[str, Any]], mine: str, theirs: str, columns: list[str]
+) -> dict[str, dict[str, float]]:
+    """`mine` − `theirs` per column over the seeds both played: mean, 95 % CI, n."""
+    by_seed = {r["seed"]: r for r in rows if r["policy"] == mine}
+    other = [r for r in rows if r["policy"] == theirs and r["seed"] in by_seed]
+    return {
+        col: dict(
+            zip(("mean", "ci95", "n"), mean_ci([by_seed[r["seed"]][col] - r[col] for r in other]))
+        )
+        for col in columns
+    }
+
+
+def reference(policies: list[str]) -> str | None:
+    """The policy the others are paired with: the trained one, else greedy, else none."""
+    if TRAINED in policies:
+        return TRAINED
+    return REFERENCE_BASELINE if REFERENCE_BASELINE in policies else None
+
+
+def gap_closed(summary: dict[str, Any], policy: str = TRAINED) -> float | None:
+    """The share of the greedy -> oracle gap in mean UE utility that `policy` closes (1: as
+    good as the oracle, 0: greedy's level, < 0: below greedy); None without both."""
+    stats = summary["policies"]
+    if not {policy, "greedy", "oracle"} <= set(stats) or keys.UTILITY_MEAN not in stats[policy]:
+        return None
+    base = stats["greedy"][keys.UTILITY_MEAN]["mean"]
+    room = stats["oracle"][keys.UTILITY_MEAN]["mean"] - base
+    if not room > 1e-9:
+        return None
+    return (stats[policy][keys.UTILITY_MEAN]["mean"] - base) / room
+
+
 def summarize(rows: list[dict[str, Any]], policies: list[str]) -> dict[str, Any]:
-    """Per policy: mean, 95 % CI half-width and n of every column; plus paired differences of
-    each baseline against the trained policy (same seeds)."""
-    out: dict[str, Any] = {"policies": {}, "paired_vs_trained": {}}
+    """Per policy: mean, 95 % CI half-width and n of every column; paired differences (same
+    seeds) in every column: `paired_vs_trained` (trained − each baseline) with a checkpoint,
+    else `paired_vs_greedy` (each baseline − greedy); the share of the greedy -> oracle gap
+    in mean UE utility that each policy closes."""
+    out: dict[str, Any] = {"policies": {}}
     columns = result_columns(rows)
     for name in policies:
         mine = [r for r in rows if r["policy"] == name]
@@ -176,18 +216,30 @@ def summarize(rows: list[dict[str, Any]], policies: list[str]) -> dict[str, Any]
             col: dict(zip(("mean", "ci95", "n"), mean_ci([r[col] for r in mine])))
             for col in columns
         }
-    if TRAINED in policies:
-        trained = {r["seed"]: r for r in rows if r["policy"] == TRAINED}
+    ref = reference(policies)
+    out["reference"] = ref
+    if ref is not None:
+        gaps = {}
         for name in policies:
-            if name == TRAINED:
+            if name == ref:
                 continue
-            diffs = [
-                trained[r["seed"]]["return"] - r["return"]
-                for r in rows
-                if r["policy"] == name and r["seed"] in trained
-            ]
-            mean, half, n = mean_ci(diffs)
-            out["paired_vs_trained"][name] = {"return_diff_mean": mean, "ci95": half, "n": n}
+            diff = (
+                paired(rows, ref, name, columns)
+                if ref == TRAINED
+                else paired(rows, name, ref, columns)
+            )
+            ret = diff["return"]
+            gaps[name] = {
+                "return_diff_mean": ret["mean"],
+                "ci95": ret["ci95"],
+                "n": ret["n"],
+                "diff": diff,
+            }
+        out[f"paired_vs_{ref}"] = gaps
+    out.setdefault("paired_vs_trained", {})
+    if ref is not None:
+        closed = {name: gap_closed(out, name) for name in policies}
+        out["gap_closed"] = {name: share for name, share in closed.items() if share is not None}
     out["notes"] = service_notes(out)
     return out
 
@@ -208,11 +260,18 @@ def service_notes(summary: dict[str, Any]) -> list[str]:
     for name, gap in summary["paired_vs_trained"].items():
         theirs = policies[name].get(keys.NET_CONNECTED, {}).get("mean")
         beaten = gap["return_diff_mean"] - gap["ci95"] > 0
+        utility = gap.get("diff", {}).get(keys.UTILITY_MEAN)
         if theirs is not None and beaten and theirs - mine > CONNECTED_GAP:
             notes.append(
                 f"trained beats {name} in return but keeps {mine:.0%} of UE-steps connected "
                 f"against {name}'s {theirs:.0%}: part of the gain may come from leaving UEs "
                 "unconnected. Compare the connected and UE-utility columns before keeping it."
+            )
+        elif beaten and utility is not None and utility["mean"] + utility["ci95"] < 0:
+            notes.append(
+                f"trained beats {name} in return but serves the UEs worse (mean UE utility "
+                f"{utility['mean']:+.3f} ± {utility['ci95']:.3f}, paired): mobile-env's "
+                "multi-agent return rewards more than service. Rank policies by UE utility."
             )
     return notes
 
@@ -251,11 +310,39 @@ def check_baselines(
             )
 
 
-def _cell(stats: dict[str, float]) -> str:
+def _cell(stats: dict[str, float], sign: bool = False) -> str:
     mean, half = stats["mean"], stats["ci95"]
     if math.isnan(mean):
         return "-"
-    return f"{mean:.3f}" if math.isnan(half) else f"{mean:.3f} ± {half:.3f}"
+    text = f"{mean:+.3f}" if sign else f"{mean:.3f}"
+    return text if math.isnan(half) else f"{text} ± {half:.3f}"
+
+
+def paired_table(summary: dict[str, Any], columns: list[str]) -> Any:
+    """Trained − each baseline (or each baseline − greedy), paired by seed (rich table)."""
+    from rich.table import Table
+
+    ref = summary["reference"]
+    gaps = summary[f"paired_vs_{ref}"]
+    closed = summary.get("gap_closed", {}) if ref == TRAINED else {}
+    if ref == TRAINED:
+        title, first = "trained − each baseline", "vs"
+    else:
+        title, first = f"each baseline − {ref}", "policy"
+    table = Table(title=f"{title}, paired by seed: mean ± 95 % CI (> 0: the first better)")
+    table.add_column(first)
+    for col in columns:
+        table.add_column(keys.label(col), justify="right")
+    if closed:
+        table.add_column("greedy→oracle gap closed", justify="right")
+    for name, gap in gaps.items():
+        cells = [_cell(gap["diff"][c], sign=True) for c in columns]
+        if closed:
+            cells.append("")
+        table.add_row(name, *cells)
+    if TRAINED in closed:
+        table.add_row("(greedy→oracle gap)", *[""] * len(columns), f"{closed[TRAINED]:.0%}")
+    return table
 
 
 @dataclass
@@ -349,10 +436,8 @@ def evaluate_command(checkpoint: Path | None, overrides: list[str], opts: EvalOp
     for name in policies:
         table.add_row(name, *(_cell(summary["policies"][name][c]) for c in columns))
     console.print(table)
-    for name, diff in summary["paired_vs_trained"].items():
-        console.print(
-            f"trained − {name} (paired by seed): return {_cell({'mean': diff['return_diff_mean'], 'ci95': diff['ci95']})}"
-        )
+    if summary["reference"] is not None:
+        console.print(paired_table(summary, columns))
     output = output.absolute()  # as `mobrl train` prints its paths: usable from anywhere
     for note in summary["notes"]:
         console.print(f"[bold]note:[/bold] {note}")

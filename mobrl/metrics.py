@@ -30,6 +30,9 @@ EVALUATION = "evaluation"
 #: mean return of the evaluation episodes (the section also holds `return_ci95`, the UE
 #: metrics, `gap/...`, `beats/...` and the `iteration` of the latest evaluation)
 EVAL_RETURN_MEAN = "evaluation/return_mean"
+#: mean of `run.eval.metric` over the evaluation episodes: what ranks trials and checkpoints
+#: when evaluation runs during training
+EVAL_SCORE = "evaluation/score"
 
 
 def eval_gap(baseline: str, stat: str) -> str:
@@ -113,10 +116,20 @@ NETWORK_METRICS = (
 NETWORK_TAGS = tuple(m.key for m in NETWORK_METRICS)
 #: what `mobrl evaluate`, the generalisation matrix and zoo records report per episode,
 #: besides the return
-EPISODE_METRICS = (UTILITY_MEAN, NET_CONNECTED, JAIN_UTILITY, UTILITY_P5)
+EPISODE_METRICS = (UTILITY_MEAN, NET_CONNECTED, UTILITY_P5, JAIN_UTILITY)
 assert set(EPISODE_METRICS) == {m.key for m in NETWORK_METRICS if m.per_episode}
 
 _LABELS = {m.key: m.label for m in NETWORK_METRICS}
+
+#: `run.eval.metric` choices: the column of an evaluation episode each names (all: higher is
+#: better). `utility`, mobile-env's central reward, is the default for mobile-env scenarios
+EVAL_METRICS = {
+    "utility": UTILITY_MEAN,
+    "connected": NET_CONNECTED,
+    "p5": UTILITY_P5,
+    "jain": JAIN_UTILITY,
+    "return": "return",
+}
 
 
 def label(key: str) -> str:

@@ -17,6 +17,7 @@ from omegaconf import DictConfig
 from mobrl import metrics
 from mobrl.errors import error_summary
 from mobrl.rundir import RunDir
+from mobrl.training_eval import eval_metric
 
 
 def _metric_history(result: Any, metric: str) -> list[float]:
@@ -37,13 +38,7 @@ def trial_rows(
     rows = []
     for result in results:
         history = _metric_history(result, metric)
-        best_ckpt = None
-        if history:
-            try:
-                best = result.get_best_checkpoint(metric, mode)
-                best_ckpt = best.path if best else None
-            except Exception:  # checkpoint metrics without the metric (e.g. NaN at first)
-                best_ckpt = None
+        best_ckpt, ckpt_value, ckpt_iteration = _best_checkpoint(result, metric, mode)
         last_ckpt = result.checkpoint.path if result.checkpoint else None
         trial_dir = Path(result.path)
         rows.append(
@@ -55,6 +50,10 @@ def trial_rows(
                 "last": history[-1] if history else None,
                 "iterations": result.metrics.get(metrics.ITERATION) if result.metrics else None,
                 "best_checkpoint": best_ckpt or last_ckpt,
+                # the metric's value where the best checkpoint was saved (the trial's best
+                # value may come from an iteration without a checkpoint)
+                "best_checkpoint_value": ckpt_value if best_ckpt else None,
+                "best_checkpoint_iteration": ckpt_iteration if best_ckpt else None,
                 "last_checkpoint": last_ckpt,
                 "error": error_summary(str(result.error)) if result.error else None,
             }
@@ -64,6 +63,19 @@ def trial_rows(
     for rank, row in enumerate(rows, start=1):
         row["rank"] = rank if row["best"] is not None else None
     return rows
+
+
+def _best_checkpoint(result: Any, metric: str, mode: str) -> tuple[str | None, Any, Any]:
+    """The trial's checkpoint with the best value of `metric` (by `mode`), that value and
+    its iteration; (None, None, None) when no checkpoint carries the metric."""
+    best: tuple[str | None, Any, Any] = (None, None, None)
+    for checkpoint, values in getattr(result, "best_checkpoints", None) or []:
+        value = metrics.result_value(values, metric)
+        if not isinstance(value, (int, float)) or value != value:
+            continue
+        if best[1] is None or (value > best[1] if mode == "max" else value < best[1]):
+            best = (checkpoint.path, float(value), values.get(metrics.ITERATION))
+    return best
 
 
 def _show(value: Any) -> str:
@@ -93,7 +105,11 @@ def report(
     summary = {
         "metric": metric,
         "mode": mode,
+        "eval_metric": eval_metric(cfg) if cfg.run.eval.interval > 0 else None,
+        # the trial's best value of `metric` (over all iterations, or its last: tune.scope)
         "best_return": top["best"] if scored else None,
+        "best_checkpoint_value": top["best_checkpoint_value"] if top else None,
+        "best_checkpoint_iteration": top["best_checkpoint_iteration"] if top else None,
         "best_trial": top["trial"] if scored else None,
         "best_params": top["params"] if scored else {},
         "best_checkpoint": top["best_checkpoint"] if top else None,
@@ -145,18 +161,25 @@ def report(
         if metric == metrics.RETURN_MEAN and best_value is not None
         else ""
     )
-    if metric == metrics.EVAL_RETURN_MEAN and best_value is not None:
+    if metric in (metrics.EVAL_RETURN_MEAN, metrics.EVAL_SCORE) and best_value is not None:
         ev = cfg.run.eval
+        what = f"mean {summary['eval_metric']}" if metric == metrics.EVAL_SCORE else "return"
         averaged = (
-            f" (evaluation during training: deterministic actions, {ev.episodes} episodes on "
-            f"seeds {ev.seed}-{ev.seed + ev.episodes - 1}; for a result to publish, run "
-            "`mobrl evaluate` on other seeds)"
+            f" (evaluation during training, {what}: deterministic actions, {ev.episodes} "
+            f"episodes on seeds {ev.seed}-{ev.seed + ev.episodes - 1}; for a result to "
+            "publish, run `mobrl evaluate` on other seeds)"
         )
     console.print(
         f"[bold]best {metric}:[/bold] "
         + ("no episode finished" if best_value is None else f"{best_value:.3f}{averaged}")
     )
-    console.print(f"[bold]best checkpoint:[/bold] {summary['best_checkpoint']}")
+    at = summary["best_checkpoint_value"]
+    where = (
+        f" ({metric} {at:.3f} at iteration {summary['best_checkpoint_iteration']})"
+        if at is not None
+        else ""
+    )
+    console.print(f"[bold]best checkpoint:[/bold] {summary['best_checkpoint']}{where}")
     console.print(f"[bold]last checkpoint:[/bold] {summary['last_checkpoint']}")
     if summary["best_checkpoint"]:
         console.print(f"evaluate: mobrl evaluate --checkpoint {summary['best_checkpoint']}")

@@ -48,26 +48,41 @@ def pick_checkpoint(path: Path, pick: str) -> tuple[Path, str]:
         return latest, f"last checkpoint of {len(found)}: {latest}"
     runs = {run.path: run for c in found if (run := RunDir.holding(c)) is not None}
     best: tuple[float, Path, str] | None = None
+    modes = set()
     for _, run in sorted(runs.items()):
         summary = run.read_summary() or {}
-        value, ckpt = summary.get("best_return"), summary.get("best_checkpoint")
+        value = summary.get("best_checkpoint_value", summary.get("best_return"))
+        ckpt, mode = summary.get("best_checkpoint"), summary.get("mode", "max")
         located = _locate(ckpt, found) if ckpt else None
         if value is not None and located is not None:
-            if best is None or value > best[0]:
-                best = (value, located, _ranked_by(summary.get("metric")))
+            modes.add((summary.get("metric"), mode))
+            sign = 1.0 if mode == "max" else -1.0  # the metric's own sense of better
+            if best is None or sign * value > sign * best[0]:
+                best = (value, located, _ranked_by(summary))
+    if len(modes) > 1:
+        listed = ", ".join(f"{m} ({mode})" for m, mode in sorted(modes, key=str))
+        raise UserError(
+            f"the runs under '{path}' rank checkpoints by different metrics ({listed}); "
+            "their best values do not compare. Point --checkpoint at one run dir."
+        )
     if best is not None:
         return best[1], f"best checkpoint by {best[2]} {best[0]:.3f}: {best[1]}"
     latest = _latest(found)
     return latest, f"no training results to rank {len(found)} checkpoints; using the last: {latest}"
 
 
-def _ranked_by(metric: str | None) -> str:
+def _ranked_by(summary: dict) -> str:
     """How a run's summary ranked its checkpoints, in words."""
-    from mobrl.metrics import EVAL_RETURN_MEAN
+    from mobrl.metrics import EVAL_RETURN_MEAN, EVAL_SCORE, RETURN_MEAN
 
+    metric = summary.get("metric")
+    if metric == EVAL_SCORE:
+        return f"evaluation mean {summary.get('eval_metric')} (during training)"
     if metric == EVAL_RETURN_MEAN:
         return "evaluation return (during training)"
-    return "training return"
+    if metric in (None, RETURN_MEAN):
+        return "training return"
+    return str(metric)
 
 
 def _check_one_env(checkpoints: list[Path]) -> None:

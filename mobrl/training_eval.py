@@ -29,6 +29,13 @@ def eval_baselines(cfg: Any) -> list[str]:
     return baselines_for(_scenario(cfg))
 
 
+def eval_metric(cfg: Any) -> str:
+    """`run.eval.metric`, or the scenario kind's default (mobile-env layouts: utility)."""
+    from mobrl.kinds import kind_of
+
+    return cfg.run.eval.get("metric") or kind_of(_scenario(cfg)).eval_metric
+
+
 def _scenario(cfg: Any) -> dict[str, str]:
     """What `baselines_for`/`check_baselines` read of a scenario, without building its env."""
     return {"kind": cfg.scenario.kind, "id": str(cfg.scenario.get("id", ""))}  # for kind_of
@@ -36,10 +43,21 @@ def _scenario(cfg: Any) -> dict[str, str]:
 
 def check_eval_config(cfg: Any) -> None:
     """One-line errors for `run.eval.*` and `run.stop.beat` (no Ray, no env built)."""
-    from mobrl.errors import UserError
+    from mobrl.errors import UserError, unknown_choice
     from mobrl.evaluate import check_baselines
+    from mobrl.kinds import kind_of
 
     ev, beat = cfg.run.eval, cfg.run.stop.beat
+    metric = eval_metric(cfg)
+    if metric not in keys.EVAL_METRICS:
+        raise unknown_choice(
+            "run.eval.metric", str(metric), keys.EVAL_METRICS, "Use e.g. run.eval.metric=utility."
+        )
+    if metric != "return" and kind_of(_scenario(cfg)).eval_metric == "return":
+        raise UserError(
+            f"run.eval.metric={metric} measures mobile-env's UEs; scenario="
+            f"{cfg.scenario.name} has none. Use run.eval.metric=return."
+        )
     if ev.interval < 0:
         raise UserError(
             f"run.eval.interval must be >= 0 (0: no evaluation), got {ev.interval}. "
@@ -83,6 +101,7 @@ def periodic_evaluation(cfg: Any, env_config: dict[str, Any]) -> PeriodicEvaluat
         seed=ev.seed,
         baselines=eval_baselines(cfg),
         policy_ids=policy_ids(env_config),
+        metric=keys.EVAL_METRICS[eval_metric(cfg)],
         checkpoint_frequency=cfg.run.checkpoint.frequency,
         final_when=_budget(cfg),
     )
@@ -109,6 +128,7 @@ class PeriodicEvaluation:
         policy_ids: list[str],
         checkpoint_frequency: int = 0,
         final_when: dict[str, float] | None = None,
+        metric: str = "return",
     ) -> None:
         self.env_config = {**env_config, "render_mode": None}
         self.interval = interval
@@ -117,7 +137,9 @@ class PeriodicEvaluation:
         self.seeds = [seed + i for i in range(episodes)]
         self.baselines = baselines
         self.policy_ids = policy_ids
-        self._baseline_returns: dict[str, list[float]] | None = None
+        #: the episode column that scores the policy and its gaps (metrics.EVAL_METRICS)
+        self.metric = metric
+        self._baseline_values: dict[str, list[float]] | None = None
         self._beats = dict.fromkeys(baselines, 0.0)
         self._last_iteration = 0
 
@@ -153,7 +175,8 @@ class PeriodicEvaluation:
         result[keys.EVALUATION] = section
 
     def evaluate(self, modules: dict[str, Any]) -> dict[str, Any]:
-        """Returns, episode metrics and paired gaps of the policy made of `modules`."""
+        """Returns, episode metrics, the score (mean of `metric`) and the paired gaps in
+        `metric` of the policy made of `modules`."""
         from mobrl.evaluate import mean_ci
         from mobrl.metrics import EPISODE_METRICS
         from mobrl.policies import TrainedPolicy
@@ -168,9 +191,11 @@ class PeriodicEvaluation:
             values = [row[key] for row in rows if key in row]
             if values:
                 section[key] = mean_ci(values)[0]
+        mine = [row[self.metric] for row in rows]
+        section["score"] = mean_ci(mine)[0]
         section["gap"] = {}
-        for name, base in self.baseline_returns().items():
-            gap_mean, gap_half, _ = mean_ci([a - b for a, b in zip(returns, base)])
+        for name, base in self.baseline_values().items():
+            gap_mean, gap_half, _ = mean_ci([a - b for a, b in zip(mine, base)])
             section["gap"][name] = {
                 "mean": gap_mean,
                 "ci95": gap_half,
@@ -178,17 +203,17 @@ class PeriodicEvaluation:
             }
         return section
 
-    def baseline_returns(self) -> dict[str, list[float]]:
-        """Each baseline's return on the evaluation seeds (computed once)."""
-        if self._baseline_returns is None:
+    def baseline_values(self) -> dict[str, list[float]]:
+        """Each baseline's `metric` on the evaluation seeds (computed once)."""
+        if self._baseline_values is None:
             from mobrl.policies import BASELINES
             from mobrl.rollout import run_episode
 
-            self._baseline_returns = {
+            self._baseline_values = {
                 name: [
-                    run_episode(self.env_config, BASELINES[name](), seed)["return"]
+                    run_episode(self.env_config, BASELINES[name](), seed)[self.metric]
                     for seed in self.seeds
                 ]
                 for name in self.baselines
             }
-        return self._baseline_returns
+        return self._baseline_values

@@ -49,6 +49,7 @@ KNOWN_METRICS = (
     metrics.ITERATION,
     metrics.TIME_TOTAL,
     metrics.EVAL_RETURN_MEAN,
+    metrics.EVAL_SCORE,
     *(metrics.result_key(tag) for tag in metrics.NETWORK_TAGS),
 )
 #: result keys under these prefixes are open-ended (per agent, per module, per UE, learner stats)
@@ -245,10 +246,11 @@ def stop_criteria(cfg: DictConfig) -> dict[str, float]:
 
 
 def rank_by_evaluation(cfg: DictConfig) -> None:
-    """With evaluation during training, rank trials and checkpoints by the evaluation return
-    instead of the exploring training return (unless tune.metric names another metric)."""
+    """With evaluation during training, rank trials and checkpoints by the evaluation's score
+    (run.eval.metric of the deterministic policy) instead of the exploring training return
+    (unless tune.metric names another metric)."""
     if cfg.run.eval.interval > 0 and cfg.tune.metric == metrics.RETURN_MEAN:
-        cfg.tune.metric = metrics.EVAL_RETURN_MEAN
+        cfg.tune.metric = metrics.EVAL_SCORE
 
 
 def searcher(cfg: DictConfig) -> Any:

@@ -94,6 +94,10 @@ class EvalConf:
     seed: int = 100_000
     #: baselines to compare with (null: every baseline that applies to the scenario)
     baselines: Optional[list[str]] = None
+    #: what ranks checkpoints and trials and decides run.stop.beat: utility (mean UE
+    #: utility), connected, p5, jain or return; null: the scenario's default (mobile-env
+    #: layouts: utility, others: return)
+    metric: Optional[str] = None
 
 
 @dataclass

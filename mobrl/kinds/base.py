@@ -21,6 +21,8 @@ class ScenarioKind:
     name: str = ""
     #: the policy mapping of `env.policies` when it is not set (multi-agent kinds only)
     default_policies: str | None = None
+    #: what evaluation during training ranks by unless run.eval.metric says (metrics.EVAL_METRICS)
+    eval_metric = "return"
     #: whether `mobrl evaluate --scenarios` can move its policies to other layouts
     transferable: bool = False
     #: whether `mobrl render` draws the env itself (True) or uses the env's rgb_array frames

@@ -21,6 +21,7 @@ TOPK_DEFAULT = 3
 class MobileKind(ScenarioKind):
     name = "mobile"
     default_policies = "shared"
+    eval_metric = "utility"  # mobile-env's central reward: its return can be gamed
     transferable = True
     draws_own_frames = True  # mobrl.dashboard draws the network, not mobile-env's pygame view
 

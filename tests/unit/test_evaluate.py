@@ -108,3 +108,70 @@ def test_evaluation_reproduces_recorded_episodes(workers: int) -> None:
     assert got.keys() == expected.keys()
     for key, value in expected.items():
         assert got[key] == pytest.approx(value, rel=1e-12, abs=1e-12), key
+
+
+def test_paired_service_statistics_are_recomputed_from_episodes_csv(tmp_path) -> None:
+    """summary.json's paired service gaps and gap share follow from episodes.csv alone."""
+    import numpy as np
+    import pandas as pd
+    from scipy import stats
+
+    from mobrl import metrics
+    from mobrl.evaluate import write_results
+
+    rng = np.random.default_rng(0)
+    base = rng.normal(0.0, 0.1, 12)
+    shift = {"trained": 0.01, "greedy": 0.0, "oracle": 0.02, "full": -0.03}
+    rows = [
+        {
+            "policy": name,
+            "episode": i,
+            "seed": 40 + i,
+            "return": float(10 * b + rng.normal()),
+            metrics.UTILITY_MEAN: float(b + delta + rng.normal(0, 0.003)),
+            metrics.NET_CONNECTED: float(0.9 + rng.normal(0, 0.01)),
+            metrics.UTILITY_P5: float(b - 0.3 + delta),
+            metrics.JAIN_UTILITY: 0.9,
+        }
+        for name, delta in shift.items()
+        for i, b in enumerate(base)
+    ]
+    policies = list(shift)
+    write_results(tmp_path, rows, summarize(rows, policies), {})
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    frame = pd.read_csv(tmp_path / "episodes.csv").set_index(["policy", "seed"])
+    for name in ("greedy", "oracle", "full"):
+        for col in (metrics.UTILITY_MEAN, metrics.NET_CONNECTED, metrics.UTILITY_P5, "return"):
+            diffs = frame.loc["trained"][col] - frame.loc[name][col]
+            half = stats.t.ppf(0.975, len(diffs) - 1) * diffs.std(ddof=1) / np.sqrt(len(diffs))
+            got = summary["paired_vs_trained"][name]["diff"][col]
+            assert got["mean"] == pytest.approx(diffs.mean(), abs=1e-12)
+            assert got["ci95"] == pytest.approx(half, rel=1e-9)
+    means = frame[metrics.UTILITY_MEAN].groupby("policy").mean()
+    share = (means["trained"] - means["greedy"]) / (means["oracle"] - means["greedy"])
+    assert summary["gap_closed"]["trained"] == pytest.approx(share, rel=1e-9)
+    assert 0.2 < share < 0.8
+
+
+def test_baselines_alone_are_paired_with_greedy() -> None:
+    rows = [
+        {"policy": p, "episode": i, "seed": i, "return": r + i}
+        for p, r in (("greedy", 1.0), ("oracle", 3.0))
+        for i in range(3)
+    ]
+    out = summarize(rows, ["greedy", "oracle"])
+    assert out["reference"] == "greedy"
+    assert out["paired_vs_greedy"]["oracle"]["diff"]["return"]["mean"] == 2.0  # oracle − greedy
+
+
+def test_a_return_gain_that_serves_worse_is_named() -> None:
+    from mobrl import metrics
+
+    rows = [
+        {"policy": p, "episode": i, "seed": i, "return": r + i, metrics.NET_CONNECTED: 1.0,
+         metrics.UTILITY_MEAN: u + 0.001 * i}
+        for p, r, u in (("trained", 30.0, -0.10), ("greedy", 10.0, 0.05))
+        for i in range(4)
+    ]  # fmt: skip
+    (note,) = summarize(rows, ["trained", "greedy"])["notes"]
+    assert "serves the UEs worse (mean UE utility -0.150" in note

@@ -41,7 +41,7 @@ def test_beat_stops_on_the_evaluations_verdict_and_ranking_uses_evaluation() -> 
     cfg = validate_command_line(["run.eval.interval=5", "run.stop.beat=greedy"])
     assert stop_criteria(cfg)[metrics.eval_beats("greedy")] == 1
     rank_by_evaluation(cfg)
-    assert cfg.tune.metric == metrics.EVAL_RETURN_MEAN
+    assert cfg.tune.metric == metrics.EVAL_SCORE
     other = validate_command_line(["run.eval.interval=5", "tune.metric=time_total_s"])
     rank_by_evaluation(other)
     assert other.tune.metric == metrics.TIME_TOTAL  # a metric the user chose stays
@@ -102,3 +102,54 @@ def test_callback_reports_paired_gaps_that_match_evaluate(monkeypatch) -> None:
     ev.interval = 5
     ev(algorithm=None, result=later)
     assert later[metrics.EVALUATION] == {"iteration": 1, "beats": section["beats"]}
+
+
+def test_evaluation_scores_by_mean_ue_utility_on_mobile_layouts(monkeypatch) -> None:
+    """mobile-env layouts rank by mean UE utility by default (their return can be gamed):
+    the score and the gaps are in utility, paired with the baselines on the same seeds."""
+    from mobrl.envs.factory import env_config_from
+    from mobrl.policies import CappedPolicy, GreedyPolicy
+    from mobrl.rollout import run_episode
+    from mobrl.training_eval import PeriodicEvaluation, eval_metric, periodic_evaluation
+
+    cfg = validate_command_line(["scenario=small", "run.eval.interval=5"])
+    assert eval_metric(cfg) == "utility"
+    assert eval_metric(validate_command_line(["scenario=cartpole"])) == "return"
+    ev = periodic_evaluation(cfg, env_config_from(cfg))
+    assert ev.metric == metrics.UTILITY_MEAN
+    seeds = list(range(700, 704))
+    env_config = env_config_from(cfg)
+    ev = PeriodicEvaluation(
+        env_config, 1, len(seeds), 700, ["greedy"], ["shared"], metric=metrics.UTILITY_MEAN
+    )
+    monkeypatch.setattr(
+        "mobrl.policies.TrainedPolicy", lambda modules, env_config, explore: CappedPolicy()
+    )
+    result = {metrics.ITERATION: 1}
+    ev(algorithm=type("A", (), {"get_module": lambda self, pid: None})(), result=result)
+    section = result[metrics.EVALUATION]
+    capped = [run_episode(env_config, CappedPolicy(), s) for s in seeds]
+    greedy = [run_episode(env_config, GreedyPolicy(), s) for s in seeds]
+    utility = [r[metrics.UTILITY_MEAN] for r in capped]
+    assert section["score"] == pytest.approx(sum(utility) / len(seeds))
+    gap, _, _ = mean_ci([a - b[metrics.UTILITY_MEAN] for a, b in zip(utility, greedy)])
+    assert section["gap"]["greedy"]["mean"] == pytest.approx(gap)
+    assert gap < -0.1 and section["beats"]["greedy"] == 0.0  # capped serves far worse
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        (["run.eval.interval=5", "run.eval.metric=utlity"], "Did you mean 'utility'"),
+        (
+            ["scenario=cartpole", "run.eval.interval=5", "run.eval.metric=utility"],
+            "Use run.eval.metric=return",
+        ),
+    ],
+)
+def test_bad_eval_metric_is_one_line(overrides: list[str], message: str) -> None:
+    from mobrl.errors import UserError
+    from mobrl.training_eval import check_eval_config
+
+    with pytest.raises(UserError, match=message):
+        check_eval_config(validate_command_line(overrides))  # (or validation itself)
