@@ -174,7 +174,8 @@ def _policy(
     trust: bool = False,
 ) -> tuple[Any, dict[str, Any], str]:
     """(policy, env_config, description) for a checkpoint or a named baseline."""
-    from mobrl.evaluate import TRAINED, check_baselines
+    from mobrl.evaluate import check_baselines
+    from mobrl.paired import TRAINED
     from mobrl.policies import BASELINES, policy_for_env
     from mobrl.targets import target_for
 

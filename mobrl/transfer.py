@@ -23,20 +23,19 @@ from mobrl import metrics as keys
 from mobrl.errors import UserError
 from mobrl.evaluate import (
     EPISODES_FILE,
-    TRAINED,
     EvalOptions,
     check_baselines,
     default_output_dir,
     run_all,
     set_main_policy,
-    summarize,
 )
+from mobrl.paired import TRAINED, summarize
 from mobrl.targets import Target
 
 MATRIX_CSV = "matrix.csv"
 MATRIX_JSON = "matrix.json"
 #: baselines of the matrix unless --baselines names others (the gap to the first is shown)
-DEFAULT_BASELINES = ("greedy", "full")
+DEFAULT_BASELINES = ("greedy", "full", "oracle")
 
 
 def transfer_env(source: dict[str, Any], scenario: str) -> dict[str, Any]:
@@ -181,10 +180,18 @@ def matrix(
                 for col in keys.EPISODE_METRICS:
                     if col in stats:
                         cell[f"{col}_mean"] = stats[col]["mean"]
+                        cell[f"{col}_ci95"] = stats[col]["ci95"]
                 if name == TRAINED:
                     for base, diff in summary["paired_vs_trained"].items():
                         cell[f"gap_vs_{base}_mean"] = diff["return_diff_mean"]
                         cell[f"gap_vs_{base}_ci95"] = diff["ci95"]
+                        for col in keys.EPISODE_METRICS:  # paired service gaps, same seeds
+                            if col in diff["diff"]:
+                                cell[f"{col}_gap_vs_{base}_mean"] = diff["diff"][col]["mean"]
+                                cell[f"{col}_gap_vs_{base}_ci95"] = diff["diff"][col]["ci95"]
+                    share = summary.get("gap_closed", {}).get(TRAINED)
+                    if share is not None:
+                        cell["greedy_oracle_gap_closed"] = share
                 cells.append(cell)
             played = mine + (baseline_rows[key] if new else [])  # baselines once per env
             for r in played:
@@ -193,18 +200,57 @@ def matrix(
     return cells, episodes
 
 
-def _fmt(mean: float, half: float, sign: bool = False) -> str:
-    if math.isnan(mean):
+def _fmt(mean: float, half: float, sign: bool = False, digits: int = 1) -> str:
+    if mean is None or math.isnan(mean):
         return "-"
-    text = f"{mean:+.1f}" if sign else f"{mean:.1f}"
-    return text if math.isnan(half) else f"{text} ± {half:.1f}"
+    text = f"{mean:+.{digits}f}" if sign else f"{mean:.{digits}f}"
+    return text if half is None or math.isnan(half) else f"{text} ± {half:.{digits}f}"
+
+
+def _table(cells: list[dict], scenarios: list[str], names: list[str], measure: str, title: str):
+    """One measure (`return` or an episode metric) of every policy on every layout, the
+    trained policies' paired gap to the first baseline in brackets."""
+    from rich.table import Table
+
+    digits = 1 if measure == "return" else 3
+    first = names[0] if names else None
+    gap = "gap_vs_{}" if measure == "return" else f"{measure}_gap_vs_{{}}"
+    table = Table(title=title + (f"; in brackets the paired gap to {first}" if first else ""))
+    table.add_column("trained on \\ evaluated on")
+    for s in scenarios:
+        table.add_column(s, justify="right")
+    by = {(c["trained_on"], c["evaluated_on"], c["policy"]): c for c in cells}
+    labels = list(dict.fromkeys(c["trained_on"] for c in cells))
+    for label in labels:
+        row = []
+        for s in scenarios:
+            c = by[label, s, TRAINED]
+            text = _fmt(c.get(f"{measure}_mean"), c.get(f"{measure}_ci95"), digits=digits)
+            if first:
+                key = gap.format(first)
+                paired = _fmt(c.get(f"{key}_mean"), c.get(f"{key}_ci95"), True, digits)
+                text += f"\n({paired})"
+            row.append(text)
+        table.add_row(label, *row)
+    for name in names:
+        table.add_row(
+            name,
+            *(
+                _fmt(
+                    by[labels[0], s, name].get(f"{measure}_mean"),
+                    by[labels[0], s, name].get(f"{measure}_ci95"),
+                    digits=digits,
+                )
+                for s in scenarios
+            ),
+        )
+    return table
 
 
 def matrix_command(checkpoints: list[Path], scenarios: list[str], opts: EvalOptions) -> Path:
     """`mobrl evaluate --checkpoint X [--checkpoint Y] --scenarios a,b,...`."""
     import pandas as pd
     from rich.progress import Progress
-    from rich.table import Table
 
     from mobrl.console import make_console
     from mobrl.evaluate import check_output
@@ -247,35 +293,11 @@ def matrix_command(checkpoints: list[Path], scenarios: list[str], opts: EvalOpti
     }
     atomic_write_json(output / MATRIX_JSON, payload)
 
-    first = names[0] if names else None
-    title = f"return on each layout, mean ± 95 % CI over {episodes} episodes"
-    if first:
-        title += f"; in brackets the paired gap to {first}"
-    table = Table(title=title)
-    table.add_column("trained on \\ evaluated on")
-    for s in scenarios:
-        table.add_column(s, justify="right")
-    by = {(c["trained_on"], c["evaluated_on"], c["policy"]): c for c in cells}
-    labels = list(dict.fromkeys(c["trained_on"] for c in cells))
-    for label in labels:
-        row = []
-        for s in scenarios:
-            c = by[label, s, TRAINED]
-            text = _fmt(c["return_mean"], c["return_ci95"])
-            if first:
-                gap = _fmt(c[f"gap_vs_{first}_mean"], c[f"gap_vs_{first}_ci95"], sign=True)
-                text += f"\n({gap})"
-            row.append(text)
-        table.add_row(label, *row)
-    for name in names:
-        table.add_row(
-            name,
-            *(
-                _fmt(by[labels[0], s, name]["return_mean"], by[labels[0], s, name]["return_ci95"])
-                for s in scenarios
-            ),
-        )
-    console.print(table)
+    over = f"mean ± 95 % CI over {episodes} episodes"
+    if any(f"{keys.UTILITY_MEAN}_mean" in c for c in cells):  # service first
+        utility = _table(cells, scenarios, names, keys.UTILITY_MEAN, f"mean UE utility, {over}")
+        console.print(utility)
+    console.print(_table(cells, scenarios, names, "return", f"return, {over}"))
     output = output.absolute()
     console.print(
         f"results: {output / MATRIX_CSV}, {output / MATRIX_JSON}, {output / EPISODES_FILE}"

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from mobrl.evaluate import mean_ci, summarize
+from mobrl.paired import mean_ci, summarize
 
 
 def test_mean_ci_known_sample() -> None:
