@@ -14,16 +14,20 @@ from mobrl.targets import PICKS
 
 #: --pick of evaluate and render
 PICK_HELP = (
-    "best (by the run's ranking: evaluation return when run.eval was on, else training "
-    "return) or last."
+    "best (by the run's ranking: evaluation score, run.eval.metric, when run.eval was on, "
+    "else training return) or last."
 )
+#: more episodes than this per policy is a typo, not an experiment (and would not fit memory)
+MAX_EPISODES = 100_000
 
 
 Pick = Enum("Pick", {name: name for name in PICKS}, type=str)  # type: ignore[misc]
 XAxis = Enum("XAxis", {name: name for name in X_AXES}, type=str)  # type: ignore[misc]
 
 
-Episodes = Annotated[int, typer.Option("--episodes", min=1, help="Episodes per policy.")]
+Episodes = Annotated[
+    int, typer.Option("--episodes", min=1, max=MAX_EPISODES, help="Episodes per policy.")
+]
 Seed = Annotated[
     int, typer.Option("--seed", min=0, help="Seed of the first episode (then seed+1, ...).")
 ]

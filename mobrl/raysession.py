@@ -109,6 +109,9 @@ def trial_cpus(cfg: DictConfig) -> int:
     return 1 + learners + res.num_env_runners * res.num_cpus_per_env_runner
 
 
+#: a local trial may ask for up to this many times the machine's cores (more: refused)
+LOCAL_OVERSUBSCRIBE = 4
+
 #: seconds to wait for a Ray cluster's GCS port to answer before giving up
 PROBE_TIMEOUT_S = 5.0
 
@@ -207,7 +210,17 @@ def init_ray(cfg: DictConfig) -> bool:
                 "num_cpus_per_env_runner). Add nodes, or lower run.resources.num_env_runners."
             )
         return True
-    num_cpus = cfg.ray.num_cpus or max(os.cpu_count() or 1, needed)
+    cores = os.cpu_count() or 1
+    if not cfg.ray.num_cpus and needed > LOCAL_OVERSUBSCRIBE * cores:
+        # each env runner is a process with its own copy of RLlib and torch: hundreds on a
+        # few cores thrash the machine for minutes before anything samples
+        raise UserError(
+            f"run.resources.num_env_runners={cfg.run.resources.num_env_runners} asks for "
+            f"{needed} CPUs on this machine's {cores}. Use at most "
+            f"{max(LOCAL_OVERSUBSCRIBE * cores - 1, 0)} env runners here (num_envs_per_env_runner "
+            "adds envs without processes), or join a cluster with ray.address=HOST:PORT."
+        )
+    num_cpus = cfg.ray.num_cpus or max(cores, needed)
     if num_cpus < needed:
         raise UserError(
             f"one trial needs {needed} CPUs (1 + run.resources.num_env_runners x "

@@ -272,6 +272,7 @@ def render_command(
         if workers is None:
             many = recording.frame_count >= PARALLEL_MIN_FRAMES and recording.states
             workers = min(os.cpu_count() or 1, 4) if many else 1
+        video.parent.mkdir(parents=True, exist_ok=True)  # like --output: made when missing
         count, (width, height) = write_video(
             video, _frames(recording, workers), fps, lambda: bar.advance(task)
         )

@@ -56,7 +56,8 @@ class ScenarioKind:
         return None
 
     def seeded(self, env_config: dict[str, Any], seed: int) -> dict[str, Any]:
-        """The env_config of one episode fixed by `seed` (beyond `reset(seed=...)`)."""
+        """The env_config of one evaluation episode fixed by `seed` (beyond `reset(seed=...)`),
+        paying the scenario's own reward whatever the policy learned from."""
         return env_config
 
     def baselines(self, env_config: dict[str, Any]) -> list[str]:

@@ -107,8 +107,11 @@ class MobileKind(ScenarioKind):
         return EpisodeMetricsCallback
 
     def seeded(self, env_config: dict[str, Any], seed: int) -> dict[str, Any]:
-        # mobile-env draws movement and arrivals from its config seed, not from reset(seed=...)
-        return {**env_config, "kwargs": {**(env_config.get("kwargs") or {}), "seed": seed}}
+        # mobile-env draws movement and arrivals from its config seed, not from reset(seed=...);
+        # the return of an evaluation is mobile-env's own (env.reward changes only what UEs
+        # learn from, never what they observe), so returns compare across policies
+        kwargs = {**(env_config.get("kwargs") or {}), "seed": seed}
+        return {**env_config, "kwargs": kwargs, "reward": "mobile"}
 
     def baselines(self, env_config: dict[str, Any]) -> list[str]:
         return ["random", "noop", "greedy", "full", "capped", "oracle"]

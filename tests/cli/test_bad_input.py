@@ -74,6 +74,15 @@ CASES = [
     ("evaluate unknown zoo entry", "evaluate --checkpoint zoo:smal", "Did you mean 'small'"),
     ("evaluate unknown baseline", "evaluate --checkpoint zoo:small --baselines greed", "greedy"),
     ("evaluate zero episodes", "evaluate --checkpoint zoo:small --episodes 0", "--episodes"),
+    (
+        "evaluate absurd episodes",
+        "evaluate --checkpoint zoo:small --episodes 99999999999999999999",
+        "--episodes",
+    ),
+    ("train unknown env.reward", "train env.reward=utilty", "Did you mean 'utility'"),
+    ("train 1000 env runners", "train run.resources.num_env_runners=1000", "at most"),
+    ("train central marginal", "train env=central env.reward=marginal", "env.reward=marginal"),
+    ("train unknown eval metric", "train run.eval.interval=5 run.eval.metric=util", "utility"),
     ("evaluate bad pick", "evaluate --checkpoint zoo:small --pick worst", "--pick"),
     ("evaluate zero workers", "evaluate --checkpoint zoo:small --workers 0", "--workers"),
     (

@@ -13,3 +13,16 @@ def test_cli_errors_exit_2_with_one_line(tmp_path: Path) -> None:
     assert result.stderr.strip().count("\n") == 0, result.stderr
     assert "--video '/proc' is not writable" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_a_video_in_a_missing_folder_makes_the_folder(tmp_path: Path) -> None:
+    """`--video nodir/out.mp4` makes nodir/ (as --output does), and the file is a real video."""
+    import imageio.v3 as iio
+
+    result = run_mobrl(
+        "render", "--policy", "greedy", "--max-steps", "5", "--video", "nodir/out.mp4",
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    frames = iio.imread(tmp_path / "nodir" / "out.mp4", index=None, plugin="FFMPEG")
+    assert frames.shape[0] >= 5
