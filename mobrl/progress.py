@@ -99,7 +99,7 @@ class ProgressCallback(Callback):
                 _fmt(row.get("steps")),
                 _fmt(row.get("return")),
                 _fmt(row.get("averaged")),
-                *([_fmt(row.get("metric"))] if self._ranks_by_other_metric else []),
+                *([_fmt(row.get("metric"), 3)] if self._ranks_by_other_metric else []),
                 _fmt(row.get("elapsed"), 1),
             )
         return table
@@ -140,7 +140,11 @@ class ProgressCallback(Callback):
             self.console.print(
                 f"{trial_name(trial)} iter {_fmt(row['iter'])}  env steps {_fmt(row['steps'])}  "
                 f"return mean {_fmt(row['return'])} (last {_fmt(row['averaged'])} episodes)  "
-                + (f"{self.metric} {_fmt(row['metric'])}  " if self._ranks_by_other_metric else "")
+                + (
+                    f"{self.metric} {_fmt(row['metric'], 3)}  "
+                    if self._ranks_by_other_metric
+                    else ""
+                )
                 + f"elapsed {_fmt(row['elapsed'], 1)} s",
                 highlight=False,
             )

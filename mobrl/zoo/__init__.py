@@ -199,9 +199,16 @@ class ZooPolicy:
         width = self.layers[0][1][0].shape[1]
         if space.shape != (width,):
             trained = self.env_config.get("scenario") or self.env_config.get("id")
+            if self.env_config.get("obs") == "topk":  # it acts on any layout, with its obs
+                k = self.env_config.get("topk")
+                raise UserError(
+                    f"the zoo policy observes env.obs=topk (env.topk={k}), {width} values per "
+                    f"agent, but this scenario gives {space.shape}. Add env.obs=topk "
+                    f"env.topk={k} to the overrides, or compare layouts with --scenarios."
+                )
             raise UserError(
                 f"the zoo policy was trained on scenario={trained} and observes {width} values "
                 f"per agent, but this scenario gives {space.shape}. Evaluate it on "
-                f"scenario={trained}, or use a policy with env.obs=topk (e.g. zoo:medium_topk) "
+                f"scenario={trained}, or use a policy with env.obs=topk (e.g. zoo:small) "
                 "on other layouts."
             )

@@ -72,7 +72,9 @@ def _evaluation(evaluation: Path, checkpoint: Path) -> dict[str, Any]:
             }
             for name, stats in summary["policies"].items()
         },
+        # trained − each baseline, paired by seed, in every measure ("diff")
         "paired_vs_trained": summary.get("paired_vs_trained", {}),
+        "gap_closed": (summary.get("gap_closed") or {}).get("trained"),
     }
 
 
@@ -131,16 +133,20 @@ def export_command(
     return npz
 
 
-def _gap(meta: dict[str, Any], baseline: str) -> str:
+def _gap(meta: dict[str, Any], baseline: str, key: str = "return") -> str:
+    """trained − `baseline` in `key`, paired by seed: mean ± 95 % CI."""
     diff = ((meta.get("evaluation") or {}).get("paired_vs_trained") or {}).get(baseline)
     if not diff:
         return "-"
-    return f"{diff['return_diff_mean']:+.1f} ± {diff['ci95']:.1f}"
+    if key == "return":
+        return f"{diff['return_diff_mean']:+.1f} ± {diff['ci95']:.1f}"
+    stats = (diff.get("diff") or {}).get(key)
+    return f"{stats['mean']:+.3f} ± {stats['ci95']:.3f}" if stats else "-"
 
 
-def _ret(meta: dict[str, Any], policy: str) -> str:
-    stats = ((meta.get("evaluation") or {}).get("returns") or {}).get(policy)
-    return f"{stats['mean']:.1f} ± {stats['ci95']:.1f}" if stats else "-"
+def _closed(meta: dict[str, Any]) -> str:
+    share = (meta.get("evaluation") or {}).get("gap_closed")
+    return "-" if share is None else f"{share:.0%}"
 
 
 def _service(meta: dict[str, Any], key: str) -> str:
@@ -149,7 +155,7 @@ def _service(meta: dict[str, Any], key: str) -> str:
     values = [by_policy.get(p, {}).get(key) for p in ("trained", "greedy")]
     if not all(values):
         return "-"
-    return " / ".join(f"{v['mean']:.2f}" for v in values)
+    return " / ".join(f"{v['mean']:.3f}" for v in values)
 
 
 def rows() -> list[dict[str, str]]:
@@ -160,21 +166,20 @@ def rows() -> list[dict[str, str]]:
         train = meta.get("training") or {}
         ev = meta.get("evaluation") or {}
         size = (zoo.entries_dir() / f"{name}.npz").stat().st_size
+        reward = (meta.get("env_config") or {}).get("reward", "mobile")
+        steps = int(train.get("env_steps") or 0)
         out.append(
             {
                 "policy": f"zoo:{name}",
-                "scenario": f"{meta['scenario']} ({meta['env_mode']}, obs={meta['obs']})",
-                "trained": _ret(meta, "trained"),
-                "greedy": _ret(meta, "greedy"),
-                "full": _ret(meta, "full"),
-                "random": _ret(meta, "random"),
-                "noop": _ret(meta, "noop"),
-                "trained − greedy": _gap(meta, "greedy"),
-                "trained − full": _gap(meta, "full"),
-                "UE utility (trained / greedy)": _service(meta, keys.UTILITY_MEAN),
-                "connected (trained / greedy)": _service(meta, keys.NET_CONNECTED),
+                "trained on": f"{meta['scenario']} (obs={meta['obs']}, reward={reward})",
+                "UE utility − greedy": _gap(meta, "greedy", keys.UTILITY_MEAN),
+                "gap to oracle closed": _closed(meta),
+                "UE utility": _service(meta, keys.UTILITY_MEAN),
+                "connected": _service(meta, keys.NET_CONNECTED),
+                "p5 utility": _service(meta, keys.UTILITY_P5),
+                "return − greedy": _gap(meta, "greedy"),
                 "episodes (seeds)": f"{ev.get('episodes', '-')} ({ev.get('seeds', '-')})",
-                "training": f"{train.get('wall_time_s', '-')} s, {int(train.get('env_steps') or 0):,} steps",
+                "training": f"{train.get('wall_time_s', '-')} s, {steps / 1e3:.0f}k steps",
                 "size": f"{size / 1024:.0f} KiB",
                 "command": meta.get("command") or "",
             }
@@ -202,10 +207,14 @@ def list_command(markdown: bool) -> None:
             print(f"- `{r['policy']}`: `{r['command']}`")
         return
     console = make_console()
-    table = Table(title="mobrl zoo: return mean ± 95 % CI, paired gaps on held-out seeds")
+    table = Table(
+        title="mobrl zoo on held-out seeds: gaps paired by seed (mean ± 95 % CI), "
+        "service as trained / greedy"
+    )
     cols = [c for c in (table_rows[0] if table_rows else {}) if c != "command"]
     for c in cols:
-        table.add_column(c, justify="left" if c in ("policy", "scenario") else "right")
+        left = c in ("policy", "trained on")
+        table.add_column(c, justify="left" if left else "right", no_wrap=c == "policy")
     for r in table_rows:
         table.add_row(*(r[c] for c in cols))
     console.print(table)

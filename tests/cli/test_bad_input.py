@@ -93,11 +93,11 @@ CASES = [
     (
         "evaluate zoo on another scenario",
         "evaluate --checkpoint zoo:small scenario=large",
-        "trained on scenario=small",
+        "Add env.obs=topk env.topk=3",
     ),
     (
         "matrix unknown layout",
-        "evaluate --checkpoint zoo:medium_topk --scenarios small,lareg",
+        "evaluate --checkpoint zoo:small --scenarios small,lareg",
         "--scenarios: unknown scenario 'lareg'. Did you mean 'large'",
     ),
     # baselines

@@ -22,32 +22,33 @@ def test_the_zoo_ships_policies_with_their_provenance() -> None:
         for key in ("command", "mobrl_commit", "training", "evaluation", "env_config"):
             assert meta.get(key), (name, key)
         assert meta["training"]["env_steps"] > 0 and meta["training"]["wall_time_s"] > 0
-        # the recorded held-out evaluation: >= 100 paired episodes, CI of the gap above 0
+        # the recorded held-out evaluation: >= 100 paired episodes in which the policy serves
+        # the UEs better than greedy (CI of the paired utility gap above 0), connecting as
+        # many UEs and serving the worst-off (p5) as well, within 0.01
         ev = meta["evaluation"]
         assert ev["episodes"] >= 100 and ev["explore"] is False
-        for baseline in ("greedy", "full"):
-            gap = ev["paired_vs_trained"][baseline]
-            assert gap["return_diff_mean"] - gap["ci95"] > 0, (name, baseline, gap)
-        # what the return does not show: service to the UEs, for every policy
-        for policy in ("trained", "greedy", "full"):
-            service = ev["ue_metrics"][policy]
-            assert -1.0 <= service["ue/utility/mean"]["mean"] <= 1.0, (name, policy)
-            assert 0.0 < service["network/connected_fraction"]["mean"] <= 1.0, (name, policy)
+        diff = ev["paired_vs_trained"]["greedy"]["diff"]
+        gap = diff["ue/utility/mean"]
+        assert gap["mean"] - gap["ci95"] > 0, (name, gap)
+        for key in ("network/connected_fraction", "ue/utility/p5"):
+            assert diff[key]["mean"] >= -0.01, (name, key, diff[key])
+        assert ev["gap_closed"] > 0, name  # of greedy -> oracle, in mean UE utility
         size = (zoo.entries_dir() / f"{name}.npz").stat().st_size
         assert size < 200 * 1024, f"{name}.npz is {size} bytes: keep the wheel lean"
 
 
 @pytest.mark.parametrize("name", ENTRIES)
-def test_entry_beats_greedy_on_20_paired_episodes(name: str) -> None:
+def test_entry_serves_better_than_greedy_on_20_paired_episodes(name: str) -> None:
+    """Inference only, no Ray: mean UE utility above greedy's on the same 20 episodes."""
     from mobrl.policies import GreedyPolicy
     from mobrl.rollout import run_episode
 
     policy = zoo.ZooPolicy.load(f"zoo:{name}")
     env_config = policy.env_config
     seeds = range(20)
+    key = "ue/utility/mean"
     gaps = [
-        run_episode(env_config, policy, s)["return"]
-        - run_episode(env_config, GreedyPolicy(), s)["return"]
+        run_episode(env_config, policy, s)[key] - run_episode(env_config, GreedyPolicy(), s)[key]
         for s in seeds
     ]
     mean, half, _ = mean_ci(gaps)
