@@ -178,7 +178,27 @@ def _finish(
         raise SystemExit(INTERRUPTED_EXIT)
     if summary["failed"]:
         raise SystemExit(1)
+    _check_sampled(cfg, results)
     return summary["best_return"]
+
+
+def _check_sampled(cfg: DictConfig, results: Any) -> None:
+    """A run whose trials sampled no env step learned nothing: say so, do not exit 0."""
+    from mobrl import metrics
+
+    sampled, iterations, seconds = 0.0, 0, 0.0
+    for result in results:
+        last = result.metrics or {}
+        sampled += float(metrics.result_value(last, metrics.ENV_STEPS) or 0)
+        iterations = max(iterations, int(last.get(metrics.ITERATION) or 0))
+        seconds = max(seconds, float(last.get(metrics.TIME_TOTAL) or 0))
+    if iterations and not sampled:
+        raise UserError(
+            f"training sampled no env step in {iterations} iterations ({seconds:.0f} s), so "
+            f"nothing was learned: one step of scenario={cfg.scenario.name} outlasts what an "
+            "iteration waits for samples. Use a smaller layout, or fewer envs per runner "
+            "(run.resources.num_envs_per_env_runner=1) and a longer run.stop.time_s."
+        )
 
 
 def _fit(

@@ -48,13 +48,37 @@ def _flatten(node: Any, prefix: str = "") -> dict[str, Any]:
     return {prefix[:-1]: node}
 
 
-def _read_progress(path: Path) -> Any:
+def read_progress(path: Path, notes: list[str] | None = None) -> Any:
+    """A trial's progress.csv, read defensively: a last row cut short (a write that never
+    finished) is dropped, and an iteration written twice (an interrupted run resumed from its
+    last checkpoint repeats the iterations after it) keeps its later row; each is noted."""
+    import io
+
     import pandas as pd
 
+    from mobrl import metrics
+
     try:
-        return pd.read_csv(path)
-    except (pd.errors.EmptyDataError, FileNotFoundError):
+        text = path.read_text(errors="replace")
+    except FileNotFoundError:
         return pd.DataFrame()
+    notes = notes if notes is not None else []
+    if text and not text.endswith("\n"):
+        text = text[: text.rfind("\n") + 1]
+        notes.append(f"{path}: its last row is cut short (an unfinished write); it is left out")
+    try:
+        frame = pd.read_csv(io.StringIO(text))
+    except pd.errors.EmptyDataError:
+        return pd.DataFrame()
+    if metrics.ITERATION in frame:
+        repeated = frame[metrics.ITERATION].duplicated(keep="last")
+        if repeated.any():
+            notes.append(
+                f"{path}: iterations {sorted(set(frame[metrics.ITERATION][repeated]))} were "
+                "written twice (a resumed run repeats them); the later rows count"
+            )
+            frame = frame[~repeated].reset_index(drop=True)
+    return frame
 
 
 def _run_trials(run: RunDir, found: Found) -> None:
@@ -68,7 +92,7 @@ def _run_trials(run: RunDir, found: Found) -> None:
         info = by_trial.get(trial_dir.name, {})
         sampled = {f"tune.{k}": v for k, v in _flatten(info.get("params") or {}).items()}
         status = "running" if summary is None else ("error" if info.get("error") else "finished")
-        progress = _read_progress(trial_dir / TRIAL_PROGRESS)
+        progress = read_progress(trial_dir / TRIAL_PROGRESS, found.notes)
         if status != "finished":
             found.notes.append(f"{trial_dir}: trial {status}; its curves end where its data ends")
         found.trials.append(

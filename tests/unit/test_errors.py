@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from mobrl.errors import closest_first, unknown_choice
 
 
@@ -24,3 +26,26 @@ def test_first_line_never_fails_on_an_empty_message() -> None:
     assert first_line(KeyError()) == "KeyError"
     assert first_line(RuntimeError("")) == "RuntimeError"
     assert first_line("") == "no message"
+
+
+def test_a_run_that_sampled_nothing_is_an_error_not_exit_0() -> None:
+    """Trials that ran iterations without sampling one env step (a layout whose step outlasts
+    the sample wait) end in one line, not in a run that 'succeeded' on nothing."""
+    from types import SimpleNamespace
+
+    from mobrl.config import validate_command_line
+    from mobrl.errors import UserError
+    from mobrl.train import _check_sampled
+
+    cfg = validate_command_line(["scenario=small"])
+    empty = SimpleNamespace(
+        metrics={
+            "training_iteration": 3,
+            "time_total_s": 210.0,
+            "num_env_steps_sampled_lifetime": 0,
+        }
+    )
+    with pytest.raises(UserError, match="sampled no env step in 3 iterations .210 s."):
+        _check_sampled(cfg, [empty])
+    some = SimpleNamespace(metrics={**empty.metrics, "num_env_steps_sampled_lifetime": 40})
+    _check_sampled(cfg, [empty, some])  # one trial that sampled is a run that did something

@@ -182,3 +182,23 @@ def test_generalisation_matrix_dirs_get_a_heat_map(tmp_path: Path) -> None:
     ]
     md = (tmp_path / "report" / "report.md").read_text()
     assert "Generalisation matrix" in md and "81.20 ± 1.50" in md
+
+
+def test_progress_with_a_cut_last_row_and_repeated_iterations(tmp_path) -> None:
+    """A cut last row ("-20.48" written as "-2") never becomes a number in a report, and
+    iterations that a resumed run wrote twice count once (the later rows)."""
+    from mobrl.report.runs import read_progress
+
+    path = tmp_path / "progress.csv"
+    path.write_text(
+        "training_iteration,env_runners/episode_return_mean\n"
+        "1,-30.0\n2,-25.0\n3,-24.0\n2,-26.0\n3,-23.5\n4,-2"  # cut mid-number, no newline
+    )
+    notes: list[str] = []
+    frame = read_progress(path, notes)
+    assert frame["training_iteration"].tolist() == [1, 2, 3]
+    assert frame["env_runners/episode_return_mean"].tolist() == [-30.0, -26.0, -23.5]
+    assert any("cut short" in n for n in notes) and any("[2, 3]" in n for n in notes)
+    path.write_text("training_iteration,x\n1,1.0\n")
+    notes.clear()
+    assert len(read_progress(path, notes)) == 1 and notes == []
