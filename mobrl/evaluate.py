@@ -12,7 +12,7 @@ from typing import Any
 
 from mobrl import metrics as keys
 from mobrl.errors import UserError, unknown_choice
-from mobrl.files import atomic_write_csv, atomic_write_json, check_writable
+from mobrl.files import atomic_write_csv, atomic_write_json, check_writable, claimed
 from mobrl.paired import TRAINED, summarize
 from mobrl.targets import Target, check_pick, target_for
 
@@ -269,21 +269,23 @@ def evaluate_command(checkpoint: Path | None, overrides: list[str], opts: EvalOp
     total = len(seeds) * len(policies)
     if workers is None:
         workers = min(os.cpu_count() or 1, 4) if total >= 8 else 1
-    with Progress(console=console, transient=True) as bar:
-        task = bar.add_task(f"{total} episodes ({', '.join(policies)})", total=total)
-        rows = run_all(
-            target, policies, seeds, explore, workers, progress=lambda: bar.advance(task),
-            prepare=restore if target.checkpoint is not None else None,
-        )  # fmt: skip
-    summary = summarize(rows, policies)
-    meta = {
-        "checkpoint": str(target.checkpoint) if target.checkpoint else None,
-        "env_config": target.env_config,
-        "episodes": episodes,
-        "seeds": seeds,
-        "explore": explore,
-    }
-    write_results(output, rows, summary, meta)
+    with claimed(output):  # a second command writing to the same --output is refused
+        check_output(output)  # again under the claim: another one may have finished since
+        with Progress(console=console, transient=True) as bar:
+            task = bar.add_task(f"{total} episodes ({', '.join(policies)})", total=total)
+            rows = run_all(
+                target, policies, seeds, explore, workers, progress=lambda: bar.advance(task),
+                prepare=restore if target.checkpoint is not None else None,
+            )  # fmt: skip
+        summary = summarize(rows, policies)
+        meta = {
+            "checkpoint": str(target.checkpoint) if target.checkpoint else None,
+            "env_config": target.env_config,
+            "episodes": episodes,
+            "seeds": seeds,
+            "explore": explore,
+        }
+        write_results(output, rows, summary, meta)
 
     table = Table(title=f"{scenario}: {episodes} episodes per policy, mean ± 95 % CI")
     columns = list(next(iter(summary["policies"].values())))

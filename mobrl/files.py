@@ -3,9 +3,12 @@ reader sees the old file or the whole new one, never half of it, even after a cr
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -33,13 +36,75 @@ def check_writable(path: Path, what: str, example: str = "./results") -> None:
         )
 
 
+#: write errors that are the machine's state, not a bug: one line, not a traceback
+_DISK_ERRORS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES}
+
+
 def atomic_write_text(path: Path, text: str) -> Path:
-    """Write `text` to `path` through a temporary file in the same folder and a rename."""
+    """Write `text` to `path` through a temporary file of this process in the same folder
+    and a rename: readers (and concurrent writers) see the old file or the whole new one.
+    A full disk leaves no temporary file behind and is a one-line `UserError`."""
     path = Path(path)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with open(tmp, "w") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except OSError as err:
+        tmp.unlink(missing_ok=True)
+        raise _disk_error(path, err) from None
     return path
+
+
+def _disk_error(path: Path, err: OSError) -> Exception:
+    """A full or read-only disk as one line; other errors as they are."""
+    if err.errno not in _DISK_ERRORS:
+        return err
+    return UserError(
+        f"cannot write {path}: {err.strerror}. Nothing half-written was left there; "
+        "free space (or choose another --output / run.storage_path) and run again."
+    )
+
+
+@contextmanager
+def claimed(folder: Path, what: str = "--output") -> Iterator[Path]:
+    """Claim `folder` for one command's results: made if missing, and refused (one line) while
+    another mobrl command holds it. On failure, a folder this claim made is removed again if
+    it stayed empty, so a failed command leaves nothing behind."""
+    folder = Path(folder)
+    made = not folder.exists()
+    lock = folder / ".mobrl-writing"
+
+    def release() -> None:
+        lock.unlink(missing_ok=True)
+        if made and folder.is_dir() and not any(folder.iterdir()):
+            folder.rmdir()
+
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+    except FileExistsError:
+        raise UserError(
+            f"{what} '{folder}' is being written by another mobrl command (pid in {lock}). "
+            f"Choose another {what}, or delete {lock} if no mobrl command is running."
+        ) from None
+    except OSError as err:
+        release()
+        raise _disk_error(folder, err) from None
+    try:
+        os.write(fd, str(os.getpid()).encode())  # who holds it, for a person to check
+    except OSError:
+        pass  # a full disk still holds the (empty) claim; the results will say the rest
+    finally:
+        os.close(fd)
+    try:
+        yield folder
+    except BaseException:
+        release()
+        raise
+    lock.unlink(missing_ok=True)
 
 
 def atomic_write_json(path: Path, data: Any) -> Path:

@@ -254,7 +254,7 @@ def matrix_command(checkpoints: list[Path], scenarios: list[str], opts: EvalOpti
 
     from mobrl.console import make_console
     from mobrl.evaluate import check_output
-    from mobrl.files import atomic_write_csv, atomic_write_json
+    from mobrl.files import atomic_write_csv, atomic_write_json, claimed
     from mobrl.targets import target_for
 
     console = make_console()
@@ -273,25 +273,25 @@ def matrix_command(checkpoints: list[Path], scenarios: list[str], opts: EvalOpti
     seeds = opts.seeds
     workers = opts.workers or min(os.cpu_count() or 1, 4)
     total = len(seeds) * len(scenarios) * (len(targets) + len(names))
-    with Progress(console=console, transient=True) as bar:
-        task = bar.add_task(f"{total} episodes on {', '.join(scenarios)}", total=total)
-        cells, rows = matrix(
-            targets, scenarios, names, seeds, explore, workers, lambda: bar.advance(task),
-            opts.trust,
-        )  # fmt: skip
-    output.mkdir(parents=True, exist_ok=True)
-    atomic_write_csv(output / EPISODES_FILE, pd.DataFrame(rows))
-    atomic_write_csv(output / MATRIX_CSV, pd.DataFrame(cells))
-    payload = {
-        "checkpoints": [str(t.checkpoint) for t in targets],
-        "scenarios": scenarios,
-        "baselines": names,
-        "episodes": episodes,
-        "seeds": seeds,
-        "explore": explore,
-        "cells": cells,
-    }
-    atomic_write_json(output / MATRIX_JSON, payload)
+    with claimed(output):  # a second command writing to the same --output is refused
+        with Progress(console=console, transient=True) as bar:
+            task = bar.add_task(f"{total} episodes on {', '.join(scenarios)}", total=total)
+            cells, rows = matrix(
+                targets, scenarios, names, seeds, explore, workers, lambda: bar.advance(task),
+                opts.trust,
+            )  # fmt: skip
+        atomic_write_csv(output / EPISODES_FILE, pd.DataFrame(rows))
+        atomic_write_csv(output / MATRIX_CSV, pd.DataFrame(cells))
+        payload = {
+            "checkpoints": [str(t.checkpoint) for t in targets],
+            "scenarios": scenarios,
+            "baselines": names,
+            "episodes": episodes,
+            "seeds": seeds,
+            "explore": explore,
+            "cells": cells,
+        }
+        atomic_write_json(output / MATRIX_JSON, payload)
 
     over = f"mean ± 95 % CI over {episodes} episodes"
     if any(f"{keys.UTILITY_MEAN}_mean" in c for c in cells):  # service first

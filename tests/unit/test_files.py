@@ -42,3 +42,37 @@ def test_unwritable_places_are_refused(tmp_path: Path) -> None:
     check_writable(tmp_path / "new" / "deeper", "--output")  # created later: fine
     with pytest.raises(UserError, match="--output '.*afile/out' is not writable"):
         check_writable(tmp_path / "afile" / "out", "--output")
+
+
+def test_a_full_disk_is_one_line_and_leaves_no_temporary(tmp_path: Path, monkeypatch) -> None:
+    import errno
+    import os
+
+    target = tmp_path / "summary.json"
+    target.write_text("old")
+
+    def no_space(fd: int) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", no_space)
+    with pytest.raises(UserError, match="No space left on device. Nothing half-written"):
+        atomic_write_json(target, {"value": 1})
+    assert target.read_text() == "old"
+    assert [p.name for p in tmp_path.iterdir()] == ["summary.json"]
+
+
+def test_an_output_dir_is_claimed_by_one_command_at_a_time(tmp_path: Path) -> None:
+    from mobrl.files import claimed
+
+    out = tmp_path / "eval"
+    with claimed(out):
+        with pytest.raises(UserError, match="being written by another mobrl command"):
+            with claimed(out):
+                pass
+        (out / "summary.json").write_text("{}")
+    assert sorted(p.name for p in out.iterdir()) == ["summary.json"]  # the claim is gone
+    fresh = tmp_path / "failed"
+    with pytest.raises(RuntimeError):
+        with claimed(fresh):
+            raise RuntimeError("the command failed")
+    assert not fresh.exists()  # a failed command leaves no folder it made

@@ -1,0 +1,65 @@
+"""Writes under a full disk and concurrent writers, with real processes: one line, exit 2,
+no temporary or half-written file left where a later command would pick it up."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO, run_mobrl
+
+
+@pytest.fixture
+def full_disk(tmp_path: Path):
+    """A 64 KiB tmpfs filled up (needs the right to mount; skipped where there is none)."""
+    mount = tmp_path / "full"
+    mount.mkdir()
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mount)], capture_output=True
+    )
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs here: {done.stderr.decode().strip()}")
+    try:
+        with open(mount / "filler", "wb") as f:
+            try:
+                f.write(b"\0" * 65536 * 2)
+            except OSError:
+                pass
+        yield mount
+    finally:
+        subprocess.run(["umount", str(mount)], check=False)
+
+
+def test_evaluate_on_a_full_disk_is_one_line(full_disk: Path) -> None:
+    out = full_disk / "eval"
+    result = run_mobrl(
+        "baselines", "scenario=small", "--baselines", "greedy", "--episodes", "2",
+        "--output", str(out),
+    )  # fmt: skip
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.strip().count("\n") == 0, result.stderr
+    assert "No space left on device" in result.stderr and "Traceback" not in result.stderr
+    leftovers = [p.name for p in full_disk.rglob("*") if p.name != "filler"]
+    assert not any(name.endswith(".tmp") for name in leftovers), leftovers
+    assert not (out / "summary.json").exists()
+
+
+def test_two_evaluations_into_one_output_one_is_refused(tmp_path: Path) -> None:
+    """Two `mobrl baselines` started together into one --output: one writes its results,
+    the other is refused with one line instead of silently overwriting them."""
+    out = tmp_path / "shared"
+    args = [sys.executable, "-m", "mobrl", "baselines", "scenario=small", "--baselines",
+            "greedy,oracle", "--episodes", "30", "--workers", "1", "--output", str(out)]  # fmt: skip
+    procs = [
+        subprocess.Popen(args, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for _ in range(2)
+    ]
+    outcomes = [(p.wait(timeout=600), p.stderr.read()) for p in procs]
+    codes = sorted(code for code, _ in outcomes)
+    assert codes == [0, 2], outcomes
+    refused = next(err for code, err in outcomes if code == 2)
+    assert "being written by another mobrl command" in refused or "already holds" in refused
+    assert (out / "summary.json").is_file() and not (out / ".mobrl-writing").exists()
