@@ -183,7 +183,7 @@ def report(
     console.print(f"[bold]last checkpoint:[/bold] {summary['last_checkpoint']}")
     if summary["best_checkpoint"]:
         console.print(f"evaluate: mobrl evaluate --checkpoint {summary['best_checkpoint']}")
-    console.print(f"tensorboard: tensorboard --logdir {run.path}")
+    console.print(f"tensorboard: tensorboard --logdir {run.elsewhere() or run.path}")
     console.print(f"results: {run.summary_file}, {run.trials_file}")
     for r in rows:
         if r["error"]:

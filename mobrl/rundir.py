@@ -86,9 +86,22 @@ class RunDir:
         where = (manifest or {}).get("experiment_dir")
         return Path(where) if where else self.path / self.TUNE
 
+    def read_manifest(self) -> dict[str, Any]:
+        """The manifest as plain data ({} when missing or damaged; `load` names the damage)."""
+        try:
+            return json.loads(self.manifest_file.read_text())
+        except (OSError, json.JSONDecodeError):
+            return {}
+
+    def elsewhere(self) -> Path | None:
+        """The experiment dir when run.storage_path put it outside the run dir, else None."""
+        experiment = self.experiment_dir(self.read_manifest())
+        return experiment if experiment.parent != self.path else None
+
     def trial_dirs(self) -> list[Path]:
-        """The trial dirs that have written progress, by name."""
-        return sorted({p.parent for p in self.path.glob(f"{self.TUNE}/*/{TRIAL_PROGRESS}")})
+        """The trial dirs that have written progress, by name (in run.storage_path too)."""
+        experiment = self.experiment_dir(self.read_manifest())
+        return sorted({p.parent for p in experiment.glob(f"*/{TRIAL_PROGRESS}")})
 
     def write_config(self, cfg: Any) -> Path:
         from omegaconf import OmegaConf
@@ -147,10 +160,14 @@ class RunDir:
         """summary.json and trials.csv (`trials`: a DataFrame, one row per trial)."""
         from mobrl.files import atomic_write_csv, atomic_write_json
 
-        return [
+        written = [
             atomic_write_json(self.summary_file, summary),
             atomic_write_csv(self.trials_file, trials),
         ]
+        elsewhere = self.elsewhere()
+        if elsewhere is not None and elsewhere.is_dir():  # its checkpoints rank there too
+            written.append(atomic_write_json(elsewhere / self.SUMMARY, summary))
+        return written
 
     def read_summary(self) -> dict[str, Any] | None:
         """The training summary, or None while the run has not finished."""
@@ -243,5 +260,9 @@ def list_checkpoints(path: Path) -> list[Path]:
     path = Path(path)
     if (path / RLLIB_CHECKPOINT_MARKER).is_file():
         return [path]
-    found = sorted(p.parent for p in path.rglob(RLLIB_CHECKPOINT_MARKER))
+    roots = [path]
+    run = RunDir(path)
+    if run.is_run() and run.elsewhere() is not None:  # run.storage_path holds its trials
+        roots.append(run.elsewhere())
+    found = sorted(p.parent for root in roots for p in root.rglob(RLLIB_CHECKPOINT_MARKER))
     return [p for p in found if p.name.startswith("checkpoint_")]

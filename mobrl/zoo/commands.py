@@ -56,6 +56,7 @@ def _evaluation(evaluation: Path, checkpoint: Path) -> dict[str, Any]:
         )
     seeds = summary.get("seeds") or []
     return {
+        "env_config": summary.get("env_config"),
         "episodes": summary.get("episodes"),
         "seeds": f"{min(seeds)}-{max(seeds)}" if seeds else None,
         "explore": summary.get("explore"),
@@ -106,13 +107,19 @@ def export_command(
     module = next(iter(modules.values()))
     layers = zoo.export_layers(module)
     nvec = getattr(module.action_space, "nvec", None)
+    scored = _evaluation(evaluation, chosen) if evaluation else None
+    # an entry acts where it was evaluated: a topk policy evaluated on another layout
+    # (`mobrl evaluate --checkpoint X scenario=other env.obs=topk`) serves that layout
+    env_config = (scored or {}).pop("env_config", None) or manifest["env_config"]
     meta = {
         "name": name,
-        "scenario": manifest["scenario"],
+        "scenario": env_config.get("scenario") or manifest["scenario"],
+        "trained_on": manifest["scenario"],
+        "reward": manifest["env_config"].get("reward", "mobile"),  # what it learned from
         "env_mode": manifest["env_mode"],
-        "obs": manifest["env_config"].get("obs", "mobile"),
+        "obs": env_config.get("obs", "mobile"),
         "algo": manifest.get("algo"),
-        "env_config": {**manifest["env_config"], "render_mode": None},
+        "env_config": {**env_config, "render_mode": None},
         "nvec": [int(n) for n in nvec] if nvec is not None else None,
         "command": manifest.get("command"),
         # the commit that trained it (manifests of older runs lack it: then the exporting one)
@@ -121,7 +128,7 @@ def export_command(
         "versions": manifest.get("versions"),
         "checkpoint": chosen.name,
         "training": _trial_progress(chosen),
-        "evaluation": _evaluation(evaluation, chosen) if evaluation else None,
+        "evaluation": scored,
     }
     out = Path(output) if output else zoo.entries_dir()
     out.mkdir(parents=True, exist_ok=True)
@@ -142,6 +149,13 @@ def _gap(meta: dict[str, Any], baseline: str, key: str = "return") -> str:
         return f"{diff['return_diff_mean']:+.1f} ± {diff['ci95']:.1f}"
     stats = (diff.get("diff") or {}).get(key)
     return f"{stats['mean']:+.3f} ± {stats['ci95']:.3f}" if stats else "-"
+
+
+def _trained_on(meta: dict[str, Any], reward: str) -> str:
+    """Where the policy learned and, when it serves another layout, which one."""
+    trained = meta.get("trained_on") or meta["scenario"]
+    where = trained if trained == meta["scenario"] else f"{trained}, acts on {meta['scenario']}"
+    return f"{where} (obs={meta['obs']}, reward={reward})"
 
 
 def _closed(meta: dict[str, Any]) -> str:
@@ -166,12 +180,12 @@ def rows() -> list[dict[str, str]]:
         train = meta.get("training") or {}
         ev = meta.get("evaluation") or {}
         size = (zoo.entries_dir() / f"{name}.npz").stat().st_size
-        reward = (meta.get("env_config") or {}).get("reward", "mobile")
+        reward = meta.get("reward") or (meta.get("env_config") or {}).get("reward", "mobile")
         steps = int(train.get("env_steps") or 0)
         out.append(
             {
                 "policy": f"zoo:{name}",
-                "trained on": f"{meta['scenario']} (obs={meta['obs']}, reward={reward})",
+                "trained on": _trained_on(meta, reward),
                 "UE utility − greedy": _gap(meta, "greedy", keys.UTILITY_MEAN),
                 "gap to oracle closed": _closed(meta),
                 "UE utility": _service(meta, keys.UTILITY_MEAN),

@@ -161,6 +161,16 @@ def test_training_spreads_over_both_nodes_survives_a_crash_and_evaluates(
         str(tmp_path / "eval"),
     )
     assert evaluated.returncode == 0, evaluated.stdout + evaluated.stderr
+    # the run dir it printed leads there too: evaluate and report find the trials in storage
+    from_run = run_mobrl(
+        "evaluate", "--checkpoint", str(run_dir), "--episodes", "2", "--output",
+        str(tmp_path / "eval_run"),
+    )  # fmt: skip
+    assert from_run.returncode == 0, from_run.stdout + from_run.stderr
+    assert "best checkpoint" in from_run.stdout
+    reported = run_mobrl("report", str(run_dir), "--out", str(tmp_path / "report"))
+    assert reported.returncode == 0, reported.stdout + reported.stderr
+    assert f"tensorboard --logdir {storage / run_dir.name}" in result.stdout
     # and `--resume` finds the experiment in run.storage_path: nothing left to run
     resumed = run_mobrl("train", "--resume", str(run_dir))
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr

@@ -43,6 +43,27 @@ def test_manifest_is_also_written_next_to_checkpoints_elsewhere(tmp_path: Path) 
     assert run.experiment_dir(json.loads(run.manifest_file.read_text())) == experiment
 
 
+def test_a_run_with_storage_elsewhere_leads_to_its_trials_and_checkpoints(tmp_path: Path) -> None:
+    """With run.storage_path the run dir `mobrl train` prints is no dead end: its trials,
+    checkpoints and summary are found from it, and its checkpoints rank where they lie."""
+    from mobrl.rundir import RLLIB_CHECKPOINT_MARKER, list_checkpoints
+
+    run = RunDir(tmp_path / "run")
+    experiment = tmp_path / "storage" / "run"
+    run.write_config(compose(["scenario=small", "run=smoke"]))
+    run.write_manifest({"scenario": "small", "experiment_dir": str(experiment)})
+    trial = experiment / "PPO_x_00000"
+    checkpoint = trial / "checkpoint_000001"
+    checkpoint.mkdir(parents=True)
+    (checkpoint / RLLIB_CHECKPOINT_MARKER).write_text("{}")
+    (trial / "progress.csv").write_text("training_iteration\n1\n")
+    assert run.elsewhere() == experiment
+    assert run.trial_dirs() == [trial]
+    assert list_checkpoints(run.path) == [checkpoint]
+    run.write_summary({"best_checkpoint": str(checkpoint)}, pd.DataFrame([{"trial": "x"}]))
+    assert RunDir.holding(checkpoint).path == experiment  # its summary lies beside it too
+
+
 def test_not_a_run_and_damaged_files_are_one_line_errors(tmp_path: Path) -> None:
     with pytest.raises(UserError, match="is not a directory"):
         RunDir(tmp_path / "missing").load()
