@@ -55,9 +55,18 @@ def test_smoke_run_logs_finite_evaluation_columns(small_eval_run: Path) -> None:
     assert [e.value for e in acc.Scalars(tag)] == pytest.approx(
         progress[metrics.eval_gap("greedy", "mean")].tolist(), rel=1e-5
     )
+    # ranked by the evaluation's mean UE utility (run.eval.metric's default on mobile layouts)
     summary = json.loads((small_eval_run / "summary.json").read_text())
-    assert summary["metric"] == metrics.EVAL_RETURN_MEAN
-    assert summary["best_return"] == pytest.approx(progress[metrics.EVAL_RETURN_MEAN].max())
+    assert summary["metric"] == metrics.EVAL_SCORE and summary["eval_metric"] == "utility"
+    assert summary["best_return"] == pytest.approx(progress[metrics.EVAL_SCORE].max())
+    assert progress[metrics.EVAL_SCORE].tolist() == pytest.approx(
+        progress[f"{metrics.EVALUATION}/{metrics.UTILITY_MEAN}"].tolist()
+    )
+    # the best checkpoint's line quotes the value at that checkpoint's own iteration
+    at = progress.set_index(metrics.ITERATION)[metrics.EVAL_SCORE]
+    assert summary["best_checkpoint_value"] == pytest.approx(
+        at[summary["best_checkpoint_iteration"]]
+    )
 
 
 def test_evaluation_return_equals_evaluate_on_the_same_seeds(
@@ -76,8 +85,9 @@ def test_evaluation_return_equals_evaluate_on_the_same_seeds(
     assert evaluated["policies"]["trained"]["return"]["mean"] == pytest.approx(
         progress[metrics.EVAL_RETURN_MEAN].iloc[-1], rel=1e-6
     )
-    assert evaluated["paired_vs_trained"]["greedy"]["return_diff_mean"] == pytest.approx(
-        progress[metrics.eval_gap("greedy", "mean")].iloc[-1], rel=1e-6
+    utility = evaluated["paired_vs_trained"]["greedy"]["diff"][metrics.UTILITY_MEAN]
+    assert utility["mean"] == pytest.approx(
+        progress[metrics.eval_gap("greedy", "mean")].iloc[-1], rel=1e-6, abs=1e-12
     )
 
 
