@@ -73,14 +73,18 @@ def claimed(folder: Path, what: str = "--output") -> Iterator[Path]:
     """Claim `folder` for one command's results: made if missing, and refused (one line) while
     another mobrl command holds it. On failure, a folder this claim made is removed again if
     it stayed empty, so a failed command leaves nothing behind."""
-    folder = Path(folder)
-    made = not folder.exists()
+    folder = Path(folder).absolute()
+    existing = folder
+    while not existing.exists():  # the folders this claim makes: up to the first that exists
+        existing = existing.parent
     lock = folder / ".mobrl-writing"
 
     def release() -> None:
         lock.unlink(missing_ok=True)
-        if made and folder.is_dir() and not any(folder.iterdir()):
-            folder.rmdir()
+        made = folder
+        while made != existing and made.is_dir() and not any(made.iterdir()):
+            made.rmdir()
+            made = made.parent
 
     try:
         folder.mkdir(parents=True, exist_ok=True)

@@ -114,6 +114,11 @@ def _parse_overrides(overrides: Sequence[str]) -> list[Any]:
         try:
             parsed.extend(parser.parse_overrides([text]))
         except OverrideParseException as err:
+            key, _, value = text.partition("=")
+            if key in GROUPS and value:  # e.g. scenario=smäll: name the options, not the lexer
+                raise unknown_choice(
+                    key, value, group_options(key), f"Use {key}=<option>."
+                ) from None
             raise UserError(
                 f"malformed override '{text}': {first_line(err)}. "
                 "Write key=value or group=option (quote values with spaces)."

@@ -81,6 +81,7 @@ CASES = [
     ),
     ("train unknown env.reward", "train env.reward=utilty", "Did you mean 'utility'"),
     ("train 1000 env runners", "train run.resources.num_env_runners=1000", "at most"),
+    ("train non-ASCII scenario", "train scenario=smäll", "Did you mean 'small'"),
     ("train central marginal", "train env=central env.reward=marginal", "env.reward=marginal"),
     ("train unknown eval metric", "train run.eval.interval=5 run.eval.metric=util", "utility"),
     ("evaluate bad pick", "evaluate --checkpoint zoo:small --pick worst", "--pick"),

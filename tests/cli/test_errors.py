@@ -10,7 +10,7 @@ CASES = [
     (["train", "algo=ppp"], ["unknown algo 'ppp'", "ppo"]),
     (["train", "run.stop.iteration=3"], ["'run.stop.iteration'", "run.stop.iterations"]),
     (["train", "run.stop.iterations=abc"], ["abc", "Integer"]),
-    (["train", "scenario=small,"], ["malformed override 'scenario=small,'"]),
+    (["train", "scenario=small,"], ["unknown scenario 'small,'. Did you mean 'small'"]),
     (["train", "scenario"], ["malformed override 'scenario'"]),
     (["train", "env=central", "algo=dqn"], ["algo=dqn", "multidiscrete", "algo=ppo", "env=ma"]),
     (["train", "scenario=gym"], ["scenario.id=", "Gymnasium"]),

@@ -55,10 +55,14 @@ def test_baselines_command_writes_paired_episodes(mobrl_cli, tmp_path) -> None:
     import pandas as pd
 
     frame = pd.read_csv(out / "episodes.csv")
-    assert sorted(frame.policy.unique()) == ["full", "greedy", "noop", "random"]
+    expected = ["capped", "full", "greedy", "noop", "oracle", "random"]
+    assert sorted(frame.policy.unique()) == expected
     for _, group in frame.groupby("policy"):
         assert list(group.seed) == [0, 1, 2]
     summary = json.loads((out / "summary.json").read_text())
     noop = summary["policies"]["noop"]
     assert noop["network/connected_fraction"]["mean"] == 0.0
     assert summary["policies"]["greedy"]["return"]["mean"] > noop["return"]["mean"]
+    # without a checkpoint each baseline is paired with greedy, in every measure
+    oracle = summary["paired_vs_greedy"]["oracle"]["diff"]["ue/utility/mean"]
+    assert oracle["mean"] >= 0 and oracle["n"] == 3
