@@ -255,6 +255,26 @@ def find_manifest(path: Path) -> dict[str, Any] | None:
     return None
 
 
+def is_complete(checkpoint: Path) -> bool:
+    """Whether an RLlib checkpoint was written to the end: its JSON files parse and every
+    pickle is non-empty and ends with pickle's STOP opcode (a write cut short by a full disk
+    or a killed process leaves a truncated file)."""
+    try:
+        json.loads((checkpoint / RLLIB_CHECKPOINT_MARKER).read_text())
+        for file in checkpoint.rglob("*"):
+            if file.suffix == ".json":
+                json.loads(file.read_text())
+            elif file.suffix == ".pkl":
+                size = file.stat().st_size
+                with open(file, "rb") as f:
+                    f.seek(max(size - 1, 0))
+                    if not size or f.read(1) != b".":
+                        return False
+    except (OSError, ValueError):
+        return False
+    return True
+
+
 def list_checkpoints(path: Path) -> list[Path]:
     """All RLlib algorithm checkpoints at or below `path`, oldest first within each trial."""
     path = Path(path)

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from mobrl.errors import UserError, unknown_choice
-from mobrl.rundir import RunDir, find_manifest, list_checkpoints
+from mobrl.rundir import RunDir, find_manifest, is_complete, list_checkpoints
 
 #: how `--pick` chooses among a run's checkpoints
 PICKS = ("best", "last")
@@ -34,12 +34,25 @@ def pick_checkpoint(path: Path, pick: str) -> tuple[Path, str]:
     path = Path(path).expanduser().absolute()
     if not path.exists():
         raise UserError(f"--checkpoint '{path}' does not exist. Give a checkpoint or run dir.")
-    found = list_checkpoints(path)
-    if not found:
+    listed = list_checkpoints(path)
+    if not listed:
         raise UserError(
             f"no RLlib checkpoint under '{path}'. Point --checkpoint at a checkpoint_* dir, "
             "a trial dir or a run dir that holds one."
         )
+    found = [c for c in listed if is_complete(c)]  # never one a full disk or a kill cut short
+    if not found:
+        raise UserError(
+            f"the checkpoint {listed[-1]} is incomplete (a file cut short: a full disk or a "
+            "killed save?). Use an earlier checkpoint, or train again."
+        )
+    cut = len(listed) - len(found)
+    skipped = f" ({cut} incomplete checkpoint{'s' * (cut > 1)} skipped)" if cut else ""
+    picked, note = _pick(path, found, pick)
+    return picked, note + skipped
+
+
+def _pick(path: Path, found: list[Path], pick: str) -> tuple[Path, str]:
     if len(found) == 1:
         return found[0], f"checkpoint {found[0]}"
     _check_one_env(found)

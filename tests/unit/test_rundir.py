@@ -77,3 +77,27 @@ def test_not_a_run_and_damaged_files_are_one_line_errors(tmp_path: Path) -> None
     run.manifest_file.write_text("{not json")
     with pytest.raises(UserError, match="manifest .* is not valid JSON"):
         find_manifest(tmp_path)
+
+
+def test_a_checkpoint_cut_short_is_never_picked(tmp_path: Path) -> None:
+    """A save cut short (a full disk, a kill) leaves a truncated pickle: `--pick last` takes
+    the last complete checkpoint and says it skipped one; a lone cut one is a one-line error."""
+    import pickle
+
+    from mobrl.rundir import RLLIB_CHECKPOINT_MARKER, is_complete
+    from mobrl.targets import pick_checkpoint
+
+    trial = tmp_path / "tune" / "PPO_x_00000"
+    for i in (1, 2):
+        ckpt = trial / f"checkpoint_00000{i}"
+        (ckpt / "learner_group").mkdir(parents=True)
+        (ckpt / RLLIB_CHECKPOINT_MARKER).write_text('{"type": "Algorithm"}')
+        (ckpt / "learner_group" / "state.pkl").write_bytes(pickle.dumps({"weights": [1.0] * 50}))
+    last = trial / "checkpoint_000002"
+    state = last / "learner_group" / "state.pkl"
+    state.write_bytes(state.read_bytes()[:-20])  # the disk filled up mid-write
+    assert is_complete(trial / "checkpoint_000001") and not is_complete(last)
+    picked, note = pick_checkpoint(tmp_path, "last")
+    assert picked == trial / "checkpoint_000001" and "1 incomplete checkpoint skipped" in note
+    with pytest.raises(UserError, match="is incomplete"):
+        pick_checkpoint(last, "last")
