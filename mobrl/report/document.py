@@ -84,7 +84,13 @@ def build_report(
         groups = group_trials(found.trials, group_by)
         result["groups"] = {label: [t.name for t in ts] for label, ts in groups.items()}
         columns = {c for t in found.trials if not t.progress.empty for c in t.progress.columns}
-        wanted = metrics or [keys.RETURN_MEAN] + (
+        # service first where the runs measured it: mean UE utility (evaluation's, then
+        # training's), then the returns
+        service = [
+            f"{keys.EVALUATION}/{keys.UTILITY_MEAN}",
+            keys.result_key(keys.UTILITY_MEAN),
+        ]
+        wanted = metrics or [c for c in service if c in columns] + [keys.RETURN_MEAN] + (
             [keys.EVAL_RETURN_MEAN] if keys.EVAL_RETURN_MEAN in columns else []
         )
         missing = [m for m in wanted if m not in columns]

@@ -87,7 +87,9 @@ def test_report_numbers_equal_the_runs_progress(multirun, tmp_path: Path) -> Non
     md = (tmp_path / "report" / "report.md").read_text()
     assert "curve_0_env_steps.png" in md and "curve_0_time_s.png" in md  # both x axes
     written = pd.read_csv(tmp_path / "report" / "groups.csv")
-    assert sorted(written["group"]) == sorted(rows)
+    assert sorted(set(written["group"])) == sorted(rows)
+    # service first: the UEs' mean utility leads, the return follows
+    assert list(result["tables"])[:2] == [UTILITY, RETURN]
 
 
 def test_report_files_are_written_and_figures_are_not_blank(multirun, tmp_path: Path) -> None:
