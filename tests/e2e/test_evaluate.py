@@ -34,7 +34,8 @@ def test_evaluate_smoke_checkpoint_against_baselines(small_ma_run: Path, tmp_pat
     assert "Traceback" not in result.stderr  # workers' episodes taken over here: no noise
     assert "best checkpoint by training return" in result.stdout
     frame = pd.read_csv(out / "episodes.csv")
-    assert sorted(frame.policy.unique()) == ["full", "greedy", "noop", "random", "trained"]
+    expected = ["capped", "full", "greedy", "noop", "oracle", "random", "trained"]
+    assert sorted(frame.policy.unique()) == expected
     for _, group in frame.groupby("policy"):
         assert list(group.seed) == [7, 8, 9, 10]  # paired: the same seeds for every policy
         assert list(group.episode) == [0, 1, 2, 3]

@@ -60,6 +60,10 @@ def test_matrix_cells_equal_single_scenario_evaluations(topk_run: Path, tmp_path
             assert mine.loc[policy, "network/connected_fraction_mean"] == pytest.approx(connected)
         gap = summary["paired_vs_trained"]["greedy"]
         assert mine.loc["trained", "gap_vs_greedy_mean"] == pytest.approx(gap["return_diff_mean"])
+        utility = gap["diff"]["ue/utility/mean"]  # the paired service gap, the same in both
+        key = "ue/utility/mean_gap_vs_greedy"
+        assert mine.loc["trained", f"{key}_mean"] == pytest.approx(utility["mean"])
+        assert mine.loc["trained", f"{key}_ci95"] == pytest.approx(utility["ci95"])
 
 
 def test_layout_specific_policy_is_refused_in_one_line(small_ma_run: Path, tmp_path: Path) -> None:
