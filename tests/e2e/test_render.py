@@ -43,9 +43,11 @@ def test_render_corrupt_checkpoint_is_a_user_error(small_ma_run: Path, tmp_path:
 
     run = tmp_path / "run"
     shutil.copytree(small_ma_run, run)
+    import pickle
+
     for state in run.rglob("module_state*"):
-        if state.is_file():
-            state.write_bytes(b"not a checkpoint")
+        if state.is_file():  # whole files (not cut short) that hold no module state
+            state.write_bytes(pickle.dumps("not a checkpoint"))
     video = tmp_path / "x.mp4"
     result = run_mobrl("render", "--checkpoint", str(run), "--video", str(video), cwd=tmp_path)
     assert result.returncode == 2, result.stdout + result.stderr
