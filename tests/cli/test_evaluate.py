@@ -12,19 +12,24 @@ ERRORS = [
     (["--checkpoint", "{tmp}/corrupt"], ["could not be restored"]),
     (["--checkpoint", "{tmp}/corrupt", "--baselines", "greedyy"], ["unknown baseline 'greedyy'"]),
     (["--checkpoint", "{tmp}/nomanifest"], ["no mobrl manifest", "scenario=small env=ma"]),
+    (["--checkpoint", "{tmp}/cut"], ["is incomplete (a file cut short"]),
 ]
 
 
 @pytest.mark.parametrize("args,expected", ERRORS, ids=[str(i) for i in range(len(ERRORS))])
 def test_evaluate_errors_exit_2_and_write_nothing(mobrl_cli, tmp_path, args, expected) -> None:
     (tmp_path / "empty").mkdir()
-    for name in ("corrupt", "nomanifest"):
+    import pickle
+
+    junk = pickle.dumps("junk")  # a whole pickle, but no module state
+    for name, state in (("corrupt", junk), ("nomanifest", junk), ("cut", junk[:-3])):
         ckpt = tmp_path / name / "checkpoint_000000"
         (ckpt / "learner_group" / "learner" / "rl_module").mkdir(parents=True)
         (ckpt / "rllib_checkpoint.json").write_text("{}")
-        (ckpt / "learner_group" / "learner" / "rl_module" / "module_state.pkl").write_text("junk")
+        (ckpt / "learner_group" / "learner" / "rl_module" / "module_state.pkl").write_bytes(state)
     manifest = {"env_config": {"kind": "mobile", "id": "small", "mode": "ma", "kwargs": {}}}
-    (tmp_path / "corrupt" / "manifest.json").write_text(json.dumps(manifest))
+    for name in ("corrupt", "cut"):
+        (tmp_path / name / "manifest.json").write_text(json.dumps(manifest))
     out = tmp_path / "out"
     argv = [a.format(tmp=tmp_path) for a in args]
     result = mobrl_cli("evaluate", *argv, "--output", str(out), cwd=tmp_path, timeout=180)
