@@ -94,13 +94,17 @@ class RunDir:
             return {}
 
     def elsewhere(self) -> Path | None:
-        """The experiment dir when run.storage_path put it outside the run dir, else None."""
+        """The experiment dir when run.storage_path put it outside the run dir, else None. A
+        run dir with its own `tune/` (also one copied or moved, whose manifest still names the
+        old place) keeps its experiment inside."""
+        if (self.path / self.TUNE).is_dir():
+            return None
         experiment = self.experiment_dir(self.read_manifest())
         return experiment if experiment.parent != self.path else None
 
     def trial_dirs(self) -> list[Path]:
         """The trial dirs that have written progress, by name (in run.storage_path too)."""
-        experiment = self.experiment_dir(self.read_manifest())
+        experiment = self.elsewhere() or self.path / self.TUNE
         return sorted({p.parent for p in experiment.glob(f"*/{TRIAL_PROGRESS}")})
 
     def write_config(self, cfg: Any) -> Path:

@@ -62,6 +62,14 @@ def test_a_run_with_storage_elsewhere_leads_to_its_trials_and_checkpoints(tmp_pa
     assert list_checkpoints(run.path) == [checkpoint]
     run.write_summary({"best_checkpoint": str(checkpoint)}, pd.DataFrame([{"trial": "x"}]))
     assert RunDir.holding(checkpoint).path == experiment  # its summary lies beside it too
+    # a run dir copied elsewhere with its own tune/ keeps to its own checkpoints
+    copy = RunDir(tmp_path / "copy")
+    copy.write_manifest({"scenario": "small", "experiment_dir": str(tmp_path / "run" / "tune")})
+    copy.write_config(compose(["scenario=small", "run=smoke"]))
+    own = copy.path / "tune" / "PPO_x_00000" / "checkpoint_000001"
+    own.mkdir(parents=True)
+    (own / RLLIB_CHECKPOINT_MARKER).write_text("{}")
+    assert copy.elsewhere() is None and list_checkpoints(copy.path) == [own]
 
 
 def test_not_a_run_and_damaged_files_are_one_line_errors(tmp_path: Path) -> None:
