@@ -12,6 +12,7 @@ engine by `link_state`, and never change the env.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 import numpy as np
@@ -225,9 +226,11 @@ def marginal_rewards(env: Any) -> dict[int, float]:
 REWARDS = {"mobile": None, "utility": utility_rewards, "marginal": marginal_rewards}
 
 
+@cache
 def with_reward(handler: type, reward: str) -> type:
     """`handler` (a multi-agent handler class) paying `env.reward`; the fast engine computes
-    the same rewards on its arrays (it reads `reward_kind`)."""
+    the same rewards on its arrays (it reads `reward_kind`). One class per pair, made once:
+    every env copy of a run shares it."""
     compute = REWARDS[reward]
     if compute is None:
         return handler
