@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from datetime import datetime
@@ -12,8 +13,15 @@ from typing import Any
 
 from mobrl import metrics as keys
 from mobrl.errors import UserError, unknown_choice
-from mobrl.files import atomic_write_csv, atomic_write_json, check_writable, claimed
-from mobrl.paired import TRAINED, summarize
+from mobrl.files import (
+    atomic_write_csv,
+    atomic_write_json,
+    atomic_writer,
+    check_writable,
+    claimed,
+    disk_error,
+)
+from mobrl.paired import TRAINED, Tally
 from mobrl.targets import Target, check_pick, target_for
 
 SUMMARY_FILE = "summary.json"
@@ -51,68 +59,85 @@ def _run(name: str, seed: int, checkpoint: str | None, env_config: dict, explore
     return run_episode(env_config, _WORKER["policy"], seed)
 
 
-def run_all(
+#: seeds per block: every policy plays a block's seeds before the next block starts, so
+#: episodes are tallied, written and dropped a block at a time (memory independent of
+#: --episodes) while workers stay busy within a block
+BLOCK = 256
+
+
+def play_blocks(
     target: Target,
     policies: list[str],
-    seeds: list[int],
+    seeds: Sequence[int],
     explore: bool,
     workers: int,
     progress: Any = None,
     prepare: Any = None,
-) -> list[dict[str, Any]]:
-    """Every policy on every seed; rows of (policy, episode, seed, return, metrics...).
+    block: int = BLOCK,
+) -> Iterator[list[dict[str, Any]]]:
+    """Every policy on every seed, a block of seeds at a time: yields each block's rows of
+    (policy, episode, seed, return, metrics...), sorted by policy, then episode.
 
     With `workers` > 1, a checkpoint's policy plays in this process, while worker processes
     play the others (baselines and zoo policies load in a fraction of a second, without Ray
     or torch), and this process then takes over what they have not started; each worker
     starts once. `prepare()` (e.g. restoring the checkpoint here, which imports Ray and
-    torch) runs in this process once the workers have their episodes, so both overlap."""
-    tasks = [(name, i, seed) for name in policies for i, seed in enumerate(seeds)]
+    torch) runs in this process once the workers have their first episodes, so both overlap."""
     ckpt = str(target.checkpoint) if target.checkpoint else None
-    rows: list[dict[str, Any]] = []
-
-    def add(name: str, i: int, seed: int, result: dict) -> None:
-        rows.append({"policy": name, "episode": i, "seed": seed, **result})
-        if progress is not None:
-            progress()
-
     from mobrl import zoo
 
     heavy = ckpt is not None and not zoo.is_ref(ckpt)  # restoring it imports Ray and torch
-    here = [t for t in tasks if heavy and t[0] == TRAINED] if workers > 1 else tasks
-    kept = set(here)
-    away = [t for t in tasks if t not in kept]
-    if not away:
+    local = {TRAINED} if heavy and workers > 1 else set(policies) if workers <= 1 else set()
+    chunks = (
+        list(enumerate(seeds[start : start + block], start))
+        for start in range(0, len(seeds), block)
+    )
+
+    def ordered(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return sorted(rows, key=lambda r: (policies.index(r["policy"]), r["episode"]))
+
+    import threading
+
+    lock = threading.Lock()  # progress also advances from the pool's callback thread
+
+    def advance() -> None:
+        if progress is not None:
+            with lock:
+                progress()
+
+    def play(rows: list, name: str, i: int, seed: int) -> None:
+        rows.append(_row(name, i, seed, _run(name, seed, ckpt, target.env_config, explore)))
+        advance()
+
+    if local >= set(policies):  # everything here: no worker processes
         if prepare is not None:
             prepare()
-        for name, i, seed in here:
-            add(name, i, seed, _run(name, seed, ckpt, target.env_config, explore))
-    else:
-        import multiprocessing
-        import threading
+        for chunk in chunks:
+            rows: list[dict[str, Any]] = []
+            for name in policies:
+                for i, seed in chunk:
+                    play(rows, name, i, seed)
+            yield ordered(rows)
+        return
 
-        lock = threading.Lock()  # pool callbacks add rows from another thread
+    import multiprocessing
 
-        def play_here(name: str, i: int, seed: int) -> None:
-            result = _run(name, seed, ckpt, target.env_config, explore)
-            with lock:
-                add(name, i, seed, result)
+    def tick(future: Any) -> None:
+        if not future.cancelled() and future.exception() is None:
+            advance()
 
-        def collect(future: Any, task: tuple[str, int, int]) -> None:
-            # errors surface from future.result() below; taken-over futures are cancelled
-            if not future.cancelled() and future.exception() is None:
-                with lock:
-                    add(*task, future.result())
-
-        context = multiprocessing.get_context("spawn")  # torch and forked threads do not mix
-        pool_workers = max(1, workers - 1) if here else workers
-        with ProcessPoolExecutor(max_workers=pool_workers, mp_context=context) as pool:
+    context = multiprocessing.get_context("spawn")  # torch and forked threads do not mix
+    pool_workers = max(1, workers - 1) if local else workers
+    with ProcessPoolExecutor(max_workers=pool_workers, mp_context=context) as pool:
+        for chunk in chunks:
+            tasks = [(name, i, seed) for name in policies for i, seed in chunk]
             futures = {
                 pool.submit(_run, name, seed, ckpt, target.env_config, explore): (name, i, seed)
-                for name, i, seed in away
+                for name, i, seed in tasks
+                if name not in local
             }
-            for future, task in futures.items():
-                future.add_done_callback(lambda f, task=task: collect(f, task))
+            for future in futures:
+                future.add_done_callback(tick)
             if prepare is not None:
                 try:
                     prepare()
@@ -120,17 +145,93 @@ def run_all(
                     for future in futures:  # the workers stop after their current episode
                         future.cancel()
                     raise
-            for task in here:
-                play_here(*task)
-            if here:  # then take over the episodes the workers have not started yet
-                for future, task in futures.items():
+                prepare = None
+            played: list[dict[str, Any]] = []
+            for name, i, seed in tasks:
+                if name in local:
+                    play(played, name, i, seed)
+            if local:  # then take over the episodes the workers have not started yet
+                for future, (name, i, seed) in futures.items():
                     if future.cancel():
-                        play_here(*task)
+                        play(played, name, i, seed)
             for future in as_completed(futures):
                 if not future.cancelled():
-                    future.result()
-    rows.sort(key=lambda r: (policies.index(r["policy"]), r["episode"]))
-    return rows
+                    played.append(_row(*futures[future], future.result()))
+            yield ordered(played)
+
+
+def _row(name: str, i: int, seed: int, result: dict) -> dict[str, Any]:
+    return {"policy": name, "episode": i, "seed": seed, **result}
+
+
+def run_all(
+    target: Target,
+    policies: list[str],
+    seeds: Sequence[int],
+    explore: bool,
+    workers: int,
+    progress: Any = None,
+    prepare: Any = None,
+) -> list[dict[str, Any]]:
+    """Every policy on every seed, all rows at once (see `play_blocks`)."""
+    blocks = play_blocks(target, policies, seeds, explore, workers, progress, prepare)
+    return [row for rows in blocks for row in rows]
+
+
+class EpisodeLog:
+    """episodes.csv written as blocks of rows come, in constant memory: one temporary file per
+    policy, joined (policy by policy, then by episode) into episodes.csv atomically at the end;
+    nothing but the finished file is left behind, whatever happens."""
+
+    def __init__(self, output: Path, policies: list[str]) -> None:
+        self.output, self.policies = output, policies
+        self.parts = {p: output / f".{EPISODES_FILE}.{os.getpid()}.{p}.part" for p in policies}
+        self.fields: list[str] | None = None
+        self.handles: dict[str, Any] = {}
+
+    def add(self, rows: list[dict[str, Any]]) -> None:
+        import csv
+
+        if self.fields is None and rows:
+            self.fields = list(rows[0])
+        try:
+            for row in rows:
+                name = row["policy"]
+                if name not in self.handles:
+                    self.handles[name] = open(self.parts[name], "w", newline="")
+                csv.DictWriter(self.handles[name], self.fields, restval="").writerow(row)
+        except OSError as err:
+            raise disk_error(self.output / EPISODES_FILE, err) from None
+
+    def finish(self) -> Path:
+        import csv
+        import shutil
+
+        path = self.output / EPISODES_FILE
+        try:
+            for handle in self.handles.values():
+                handle.close()  # a full disk may show only here, when the buffer is flushed
+            with atomic_writer(path) as out:
+                csv.writer(out).writerow(self.fields or ["policy", "episode", "seed", "return"])
+                for name in self.policies:
+                    if name in self.handles:
+                        with open(self.parts[name], newline="") as part:
+                            shutil.copyfileobj(part, out)
+        except OSError as err:
+            raise disk_error(path, err) from None
+        finally:
+            self.discard()
+        return path
+
+    def discard(self) -> None:
+        """Remove the temporary files (episodes.csv, once written, stays)."""
+        for handle in self.handles.values():
+            try:
+                handle.close()
+            except OSError:
+                pass  # a full disk: what was buffered is dropped with the file
+        for part in self.parts.values():
+            part.unlink(missing_ok=True)
 
 
 def default_output_dir(scenario: str) -> Path:
@@ -223,8 +324,8 @@ class EvalOptions:
             raise UserError(f"--workers must be at least 1, got {self.workers}.")
 
     @property
-    def seeds(self) -> list[int]:
-        return [self.seed + i for i in range(self.episodes)]
+    def seeds(self) -> range:
+        return range(self.seed, self.seed + self.episodes)
 
     def baseline_names(self, default: list[str]) -> list[str]:
         if self.baselines is None:
@@ -269,23 +370,33 @@ def evaluate_command(checkpoint: Path | None, overrides: list[str], opts: EvalOp
     total = len(seeds) * len(policies)
     if workers is None:
         workers = min(os.cpu_count() or 1, 4) if total >= 8 else 1
+    tally = Tally(policies)
     with claimed(output):  # a second command writing to the same --output is refused
         check_output(output)  # again under the claim: another one may have finished since
-        with Progress(console=console, transient=True) as bar:
-            task = bar.add_task(f"{total} episodes ({', '.join(policies)})", total=total)
-            rows = run_all(
-                target, policies, seeds, explore, workers, progress=lambda: bar.advance(task),
-                prepare=restore if target.checkpoint is not None else None,
-            )  # fmt: skip
-        summary = summarize(rows, policies)
+        log = EpisodeLog(output, policies)
+        try:
+            with Progress(console=console, transient=True) as bar:
+                task = bar.add_task(f"{total} episodes ({', '.join(policies)})", total=total)
+                for rows in play_blocks(
+                    target, policies, seeds, explore, workers,
+                    progress=lambda: bar.advance(task),
+                    prepare=restore if target.checkpoint is not None else None,
+                ):  # fmt: skip
+                    tally.add(rows)
+                    log.add(rows)
+            log.finish()
+        except BaseException:
+            log.discard()
+            raise
+        summary = tally.summary()
         meta = {
             "checkpoint": str(target.checkpoint) if target.checkpoint else None,
             "env_config": target.env_config,
             "episodes": episodes,
-            "seeds": seeds,
+            "seed_range": [seeds[0], seeds[-1]],
             "explore": explore,
         }
-        write_results(output, rows, summary, meta)
+        atomic_write_json(output / SUMMARY_FILE, {**meta, **summary})
 
     table = Table(title=f"{scenario}: {episodes} episodes per policy, mean ± 95 % CI")
     columns = list(next(iter(summary["policies"].values())))

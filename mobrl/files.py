@@ -40,25 +40,36 @@ def check_writable(path: Path, what: str, example: str = "./results") -> None:
 _DISK_ERRORS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES}
 
 
-def atomic_write_text(path: Path, text: str) -> Path:
-    """Write `text` to `path` through a temporary file of this process in the same folder
-    and a rename: readers (and concurrent writers) see the old file or the whole new one.
-    A full disk leaves no temporary file behind and is a one-line `UserError`."""
+@contextmanager
+def atomic_writer(path: Path) -> Iterator[Any]:
+    """A text file to write `path` through: a temporary file of this process in the same
+    folder, synced and renamed into place on success, removed on failure, so readers (and
+    concurrent writers) see the old file or the whole new one. A full disk leaves no
+    temporary file behind and is a one-line `UserError`."""
     path = Path(path)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
-        with open(tmp, "w") as f:
-            f.write(text)
+        with open(tmp, "w", newline="") as f:
+            yield f
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
     except OSError as err:
         tmp.unlink(missing_ok=True)
-        raise _disk_error(path, err) from None
-    return path
+        raise disk_error(path, err) from None
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
-def _disk_error(path: Path, err: OSError) -> Exception:
+def atomic_write_text(path: Path, text: str) -> Path:
+    """Write `text` to `path` atomically (see `atomic_writer`)."""
+    with atomic_writer(path) as f:
+        f.write(text)
+    return Path(path)
+
+
+def disk_error(path: Path, err: OSError) -> Exception:
     """A full or read-only disk as one line; other errors as they are."""
     if err.errno not in _DISK_ERRORS:
         return err
@@ -96,7 +107,7 @@ def claimed(folder: Path, what: str = "--output") -> Iterator[Path]:
         ) from None
     except OSError as err:
         release()
-        raise _disk_error(folder, err) from None
+        raise disk_error(folder, err) from None
     try:
         os.write(fd, str(os.getpid()).encode())  # who holds it, for a person to check
     except OSError:

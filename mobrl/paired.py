@@ -4,9 +4,9 @@ measure, the share of the greedy -> oracle gap a policy closes, and service note
 from __future__ import annotations
 
 import math
+from collections import defaultdict
+from collections.abc import Iterable
 from typing import Any
-
-import numpy as np
 
 from mobrl import metrics as keys
 from mobrl.metrics import EPISODE_METRICS
@@ -31,33 +31,47 @@ def result_columns(rows: list[dict[str, Any]]) -> list[str]:
     return known + per_policy + sorted(present - set(known) - set(per_policy))
 
 
-def mean_ci(values: list[float], confidence: float = 0.95) -> tuple[float, float, float]:
+class Moments:
+    """Running count, mean and spread of a measure (Welford's method): statistics of any
+    number of episodes in constant memory. NaN values (a measure an episode lacks) are
+    skipped."""
+
+    __slots__ = ("n", "mean", "m2")
+
+    def __init__(self) -> None:
+        self.n, self.mean, self.m2 = 0, 0.0, 0.0
+
+    def add(self, value: float) -> None:
+        if math.isnan(value):
+            return
+        self.n += 1
+        delta = value - self.mean
+        self.mean += delta / self.n
+        self.m2 += delta * (value - self.mean)
+
+    def stats(self, confidence: float = 0.95) -> tuple[float, float, float]:
+        """Mean and the half-width of its Student-t confidence interval, and n (NaN for
+        what n cannot give: everything for n=0, the half-width for n=1)."""
+        from scipy import stats
+
+        if self.n == 0:
+            return math.nan, math.nan, math.nan
+        if self.n < 2:
+            return self.mean, math.nan, float(self.n)
+        sem = math.sqrt(max(self.m2, 0.0) / (self.n - 1) / self.n)
+        half = float(stats.t.ppf(0.5 + confidence / 2, df=self.n - 1) * sem)
+        return self.mean, half, float(self.n)
+
+    def as_dict(self) -> dict[str, float]:
+        return dict(zip(("mean", "ci95", "n"), self.stats()))
+
+
+def mean_ci(values: Iterable[float], confidence: float = 0.95) -> tuple[float, float, float]:
     """Mean and the half-width of its Student-t confidence interval (NaN half-width for n<2)."""
-    from scipy import stats
-
-    x = np.asarray([v for v in values if not math.isnan(v)], dtype=float)
-    if x.size == 0:
-        return math.nan, math.nan, math.nan
-    mean = float(x.mean())
-    if x.size < 2:
-        return mean, math.nan, float(x.size)
-    sem = float(x.std(ddof=1) / math.sqrt(x.size))
-    half = float(stats.t.ppf(0.5 + confidence / 2, df=x.size - 1) * sem)
-    return mean, half, float(x.size)
-
-
-def paired(
-    rows: list[dict[str, Any]], mine: str, theirs: str, columns: list[str]
-) -> dict[str, dict[str, float]]:
-    """`mine` − `theirs` per column over the seeds both played: mean, 95 % CI, n."""
-    by_seed = {r["seed"]: r for r in rows if r["policy"] == mine}
-    other = [r for r in rows if r["policy"] == theirs and r["seed"] in by_seed]
-    return {
-        col: dict(
-            zip(("mean", "ci95", "n"), mean_ci([by_seed[r["seed"]][col] - r[col] for r in other]))
-        )
-        for col in columns
-    }
+    moments = Moments()
+    for value in values:
+        moments.add(float(value))
+    return moments.stats(confidence)
 
 
 def reference(policies: list[str]) -> str | None:
@@ -80,45 +94,72 @@ def gap_closed(summary: dict[str, Any], policy: str = TRAINED) -> float | None:
     return (stats[policy][keys.UTILITY_MEAN]["mean"] - base) / room
 
 
-def summarize(rows: list[dict[str, Any]], policies: list[str]) -> dict[str, Any]:
-    """Per policy: mean, 95 % CI half-width and n of every column; paired differences (same
-    seeds) in every column: `paired_vs_trained` (trained − each baseline) with a checkpoint,
-    else `paired_vs_greedy` (each baseline − greedy); the share of the greedy -> oracle gap
-    in mean UE utility that each policy closes."""
-    out: dict[str, Any] = {"policies": {}}
-    columns = result_columns(rows)
-    for name in policies:
-        mine = [r for r in rows if r["policy"] == name]
-        out["policies"][name] = {
-            col: dict(zip(("mean", "ci95", "n"), mean_ci([r[col] for r in mine])))
-            for col in columns
-        }
-    ref = reference(policies)
-    out["reference"] = ref
-    if ref is not None:
-        gaps = {}
-        for name in policies:
-            if name == ref:
+class Tally:
+    """The evaluation statistics of episodes fed in blocks (`add`), in memory independent of
+    how many: per policy the mean, 95 % CI and n of every measure, and the differences paired
+    by seed against the reference (trained − each baseline with a checkpoint, else each
+    baseline − greedy). Every policy's episode of a seed must come in the same block."""
+
+    def __init__(self, policies: list[str]) -> None:
+        self.policies = list(policies)
+        self.ref = reference(self.policies)
+        self.present: set[str] = set()
+        self.single: dict[tuple[str, str], Moments] = defaultdict(Moments)
+        self.diffs: dict[tuple[str, str], Moments] = defaultdict(Moments)
+
+    def add(self, rows: list[dict[str, Any]]) -> Tally:
+        for row in rows:
+            measures = [k for k in row if k not in _NOT_MEASURES]
+            self.present.update(measures)
+            for col in measures:
+                self.single[row["policy"], col].add(float(row[col]))
+        if self.ref is None:
+            return self
+        refs = {r["seed"]: r for r in rows if r["policy"] == self.ref}
+        for row in rows:
+            name, mine = row["policy"], refs.get(row["seed"])
+            if name == self.ref or mine is None:
                 continue
-            diff = (
-                paired(rows, ref, name, columns)
-                if ref == TRAINED
-                else paired(rows, name, ref, columns)
-            )
-            ret = diff["return"]
-            gaps[name] = {
-                "return_diff_mean": ret["mean"],
-                "ci95": ret["ci95"],
-                "n": ret["n"],
-                "diff": diff,
-            }
-        out[f"paired_vs_{ref}"] = gaps
-    out.setdefault("paired_vs_trained", {})
-    if ref is not None:
-        closed = {name: gap_closed(out, name) for name in policies}
-        out["gap_closed"] = {name: share for name, share in closed.items() if share is not None}
-    out["notes"] = service_notes(out)
-    return out
+            first, second = (mine, row) if self.ref == TRAINED else (row, mine)
+            for col in self.present:
+                if col in first and col in second:
+                    self.diffs[name, col].add(float(first[col]) - float(second[col]))
+        return self
+
+    def summary(self) -> dict[str, Any]:
+        """Per policy: mean, 95 % CI half-width and n of every column; the paired differences
+        in every column: `paired_vs_trained` with a checkpoint, else `paired_vs_greedy`; the
+        share of the greedy -> oracle gap in mean UE utility that each policy closes."""
+        columns = result_columns([dict.fromkeys(self.present)])
+        out: dict[str, Any] = {"policies": {}}
+        for name in self.policies:
+            out["policies"][name] = {col: self.single[name, col].as_dict() for col in columns}
+        out["reference"] = self.ref
+        if self.ref is not None:
+            gaps = {}
+            for name in self.policies:
+                if name == self.ref:
+                    continue
+                diff = {col: self.diffs[name, col].as_dict() for col in columns}
+                ret = diff.get("return", Moments().as_dict())
+                gaps[name] = {
+                    "return_diff_mean": ret["mean"],
+                    "ci95": ret["ci95"],
+                    "n": ret["n"],
+                    "diff": diff,
+                }
+            out[f"paired_vs_{self.ref}"] = gaps
+        out.setdefault("paired_vs_trained", {})
+        if self.ref is not None:
+            closed = {name: gap_closed(out, name) for name in self.policies}
+            out["gap_closed"] = {name: share for name, share in closed.items() if share is not None}
+        out["notes"] = service_notes(out)
+        return out
+
+
+def summarize(rows: list[dict[str, Any]], policies: list[str]) -> dict[str, Any]:
+    """The `Tally` summary of `rows` (all of them at once)."""
+    return Tally(policies).add(rows).summary()
 
 
 #: a trained policy that connects this many fewer UE-steps than a baseline it beats is named

@@ -270,7 +270,7 @@ def matrix_command(checkpoints: list[Path], scenarios: list[str], opts: EvalOpti
     for file in (MATRIX_CSV, MATRIX_JSON):
         if (output / file).exists():
             raise UserError(f"--output '{output}' already holds {file}. Choose a new --output dir.")
-    seeds = opts.seeds
+    seeds = list(opts.seeds)
     workers = opts.workers or min(os.cpu_count() or 1, 4)
     total = len(seeds) * len(scenarios) * (len(targets) + len(names))
     with claimed(output):  # a second command writing to the same --output is refused

@@ -54,7 +54,7 @@ def _evaluation(evaluation: Path, checkpoint: Path) -> dict[str, Any]:
             f"--evaluation '{evaluation}' evaluated {summary.get('checkpoint')}, not "
             f"{checkpoint}. Evaluate this checkpoint and pass that dir."
         )
-    seeds = summary.get("seeds") or []
+    seeds = summary.get("seed_range") or summary.get("seeds") or []  # older: every seed
     return {
         "env_config": summary.get("env_config"),
         "episodes": summary.get("episodes"),

@@ -175,3 +175,51 @@ def test_a_return_gain_that_serves_worse_is_named() -> None:
     ]  # fmt: skip
     (note,) = summarize(rows, ["trained", "greedy"])["notes"]
     assert "serves the UEs worse (mean UE utility -0.150" in note
+
+
+def test_blocks_give_what_one_pass_gives(tmp_path) -> None:
+    """Episodes played, tallied and written a block at a time (constant memory for any
+    --episodes) give the rows, summary and episodes.csv of one pass over all of them."""
+    import pandas as pd
+
+    from mobrl import zoo
+    from mobrl.evaluate import EPISODES_FILE, EpisodeLog, play_blocks, run_all, write_results
+    from mobrl.paired import Tally
+    from mobrl.targets import Target
+
+    policies = ["trained", "greedy", "oracle"]
+    target = Target("zoo:small", zoo.entry("small")["env_config"], "")
+    seeds = range(5, 12)
+    whole = run_all(target, policies, seeds, explore=False, workers=1)
+    tally, log = Tally(policies), EpisodeLog(tmp_path / "blocks", policies)
+    (tmp_path / "blocks").mkdir()
+    blocks = list(play_blocks(target, policies, seeds, explore=False, workers=2, block=3))
+    assert [len(b) for b in blocks] == [9, 9, 3]
+    for rows in blocks:
+        tally.add(rows)
+        log.add(rows)
+    log.finish()
+    assert sorted(p.name for p in (tmp_path / "blocks").iterdir()) == [EPISODES_FILE]
+    streamed = pd.read_csv(tmp_path / "blocks" / EPISODES_FILE)  # by policy, then episode
+    write_results(tmp_path / "whole", whole, summarize(whole, policies), {})
+    pd.testing.assert_frame_equal(streamed, pd.read_csv(tmp_path / "whole" / EPISODES_FILE))
+    expected = summarize(whole, policies)
+    got = tally.summary()
+    assert got.keys() == expected.keys() and got["reference"] == "trained"
+    for name, gap in expected["paired_vs_trained"].items():
+        for col, stats in gap["diff"].items():
+            assert got["paired_vs_trained"][name]["diff"][col]["n"] == stats["n"] == 7
+            assert got["paired_vs_trained"][name]["diff"][col]["mean"] == pytest.approx(
+                stats["mean"], abs=1e-12
+            )
+    assert got["gap_closed"] == pytest.approx(expected["gap_closed"], rel=1e-9)
+
+
+def test_running_moments_match_numpy() -> None:
+    import numpy as np
+
+    values = np.random.default_rng(3).normal(5.0, 2.0, 5000)
+    mean, half, n = mean_ci(list(values) + [float("nan")])  # NaN: a measure not reported
+    sem = values.std(ddof=1) / np.sqrt(values.size)
+    assert n == 5000 and mean == pytest.approx(values.mean(), rel=1e-12)
+    assert half == pytest.approx(1.96045 * sem, rel=1e-4)
