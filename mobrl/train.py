@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -86,6 +88,10 @@ def run_training(cfg: DictConfig, run_dir: Path | None = None) -> float | None:
         Path(cfg.run.storage_path).expanduser().absolute() if cfg.run.storage_path else run.path
     )
     check_writable(storage, "run.storage_path")
+    from mobrl.diskspace import FULL, check_free
+
+    check_free(storage, cfg.run.checkpoint.min_free_mb)
+    FULL.reason = None
     experiment_name = RunDir.TUNE if storage == run.path else run.path.name
     experiment_dir = storage / experiment_name
     configure_ray()
@@ -108,8 +114,9 @@ def run_training(cfg: DictConfig, run_dir: Path | None = None) -> float | None:
         manifest["ray_address"] = ray_address()
         run.write_manifest(manifest)
         console.print(f"[bold]mobrl[/bold] run dir: {run.path}")
-        results = _fit(cfg, algo_config.algo_class, space, locations, storage, experiment_name)
-    return _finish(cfg, results, locations, run, experiment_dir)
+        with _full_disk_as_one_line(storage, run, experiment_dir):
+            results = _fit(cfg, algo_config.algo_class, space, locations, storage, experiment_name)
+    return _finish(cfg, results, locations, run, experiment_dir, storage)
 
 
 def resume_training(run_dir: Path, retry_errored: bool = False) -> float | None:
@@ -128,6 +135,12 @@ def resume_training(run_dir: Path, retry_errored: bool = False) -> float | None:
             f"({experiment_dir / RunDir.TUNER_STATE} "
             "is missing): the run stopped before its first trial started. Start it again."
         )
+    _check_resumable(run, experiment_dir)
+    from mobrl.diskspace import FULL, check_free
+
+    storage = experiment_dir.parent
+    check_free(storage, cfg.run.checkpoint.min_free_mb)
+    FULL.reason = None
     configure_ray()
     check_config(cfg)
     probe_ray_address(cfg.ray.address)
@@ -145,7 +158,7 @@ def resume_training(run_dir: Path, retry_errored: bool = False) -> float | None:
 
     from mobrl.progress import INTERRUPTED
 
-    with ray_session(cfg):
+    with ray_session(cfg), _full_disk_as_one_line(storage, run, experiment_dir):
         INTERRUPTED.clear()
         tuner = tune.Tuner.restore(
             str(experiment_dir),
@@ -159,17 +172,77 @@ def resume_training(run_dir: Path, retry_errored: bool = False) -> float | None:
     for trial_dir in experiment_dir.iterdir():
         if trial_dir.is_dir():
             repair_progress_csv(trial_dir)
-    return _finish(cfg, results, locations, run, experiment_dir)
+    return _finish(cfg, results, locations, run, experiment_dir, storage)
+
+
+def _check_resumable(run: RunDir, experiment_dir: Path) -> None:
+    """Tune's saved state must read back whole: from a cut one (a full disk, a killed
+    process) Tune would silently start the trials over from iteration 1."""
+    import json
+
+    from mobrl.rundir import is_complete, list_checkpoints
+
+    for state in sorted(experiment_dir.glob("*state-*.json")):
+        try:
+            data = state.read_bytes()
+            if data[:1] == b"\x80":  # the searcher's state is a pickle despite its name
+                if data[-1:] != b".":
+                    raise ValueError("the pickle ends early")
+            else:
+                json.loads(data)
+        except (OSError, ValueError) as err:
+            kept = [c for c in list_checkpoints(run.path) if is_complete(c)]
+            hint = (
+                f"evaluate its last complete checkpoint with mobrl evaluate --checkpoint "
+                f"{kept[-1]}, or start the run again"
+                if kept
+                else "start the run again"
+            )
+            raise UserError(
+                f"cannot resume '{run.path}': Tune's state {state.name} is cut ({err}), so "
+                f"its trials would start over from iteration 1; {hint}."
+            ) from None
+
+
+@contextmanager
+def _full_disk_as_one_line(storage: Path, run: RunDir, experiment_dir: Path) -> Iterator[None]:
+    """A run that failed or stopped for lack of room ends with mobrl's one line."""
+    from mobrl.diskspace import FULL, MB, free_bytes, full_disk_error, is_full
+
+    try:
+        yield
+    except Exception as err:
+        if FULL.reason is None and not is_full(err) and free_bytes(storage) > MB:
+            raise
+        FULL.set(FULL.reason or "no space left on device")
+        raise full_disk_error(storage, run.path, _last_complete(experiment_dir)) from None
+
+
+def _last_complete(experiment_dir: Path) -> Path | None:
+    from mobrl.rundir import is_complete, list_checkpoints
+
+    kept = [c for c in list_checkpoints(experiment_dir) if is_complete(c)]
+    return max(kept, key=lambda c: c.stat().st_mtime) if kept else None
 
 
 def _finish(
-    cfg: DictConfig, results: Any, locations: dict, run: RunDir, experiment_dir: Path
+    cfg: DictConfig,
+    results: Any,
+    locations: dict,
+    run: RunDir,
+    experiment_dir: Path,
+    storage: Path,
 ) -> float | None:
-    """Report the experiment; an interrupted one tells how to continue it (exit 130)."""
+    """Report the experiment; an interrupted one tells how to continue it (exit 130), one
+    stopped on a full disk how to free space and continue (exit 2)."""
+    from mobrl.diskspace import FULL, full_disk_error
     from mobrl.progress import INTERRUPTED
     from mobrl.ranking import report
 
-    summary = report(cfg, results, locations, run, experiment_dir, console)
+    with _full_disk_as_one_line(storage, run, experiment_dir):
+        summary = report(cfg, results, locations, run, experiment_dir, console)
+    if FULL.reason is not None:
+        raise full_disk_error(storage, run.path, _last_complete(experiment_dir))
     if INTERRUPTED.is_set():
         console.print(
             f"[bold]interrupted[/bold]: the experiment state is saved. Continue with:\n"
@@ -212,6 +285,7 @@ def _fit(
     from ray import tune
 
     from mobrl import tuning
+    from mobrl.diskspace import DiskGuard
     from mobrl.progress import INTERRUPTED, ProgressCallback, trial_name
 
     ckpt = cfg.run.checkpoint
@@ -239,7 +313,10 @@ def _fit(
             stop=tuning.stop_criteria(cfg),
             checkpoint_config=checkpoint_config,
             failure_config=tune.FailureConfig(max_failures=cfg.run.fault.max_failures),
-            callbacks=[ProgressCallback(cfg.tune.metric)],
+            callbacks=[
+                ProgressCallback(cfg.tune.metric),
+                DiskGuard(storage, storage / name, cfg.run.checkpoint.min_free_mb),
+            ],
             verbose=0,
         ),
     )

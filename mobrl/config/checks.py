@@ -82,6 +82,10 @@ def check_settings(cfg: DictConfig) -> None:
     check_eval_config(cfg)
     if cfg.run.checkpoint.frequency < 0:
         raise UserError("run.checkpoint.frequency must be >= 0 (0: only at the end).")
+    if cfg.run.checkpoint.min_free_mb < 0:
+        raise UserError(
+            f"run.checkpoint.min_free_mb must be >= 0, got {cfg.run.checkpoint.min_free_mb}."
+        )
     if cfg.run.storage_path is not None:
         check_writable(Path(cfg.run.storage_path), "run.storage_path")
 

@@ -107,6 +107,9 @@ class CheckpointConf:
     at_end: bool = True
     #: keep only the N best checkpoints by return (null: keep all)
     keep: Optional[int] = None
+    #: MB of run.storage_path kept free: a run is refused below it, and stopped resumably
+    #: when free space falls below it plus what the next checkpoint and state save need
+    min_free_mb: int = 64
 
 
 @dataclass

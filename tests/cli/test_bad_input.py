@@ -52,6 +52,7 @@ CASES = [
     ("bad search space", "train +tune.param_space.training.lr={log:[1]}", "search-space type"),
     ("unknown baseline to beat", "train run.eval.interval=5 run.stop.beat=greed", "greedy"),
     ("unknown fault", "train run.fault.inject.what=crash", "run.fault.inject.what"),
+    ("negative free space", "train run.checkpoint.min_free_mb=-1", "min_free_mb"),
     ("interval sweep", "train -m run.seed=interval(0,1)", "sweeps a range"),
     ("malformed override", "train run.seed=[1", "malformed override"),
     (

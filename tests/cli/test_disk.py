@@ -9,28 +9,19 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, run_mobrl
+from tests.conftest import REPO, run_mobrl, small_tmpfs
 
 
 @pytest.fixture
 def full_disk(tmp_path: Path):
     """A 64 KiB tmpfs filled up (needs the right to mount; skipped where there is none)."""
-    mount = tmp_path / "full"
-    mount.mkdir()
-    done = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mount)], capture_output=True
-    )
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a small tmpfs here: {done.stderr.decode().strip()}")
-    try:
+    with small_tmpfs(tmp_path / "full", "64k") as mount:
         with open(mount / "filler", "wb") as f:
             try:
                 f.write(b"\0" * 65536 * 2)
             except OSError:
                 pass
         yield mount
-    finally:
-        subprocess.run(["umount", str(mount)], check=False)
 
 
 def test_evaluate_on_a_full_disk_is_one_line(full_disk: Path) -> None:
