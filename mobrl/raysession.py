@@ -58,22 +58,36 @@ def _drop_tune_notices(record: logging.LogRecord) -> bool:
 
 
 def repair_progress_csv(trial_dir: Path) -> None:
-    """Rewrite a trial's progress.csv from its result.json when it no longer parses: after a
-    restore, Tune appends rows with more columns than the header names."""
+    """Rewrite a trial's progress.csv after a restore: from its result.json when it no longer
+    parses (Tune appends rows with more columns than the header names), and with each
+    iteration once (a run resumed from its last checkpoint repeats the iterations after it;
+    the later rows are the ones the checkpoints continue)."""
     import pandas as pd
 
+    from mobrl.metrics import ITERATION
     from mobrl.rundir import TRIAL_PROGRESS, TRIAL_RESULT
 
     csv, results = trial_dir / TRIAL_PROGRESS, trial_dir / TRIAL_RESULT
-    if not csv.is_file() or not results.is_file():
+    if not csv.is_file():
         return
     try:
-        pd.read_csv(csv)
-        return
+        frame = pd.read_csv(csv)
     except (pd.errors.ParserError, ValueError):
-        pass
-    rows = [json.loads(line) for line in results.read_text().splitlines() if line.strip()]
-    atomic_write_csv(csv, pd.json_normalize(rows, sep="/"))
+        if not results.is_file():
+            return
+        rows = []
+        for line in results.read_text().splitlines():
+            try:
+                rows.append(json.loads(line))
+            except ValueError:
+                continue  # a blank or cut line
+        frame = pd.json_normalize(rows, sep="/")
+    else:
+        if ITERATION not in frame or not frame[ITERATION].duplicated().any():
+            return
+    if ITERATION in frame:
+        frame = frame[~frame[ITERATION].duplicated(keep="last")]
+    atomic_write_csv(csv, frame)
 
 
 @contextmanager

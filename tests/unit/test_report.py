@@ -204,3 +204,29 @@ def test_progress_with_a_cut_last_row_and_repeated_iterations(tmp_path) -> None:
     path.write_text("training_iteration,x\n1,1.0\n")
     notes.clear()
     assert len(read_progress(path, notes)) == 1 and notes == []
+
+
+def test_progress_csv_is_repaired_after_a_resume(tmp_path) -> None:
+    """After --resume: repeated iterations keep their later rows; a progress.csv that no
+    longer parses is rebuilt from result.json (whose cut last line is skipped)."""
+    import json
+
+    import pandas as pd
+
+    from mobrl.raysession import repair_progress_csv
+
+    trial = tmp_path / "PPO_x"
+    trial.mkdir()
+    rows = [{"training_iteration": i, "ret": float(i)} for i in (1, 2, 3, 2, 3, 4)]
+    rows[3]["ret"] = rows[4]["ret"] = -1.0  # the resumed run's rows
+    pd.DataFrame(rows).to_csv(trial / "progress.csv", index=False)
+    repair_progress_csv(trial)
+    frame = pd.read_csv(trial / "progress.csv")
+    assert frame["training_iteration"].tolist() == [1, 2, 3, 4]
+    assert frame["ret"].tolist() == [1.0, -1.0, -1.0, 4.0]
+
+    (trial / "progress.csv").write_text("training_iteration,ret\n1,1.0\n2,2.0,extra,cols\n")
+    lines = [json.dumps(r) for r in rows[:3]] + ['{"training_iteration": 4, "re']
+    (trial / "result.json").write_text("\n".join(lines))
+    repair_progress_csv(trial)
+    assert pd.read_csv(trial / "progress.csv")["training_iteration"].tolist() == [1, 2, 3]
