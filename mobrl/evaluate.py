@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import os
 from collections.abc import Iterator, Sequence
@@ -29,7 +30,24 @@ EPISODES_FILE = "episodes.csv"
 
 # --- running episodes (in worker processes when there is more than one CPU) ---------------
 
-_WORKER: dict[str, Any] = {}
+#: policies loaded in this process, by `_policy_key` (one load per process, policy and env)
+_POLICIES: dict[tuple, Any] = {}
+
+
+@dataclass(frozen=True, eq=False)
+class Job:
+    """One policy on one env: a baseline, or a checkpoint's (or zoo entry's) trained policy."""
+
+    name: str
+    env_config: dict[str, Any]
+    checkpoint: str | None = None
+
+    @property
+    def heavy(self) -> bool:
+        """Whether loading the policy restores an RLlib checkpoint (imports Ray and torch)."""
+        from mobrl import zoo
+
+        return self.checkpoint is not None and not zoo.is_ref(self.checkpoint)
 
 
 def _make_policy(name: str, checkpoint: str | None, env_config: dict, explore: bool) -> Any:
@@ -40,64 +58,60 @@ def _make_policy(name: str, checkpoint: str | None, env_config: dict, explore: b
     return BASELINES[name]()
 
 
-def _worker_key(name: str, checkpoint: str | None, env_config: dict, explore: bool) -> tuple:
-    return (name, checkpoint, explore, env_config.get("scenario"), env_config.get("id"))
+def _policy_key(name: str, checkpoint: str | None, env_config: dict, explore: bool) -> tuple:
+    return (name, checkpoint, explore, json.dumps(env_config, sort_keys=True, default=str))
 
 
 def set_main_policy(checkpoint: str, env_config: dict, explore: bool, policy: Any) -> None:
-    """Episodes of the trained policy that run in this process use `policy` (loaded already)."""
-    _WORKER["key"] = _worker_key(TRAINED, checkpoint, env_config, explore)
-    _WORKER["policy"] = policy
+    """Episodes of the trained policy on `env_config` that run in this process use `policy`
+    (loaded, or bound to that env, already)."""
+    _POLICIES[_policy_key(TRAINED, checkpoint, env_config, explore)] = policy
 
 
 def _run(name: str, seed: int, checkpoint: str | None, env_config: dict, explore: bool) -> dict:
     from mobrl.rollout import run_episode
 
-    key = _worker_key(name, checkpoint, env_config, explore)
-    if _WORKER.get("key") != key:  # one policy load per worker, policy and scenario
-        _WORKER["key"], _WORKER["policy"] = key, _make_policy(name, checkpoint, env_config, explore)
-    return run_episode(env_config, _WORKER["policy"], seed)
+    key = _policy_key(name, checkpoint, env_config, explore)
+    if key not in _POLICIES:
+        _POLICIES[key] = _make_policy(name, checkpoint, env_config, explore)
+    return run_episode(env_config, _POLICIES[key], seed)
 
 
-#: seeds per block: every policy plays a block's seeds before the next block starts, so
+def _row(name: str, i: int, seed: int, result: dict) -> dict[str, Any]:
+    return {"policy": name, "episode": i, "seed": seed, **result}
+
+
+#: seeds per block: every job plays a block's seeds before the next block starts, so
 #: episodes are tallied, written and dropped a block at a time (memory independent of
-#: --episodes) while workers stay busy within a block
+#: --episodes) while the workers stay busy within a block
 BLOCK = 256
 
 
 def play_blocks(
-    target: Target,
-    policies: list[str],
+    jobs: list[Job],
     seeds: Sequence[int],
     explore: bool,
     workers: int,
     progress: Any = None,
     prepare: Any = None,
     block: int = BLOCK,
-) -> Iterator[list[dict[str, Any]]]:
-    """Every policy on every seed, a block of seeds at a time: yields each block's rows of
-    (policy, episode, seed, return, metrics...), sorted by policy, then episode.
+) -> Iterator[list[list[dict[str, Any]]]]:
+    """Every job on every seed, a block of seeds at a time: yields, per block, each job's
+    rows of (policy, episode, seed, return, metrics...) in episode order.
 
-    With `workers` > 1, a checkpoint's policy plays in this process, while worker processes
-    play the others (baselines and zoo policies load in a fraction of a second, without Ray
-    or torch), and this process then takes over what they have not started; each worker
-    starts once. `prepare()` (e.g. restoring the checkpoint here, which imports Ray and
-    torch) runs in this process once the workers have their first episodes, so both overlap."""
-    ckpt = str(target.checkpoint) if target.checkpoint else None
-    from mobrl import zoo
+    With `workers` > 1, jobs that restore an RLlib checkpoint play in this process, while one
+    pool of worker processes plays the others, whatever their env (baselines and zoo
+    policies load in a fraction of a second, without Ray or torch), and this process then
+    takes over what the workers have not started; each worker starts once. `prepare()` (e.g.
+    restoring the checkpoint here) runs in this process once the workers have their first
+    episodes, so both overlap."""
+    import threading
 
-    heavy = ckpt is not None and not zoo.is_ref(ckpt)  # restoring it imports Ray and torch
-    local = {TRAINED} if heavy and workers > 1 else set(policies) if workers <= 1 else set()
+    local = [job.heavy for job in jobs] if workers > 1 else [True] * len(jobs)
     chunks = (
         list(enumerate(seeds[start : start + block], start))
         for start in range(0, len(seeds), block)
     )
-
-    def ordered(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        return sorted(rows, key=lambda r: (policies.index(r["policy"]), r["episode"]))
-
-    import threading
-
     lock = threading.Lock()  # progress also advances from the pool's callback thread
 
     def advance() -> None:
@@ -105,19 +119,23 @@ def play_blocks(
             with lock:
                 progress()
 
-    def play(rows: list, name: str, i: int, seed: int) -> None:
-        rows.append(_row(name, i, seed, _run(name, seed, ckpt, target.env_config, explore)))
+    def play(j: int, i: int, seed: int) -> dict[str, Any]:
+        job = jobs[j]
+        result = _run(job.name, seed, job.checkpoint, job.env_config, explore)
         advance()
+        return _row(job.name, i, seed, result)
 
-    if local >= set(policies):  # everything here: no worker processes
+    def ordered(found: dict[tuple[int, int], dict]) -> list[list[dict[str, Any]]]:
+        out: list[list[dict[str, Any]]] = [[] for _ in jobs]
+        for (j, _), row in sorted(found.items()):
+            out[j].append(row)
+        return out
+
+    if all(local):  # everything here: no worker processes
         if prepare is not None:
             prepare()
         for chunk in chunks:
-            rows: list[dict[str, Any]] = []
-            for name in policies:
-                for i, seed in chunk:
-                    play(rows, name, i, seed)
-            yield ordered(rows)
+            yield ordered({(j, i): play(j, i, s) for j in range(len(jobs)) for i, s in chunk})
         return
 
     import multiprocessing
@@ -127,15 +145,16 @@ def play_blocks(
             advance()
 
     context = multiprocessing.get_context("spawn")  # torch and forked threads do not mix
-    pool_workers = max(1, workers - 1) if local else workers
+    pool_workers = max(1, workers - 1) if any(local) else workers
     with ProcessPoolExecutor(max_workers=pool_workers, mp_context=context) as pool:
         for chunk in chunks:
-            tasks = [(name, i, seed) for name in policies for i, seed in chunk]
-            futures = {
-                pool.submit(_run, name, seed, ckpt, target.env_config, explore): (name, i, seed)
-                for name, i, seed in tasks
-                if name not in local
-            }
+            futures = {}
+            for j, job in enumerate(jobs):
+                if local[j]:
+                    continue
+                for i, seed in chunk:
+                    args = (job.name, seed, job.checkpoint, job.env_config, explore)
+                    futures[pool.submit(_run, *args)] = (j, i, seed)
             for future in futures:
                 future.add_done_callback(tick)
             if prepare is not None:
@@ -146,22 +165,22 @@ def play_blocks(
                         future.cancel()
                     raise
                 prepare = None
-            played: list[dict[str, Any]] = []
-            for name, i, seed in tasks:
-                if name in local:
-                    play(played, name, i, seed)
-            if local:  # then take over the episodes the workers have not started yet
-                for future, (name, i, seed) in futures.items():
+            found = {(j, i): play(j, i, s) for j in range(len(jobs)) if local[j] for i, s in chunk}
+            if any(local):  # then take over the episodes the workers have not started yet
+                for future, (j, i, seed) in futures.items():
                     if future.cancel():
-                        play(played, name, i, seed)
+                        found[j, i] = play(j, i, seed)
             for future in as_completed(futures):
                 if not future.cancelled():
-                    played.append(_row(*futures[future], future.result()))
-            yield ordered(played)
+                    j, i, seed = futures[future]
+                    found[j, i] = _row(jobs[j].name, i, seed, future.result())
+            yield ordered(found)
 
 
-def _row(name: str, i: int, seed: int, result: dict) -> dict[str, Any]:
-    return {"policy": name, "episode": i, "seed": seed, **result}
+def policy_jobs(target: Target, policies: list[str]) -> list[Job]:
+    """The trained policy of `target` (as `TRAINED`) and the baselines, on its env."""
+    ckpt = str(target.checkpoint) if target.checkpoint else None
+    return [Job(p, target.env_config, ckpt if p == TRAINED else None) for p in policies]
 
 
 def run_all(
@@ -173,50 +192,53 @@ def run_all(
     progress: Any = None,
     prepare: Any = None,
 ) -> list[dict[str, Any]]:
-    """Every policy on every seed, all rows at once (see `play_blocks`)."""
-    blocks = play_blocks(target, policies, seeds, explore, workers, progress, prepare)
-    return [row for rows in blocks for row in rows]
+    """Every policy on every seed, all rows at once, by policy, then episode."""
+    blocks = list(
+        play_blocks(policy_jobs(target, policies), seeds, explore, workers, progress, prepare)
+    )
+    return [row for j in range(len(policies)) for rows in blocks for row in rows[j]]
 
 
 class EpisodeLog:
-    """episodes.csv written as blocks of rows come, in constant memory: one temporary file per
-    policy, joined (policy by policy, then by episode) into episodes.csv atomically at the end;
-    nothing but the finished file is left behind, whatever happens."""
+    """An episodes CSV written as blocks of rows come, in constant memory: one temporary file
+    per part (e.g. per job), joined in part order into the CSV atomically at the end; nothing
+    but the finished file is left behind, whatever happens."""
 
-    def __init__(self, output: Path, policies: list[str]) -> None:
-        self.output, self.policies = output, policies
-        self.parts = {p: output / f".{EPISODES_FILE}.{os.getpid()}.{p}.part" for p in policies}
+    def __init__(self, output: Path, parts: int, name: str = EPISODES_FILE) -> None:
+        self.path = output / name
+        self.parts = [output / f".{name}.{os.getpid()}.{j}.part" for j in range(parts)]
         self.fields: list[str] | None = None
-        self.handles: dict[str, Any] = {}
+        self.handles: dict[int, Any] = {}
 
-    def add(self, rows: list[dict[str, Any]]) -> None:
+    def add(self, part: int, rows: list[dict[str, Any]], extra: dict | None = None) -> None:
+        """Append `rows` to `part`, each after the columns of `extra` (e.g. its layout)."""
         import csv
 
-        if self.fields is None and rows:
-            self.fields = list(rows[0])
         try:
             for row in rows:
-                name = row["policy"]
-                if name not in self.handles:
-                    self.handles[name] = open(self.parts[name], "w", newline="")
-                csv.DictWriter(self.handles[name], self.fields, restval="").writerow(row)
+                row = {**(extra or {}), **row}
+                if self.fields is None:
+                    self.fields = list(row)
+                if part not in self.handles:
+                    self.handles[part] = open(self.parts[part], "w", newline="")
+                csv.DictWriter(self.handles[part], self.fields, restval="").writerow(row)
         except OSError as err:
-            raise disk_error(self.output / EPISODES_FILE, err) from None
+            raise disk_error(self.path, err) from None
 
     def finish(self) -> Path:
         import csv
         import shutil
 
-        path = self.output / EPISODES_FILE
+        path = self.path
         try:
             for handle in self.handles.values():
                 handle.close()  # a full disk may show only here, when the buffer is flushed
             with atomic_writer(path) as out:
                 csv.writer(out).writerow(self.fields or ["policy", "episode", "seed", "return"])
-                for name in self.policies:
-                    if name in self.handles:
-                        with open(self.parts[name], newline="") as part:
-                            shutil.copyfileobj(part, out)
+                for j, part in enumerate(self.parts):
+                    if j in self.handles:
+                        with open(part, newline="") as f:
+                            shutil.copyfileobj(f, out)
         except OSError as err:
             raise disk_error(path, err) from None
         finally:
@@ -230,7 +252,7 @@ class EpisodeLog:
                 handle.close()
             except OSError:
                 pass  # a full disk: what was buffered is dropped with the file
-        for part in self.parts.values():
+        for part in self.parts:
             part.unlink(missing_ok=True)
 
 
@@ -373,17 +395,18 @@ def evaluate_command(checkpoint: Path | None, overrides: list[str], opts: EvalOp
     tally = Tally(policies)
     with claimed(output):  # a second command writing to the same --output is refused
         check_output(output)  # again under the claim: another one may have finished since
-        log = EpisodeLog(output, policies)
+        jobs = policy_jobs(target, policies)
+        log = EpisodeLog(output, len(jobs))
         try:
             with Progress(console=console, transient=True) as bar:
                 task = bar.add_task(f"{total} episodes ({', '.join(policies)})", total=total)
-                for rows in play_blocks(
-                    target, policies, seeds, explore, workers,
-                    progress=lambda: bar.advance(task),
+                for block in play_blocks(
+                    jobs, seeds, explore, workers, progress=lambda: bar.advance(task),
                     prepare=restore if target.checkpoint is not None else None,
                 ):  # fmt: skip
-                    tally.add(rows)
-                    log.add(rows)
+                    tally.add([row for rows in block for row in rows])
+                    for j, rows in enumerate(block):
+                        log.add(j, rows)
             log.finish()
         except BaseException:
             log.discard()

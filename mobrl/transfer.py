@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import math
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -23,13 +24,15 @@ from mobrl import metrics as keys
 from mobrl.errors import UserError
 from mobrl.evaluate import (
     EPISODES_FILE,
+    EpisodeLog,
     EvalOptions,
+    Job,
     check_baselines,
     default_output_dir,
-    run_all,
+    play_blocks,
     set_main_policy,
 )
-from mobrl.paired import TRAINED, summarize
+from mobrl.paired import TRAINED, Tally
 from mobrl.targets import Target
 
 MATRIX_CSV = "matrix.csv"
@@ -127,20 +130,20 @@ def matrix(
     targets: list[Target],
     scenarios: list[str],
     baselines: list[str],
-    seeds: list[int],
+    seeds: Sequence[int],
     explore: bool,
     workers: int,
+    output: Path,
     progress: Any = None,
     trust: bool = False,
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Every target's policy and the baselines on every scenario: (cells, episode rows).
+) -> list[dict[str, Any]]:
+    """Every target's policy and the baselines on every scenario, in one pool of workers and
+    a block of seeds at a time (memory independent of --episodes): the cells of the matrix;
+    the episodes go to `output`/episodes.csv.
 
     Baselines do not depend on the checkpoint, so each plays each env once."""
     from mobrl.policies import load_policy
 
-    cells: list[dict[str, Any]] = []
-    episodes: list[dict[str, Any]] = []
-    baseline_rows: dict[str, list[dict[str, Any]]] = {}
     taken: set[str] = set()
     plan = []
     for target in targets:  # every check before the first episode
@@ -152,52 +155,65 @@ def matrix(
             _check_fits(p, env, f"the policy of {label}")
             check_baselines(baselines, env)
         plan.append((label, target, envs, bound))
+    jobs: list[Job] = []
+    columns: list[dict[str, str]] = []  # the episodes.csv columns before each job's rows
+    shared: dict[str, list[int]] = {}  # env -> its baselines' jobs
+    groups = []  # (label, target, scenario, the trained job, the baselines' jobs)
     for label, target, envs, bound in plan:
         for scenario, env, policy in zip(scenarios, envs, bound):
             set_main_policy(str(target.checkpoint), env, explore, policy)
+            groups.append((label, target, scenario, len(jobs)))
+            jobs.append(Job(TRAINED, env, str(target.checkpoint)))
+            columns.append({"trained_on": label, "evaluated_on": scenario})
             key = json.dumps(env, sort_keys=True, default=str)
-            new = key not in baseline_rows
-            todo = [TRAINED] + (baselines if new else [])
-            rows = run_all(
-                Target(target.checkpoint, env, ""), todo, seeds, explore, workers, progress
-            )
-            if new:
-                baseline_rows[key] = [r for r in rows if r["policy"] != TRAINED]
-            mine = [r for r in rows if r["policy"] == TRAINED]
-            rows = mine + baseline_rows[key]
-            summary = summarize(rows, [TRAINED, *baselines])
-            for name in [TRAINED, *baselines]:
-                stats = summary["policies"][name]
-                cell = {
-                    "trained_on": label,
-                    "checkpoint": str(target.checkpoint),
-                    "evaluated_on": scenario,
-                    "policy": name,
-                    "n": int(stats["return"]["n"]),
-                    "return_mean": stats["return"]["mean"],
-                    "return_ci95": stats["return"]["ci95"],
-                }
-                for col in keys.EPISODE_METRICS:
-                    if col in stats:
-                        cell[f"{col}_mean"] = stats[col]["mean"]
-                        cell[f"{col}_ci95"] = stats[col]["ci95"]
-                if name == TRAINED:
-                    for base, diff in summary["paired_vs_trained"].items():
-                        cell[f"gap_vs_{base}_mean"] = diff["return_diff_mean"]
-                        cell[f"gap_vs_{base}_ci95"] = diff["ci95"]
-                        for col in keys.EPISODE_METRICS:  # paired service gaps, same seeds
-                            if col in diff["diff"]:
-                                cell[f"{col}_gap_vs_{base}_mean"] = diff["diff"][col]["mean"]
-                                cell[f"{col}_gap_vs_{base}_ci95"] = diff["diff"][col]["ci95"]
-                    share = summary.get("gap_closed", {}).get(TRAINED)
-                    if share is not None:
-                        cell["greedy_oracle_gap_closed"] = share
-                cells.append(cell)
-            played = mine + (baseline_rows[key] if new else [])  # baselines once per env
-            for r in played:
-                who = label if r["policy"] == TRAINED else ""
-                episodes.append({"trained_on": who, "evaluated_on": scenario, **r})
-    return cells, episodes
+            if key not in shared:
+                shared[key] = list(range(len(jobs), len(jobs) + len(baselines)))
+                jobs += [Job(name, env) for name in baselines]
+                columns += [{"trained_on": "", "evaluated_on": scenario}] * len(baselines)
+            groups[-1] += (shared[key],)
+    tallies = [Tally([TRAINED, *baselines]) for _ in groups]
+    log = EpisodeLog(output, len(jobs))
+    try:
+        for block in play_blocks(jobs, seeds, explore, workers, progress):
+            for tally, (*_, mine, theirs) in zip(tallies, groups):
+                tally.add(block[mine] + [row for j in theirs for row in block[j]])
+            for j, rows in enumerate(block):
+                log.add(j, rows, columns[j])
+        log.finish()
+    except BaseException:
+        log.discard()
+        raise
+    cells: list[dict[str, Any]] = []
+    for tally, (label, target, scenario, *_) in zip(tallies, groups):
+        summary = tally.summary()
+        for name in [TRAINED, *baselines]:
+            stats = summary["policies"][name]
+            cell = {
+                "trained_on": label,
+                "checkpoint": str(target.checkpoint),
+                "evaluated_on": scenario,
+                "policy": name,
+                "n": int(stats["return"]["n"]),
+                "return_mean": stats["return"]["mean"],
+                "return_ci95": stats["return"]["ci95"],
+            }
+            for col in keys.EPISODE_METRICS:
+                if col in stats:
+                    cell[f"{col}_mean"] = stats[col]["mean"]
+                    cell[f"{col}_ci95"] = stats[col]["ci95"]
+            if name == TRAINED:
+                for base, diff in summary["paired_vs_trained"].items():
+                    cell[f"gap_vs_{base}_mean"] = diff["return_diff_mean"]
+                    cell[f"gap_vs_{base}_ci95"] = diff["ci95"]
+                    for col in keys.EPISODE_METRICS:  # paired service gaps, same seeds
+                        if col in diff["diff"]:
+                            cell[f"{col}_gap_vs_{base}_mean"] = diff["diff"][col]["mean"]
+                            cell[f"{col}_gap_vs_{base}_ci95"] = diff["diff"][col]["ci95"]
+                share = summary.get("gap_closed", {}).get(TRAINED)
+                if share is not None:
+                    cell["greedy_oracle_gap_closed"] = share
+            cells.append(cell)
+    return cells
 
 
 def _fmt(mean: float, half: float, sign: bool = False, digits: int = 1) -> str:
@@ -270,24 +286,23 @@ def matrix_command(checkpoints: list[Path], scenarios: list[str], opts: EvalOpti
     for file in (MATRIX_CSV, MATRIX_JSON):
         if (output / file).exists():
             raise UserError(f"--output '{output}' already holds {file}. Choose a new --output dir.")
-    seeds = list(opts.seeds)
+    seeds = opts.seeds
     workers = opts.workers or min(os.cpu_count() or 1, 4)
     total = len(seeds) * len(scenarios) * (len(targets) + len(names))
     with claimed(output):  # a second command writing to the same --output is refused
         with Progress(console=console, transient=True) as bar:
             task = bar.add_task(f"{total} episodes on {', '.join(scenarios)}", total=total)
-            cells, rows = matrix(
-                targets, scenarios, names, seeds, explore, workers, lambda: bar.advance(task),
-                opts.trust,
+            cells = matrix(
+                targets, scenarios, names, seeds, explore, workers, output,
+                lambda: bar.advance(task), opts.trust,
             )  # fmt: skip
-        atomic_write_csv(output / EPISODES_FILE, pd.DataFrame(rows))
         atomic_write_csv(output / MATRIX_CSV, pd.DataFrame(cells))
         payload = {
             "checkpoints": [str(t.checkpoint) for t in targets],
             "scenarios": scenarios,
             "baselines": names,
             "episodes": episodes,
-            "seeds": seeds,
+            "seed_range": [seeds[0], seeds[-1]],
             "explore": explore,
             "cells": cells,
         }

@@ -40,7 +40,7 @@ def test_matrix_cells_equal_single_scenario_evaluations(topk_run: Path, tmp_path
     for column in ("ue/utility/mean_mean", "network/connected_fraction_mean"):
         assert cells[column].notna().all()  # service beside the return
     payload = json.loads((out / "matrix.json").read_text())
-    assert payload["seeds"] == [11, 12, 13] and payload["scenarios"] == LAYOUTS
+    assert payload["seed_range"] == [11, 13] and payload["scenarios"] == LAYOUTS
     episodes = pd.read_csv(out / "episodes.csv")
     assert len(episodes) == 2 * 3 * len(LAYOUTS)  # each policy once per layout and seed
     for layout in ("medium", "large"):

@@ -183,7 +183,14 @@ def test_blocks_give_what_one_pass_gives(tmp_path) -> None:
     import pandas as pd
 
     from mobrl import zoo
-    from mobrl.evaluate import EPISODES_FILE, EpisodeLog, play_blocks, run_all, write_results
+    from mobrl.evaluate import (
+        EPISODES_FILE,
+        EpisodeLog,
+        play_blocks,
+        policy_jobs,
+        run_all,
+        write_results,
+    )
     from mobrl.paired import Tally
     from mobrl.targets import Target
 
@@ -191,13 +198,15 @@ def test_blocks_give_what_one_pass_gives(tmp_path) -> None:
     target = Target("zoo:small", zoo.entry("small")["env_config"], "")
     seeds = range(5, 12)
     whole = run_all(target, policies, seeds, explore=False, workers=1)
-    tally, log = Tally(policies), EpisodeLog(tmp_path / "blocks", policies)
+    tally, log = Tally(policies), EpisodeLog(tmp_path / "blocks", len(policies))
     (tmp_path / "blocks").mkdir()
-    blocks = list(play_blocks(target, policies, seeds, explore=False, workers=2, block=3))
-    assert [len(b) for b in blocks] == [9, 9, 3]
-    for rows in blocks:
-        tally.add(rows)
-        log.add(rows)
+    jobs = policy_jobs(target, policies)
+    blocks = list(play_blocks(jobs, seeds, explore=False, workers=2, block=3))
+    assert [[len(rows) for rows in b] for b in blocks] == [[3] * 3, [3] * 3, [1] * 3]
+    for block in blocks:
+        tally.add([row for rows in block for row in rows])
+        for j, rows in enumerate(block):
+            log.add(j, rows)
     log.finish()
     assert sorted(p.name for p in (tmp_path / "blocks").iterdir()) == [EPISODES_FILE]
     streamed = pd.read_csv(tmp_path / "blocks" / EPISODES_FILE)  # by policy, then episode
