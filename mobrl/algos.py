@@ -54,7 +54,8 @@ def build_algorithm_config(
     from omegaconf import OmegaConf
 
     from mobrl import faults
-    from mobrl.envs.factory import num_ues, policy_setup, uses_slots
+    from mobrl.envs.factory import num_ues, policy_setup
+    from mobrl.envs.slots import uses_slots
 
     algo = config_class(cfg.algo.name)()
     res = cfg.run.resources

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from mobrl import metrics as keys
-from mobrl.errors import UserError, unknown_choice
+from mobrl.errors import UserError
 from mobrl.files import (
     atomic_write_csv,
     atomic_write_json,
@@ -23,6 +23,7 @@ from mobrl.files import (
     disk_error,
 )
 from mobrl.paired import TRAINED, Tally
+from mobrl.policies import check_baselines
 from mobrl.targets import Target, check_pick, target_for
 
 SUMMARY_FILE = "summary.json"
@@ -271,23 +272,6 @@ def write_results(
     frame = pd.DataFrame(rows)
     atomic_write_csv(output / EPISODES_FILE, frame)
     atomic_write_json(output / SUMMARY_FILE, {**meta, **summary})
-
-
-def check_baselines(
-    names: list[str], env_config: dict[str, Any], flag: str = "--baselines"
-) -> None:
-    """Every name is a baseline that applies to the scenario, or a one-line error for `flag`."""
-    from mobrl.policies import BASELINES, baselines_for
-
-    applicable = baselines_for(env_config)
-    for name in names:
-        if name not in BASELINES:
-            raise unknown_choice("baseline", name, BASELINES, f"Fix {flag}.")
-        if name not in applicable:
-            raise UserError(
-                f"baseline '{name}' does not apply to {env_config['id']}. "
-                f"Use {flag} {','.join(applicable)}."
-            )
 
 
 def _cell(stats: dict[str, float], sign: bool = False) -> str:

@@ -17,8 +17,8 @@ from typing import Any
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
-#: how a job finds the shared Ray (set in the launcher's process, inherited by its workers)
-SHARED_RAY_ENV = "MOBRL_SHARED_RAY"
+from mobrl.raysession import SHARED_RAY_ENV, shared_ray_address
+
 #: launchers whose jobs run side by side on this machine
 PARALLEL_LAUNCHERS = ("JoblibLauncher",)
 
@@ -26,11 +26,6 @@ PARALLEL_LAUNCHERS = ("JoblibLauncher",)
 def runs_in_parallel_here(config: DictConfig) -> bool:
     target = str(config.hydra.launcher.get("_target_", ""))
     return target.rsplit(".", 1)[-1] in PARALLEL_LAUNCHERS
-
-
-def shared_ray_address() -> str | None:
-    """The address of the Ray this multirun shares (None outside a parallel multirun)."""
-    return os.environ.get(SHARED_RAY_ENV) or None
 
 
 class SharedRay(Callback):

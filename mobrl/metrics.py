@@ -1,6 +1,7 @@
 """Metric keys: the names of results in Tune, progress.csv and TensorBoard, defined once."""
 
 from dataclasses import dataclass
+from typing import Any
 
 #: mean episode return over the last episodes sampled (RLlib new API stack)
 RETURN_MEAN = "env_runners/episode_return_mean"
@@ -169,3 +170,18 @@ X_AXES = {
     "time_s": TIME_TOTAL,
     "iterations": ITERATION,
 }
+
+
+def stop_criteria(stop: Any) -> dict[str, float]:
+    """The result values that end a trial, from `run.stop`: iterations, env steps, training
+    return, seconds, and beating a baseline in the evaluation during training."""
+    pairs = {
+        ITERATION: stop.iterations,
+        ENV_STEPS: stop.env_steps,
+        RETURN_MEAN: stop.return_mean,
+        TIME_TOTAL: stop.time_s,
+    }
+    criteria = {key: value for key, value in pairs.items() if value is not None}
+    if stop.beat is not None:  # evaluation reports 1 once the gap's CI lies above 0
+        criteria[eval_beats(stop.beat)] = 1
+    return criteria

@@ -244,7 +244,7 @@ class EpisodeRecorder:
     evaluation rollouts both record through it."""
 
     def __init__(self, env: Any, env_index: int = 0):
-        from mobrl.envs.factory import find_core, find_env
+        from mobrl.envs.wrappers import find_core, find_env
 
         self.core = find_core(env, env_index)
         self.tracker = EpisodeTracker(self.core.NUM_STATIONS) if self.core is not None else None

@@ -9,7 +9,7 @@ import numpy as np
 
 from mobrl.checkpoints import load_rl_modules
 from mobrl.envs.factory import policy_setup
-from mobrl.errors import UserError
+from mobrl.errors import UserError, unknown_choice
 from mobrl.protocols import SnrArrays, implements
 from mobrl.rundir import find_manifest
 
@@ -242,8 +242,7 @@ class _PerUEBaseline(Baseline):
         raise NotImplementedError
 
     def act(self, observation: Any, env: Any = None) -> Any:
-        from mobrl.envs.factory import find_core
-        from mobrl.envs.wrappers import ue_id
+        from mobrl.envs.wrappers import find_core, ue_id
 
         core = find_core(env)
         if core is None:
@@ -413,3 +412,18 @@ def baselines_for(env_config: dict[str, Any]) -> list[str]:
     from mobrl.kinds import kind_of
 
     return kind_of(env_config).baselines(env_config)
+
+
+def check_baselines(
+    names: list[str], env_config: dict[str, Any], flag: str = "--baselines"
+) -> None:
+    """Every name is a baseline that applies to the scenario, or a one-line error for `flag`."""
+    applicable = baselines_for(env_config)
+    for name in names:
+        if name not in BASELINES:
+            raise unknown_choice("baseline", name, BASELINES, f"Fix {flag}.")
+        if name not in applicable:
+            raise UserError(
+                f"baseline '{name}' does not apply to {env_config['id']}. "
+                f"Use {flag} {','.join(applicable)}."
+            )

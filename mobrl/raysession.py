@@ -20,6 +20,14 @@ from mobrl.errors import UserError
 from mobrl.files import atomic_write_csv
 
 console = make_console()
+#: how a job of a parallel multirun finds the Ray it shares (set by `launchers.SharedRay` in
+#: the launcher's process, inherited by its workers)
+SHARED_RAY_ENV = "MOBRL_SHARED_RAY"
+
+
+def shared_ray_address() -> str | None:
+    """The address of the Ray this multirun shares (None outside a parallel multirun)."""
+    return os.environ.get(SHARED_RAY_ENV) or None
 
 
 def configure_ray() -> None:
@@ -195,8 +203,6 @@ def init_ray(cfg: DictConfig) -> bool:
         return False
     kwargs = ray_init_kwargs(cfg)
     needed = trial_cpus(cfg)
-    from mobrl.launchers import shared_ray_address
-
     address = cfg.ray.address or shared_ray_address()
     if address:
         if cfg.ray.address:

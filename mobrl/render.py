@@ -74,7 +74,7 @@ def _rollout(
     progress: Any,
 ) -> Recording:
     from mobrl.dashboard import record_state, scene_of
-    from mobrl.envs.factory import find_core
+    from mobrl.envs.wrappers import find_core
     from mobrl.rollout import run_episode
 
     recording = Recording()
@@ -174,9 +174,8 @@ def _policy(
     trust: bool = False,
 ) -> tuple[Any, dict[str, Any], str]:
     """(policy, env_config, description) for a checkpoint or a named baseline."""
-    from mobrl.evaluate import check_baselines
     from mobrl.paired import TRAINED
-    from mobrl.policies import BASELINES, policy_for_env
+    from mobrl.policies import BASELINES, check_baselines, policy_for_env
     from mobrl.targets import target_for
 
     if checkpoint is not None and policy_name not in (None, TRAINED):

@@ -44,8 +44,8 @@ def _scenario(cfg: Any) -> dict[str, str]:
 def check_eval_config(cfg: Any) -> None:
     """One-line errors for `run.eval.*` and `run.stop.beat` (no Ray, no env built)."""
     from mobrl.errors import UserError, unknown_choice
-    from mobrl.evaluate import check_baselines
     from mobrl.kinds import kind_of
+    from mobrl.policies import check_baselines
 
     ev, beat = cfg.run.eval, cfg.run.stop.beat
     metric = eval_metric(cfg)
@@ -110,9 +110,11 @@ def periodic_evaluation(cfg: Any, env_config: dict[str, Any]) -> PeriodicEvaluat
 def _budget(cfg: Any) -> dict[str, float]:
     """The stop criteria that end a trial on budget (the last result gets evaluated too, so
     that the final checkpoint is ranked by evaluation like the periodic ones)."""
-    from mobrl.tuning import stop_criteria
-
-    return {k: v for k, v in stop_criteria(cfg).items() if not k.startswith(keys.EVALUATION)}
+    return {
+        k: v
+        for k, v in keys.stop_criteria(cfg.run.stop).items()
+        if not k.startswith(keys.EVALUATION)
+    }
 
 
 class PeriodicEvaluation:

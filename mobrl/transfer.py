@@ -27,12 +27,12 @@ from mobrl.evaluate import (
     EpisodeLog,
     EvalOptions,
     Job,
-    check_baselines,
     default_output_dir,
     play_blocks,
     set_main_policy,
 )
 from mobrl.paired import TRAINED, Tally
+from mobrl.policies import check_baselines
 from mobrl.targets import Target
 
 MATRIX_CSV = "matrix.csv"

@@ -232,17 +232,8 @@ def sampled(config: dict[str, Any], locations: dict[str, tuple]) -> dict[str, An
 
 
 def stop_criteria(cfg: DictConfig) -> dict[str, float]:
-    stop = cfg.run.stop
-    pairs = {
-        metrics.ITERATION: stop.iterations,
-        metrics.ENV_STEPS: stop.env_steps,
-        metrics.RETURN_MEAN: stop.return_mean,
-        metrics.TIME_TOTAL: stop.time_s,
-    }
-    criteria = {key: value for key, value in pairs.items() if value is not None}
-    if stop.beat is not None:  # evaluation reports 1 once the gap's CI lies above 0
-        criteria[metrics.eval_beats(stop.beat)] = 1
-    return criteria
+    """Tune's stop criteria for `run.stop`."""
+    return metrics.stop_criteria(cfg.run.stop)
 
 
 def rank_by_evaluation(cfg: DictConfig) -> None:

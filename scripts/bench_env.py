@@ -72,6 +72,7 @@ def sampling_rate(overrides: list[str], steps: int) -> float:
     from mobrl.algos import build_algorithm_config
     from mobrl.config import compose
     from mobrl.envs import factory
+    from mobrl.envs.slots import uses_slots
 
     cfg = compose(["env=ma", *overrides])
     env_config = factory.env_config_from(cfg)
@@ -80,7 +81,7 @@ def sampling_rate(overrides: list[str], steps: int) -> float:
     algo = algo_config.build_algo()
     runner = algo.env_runner
     # slot runners count a slot step as 1/n_ues of an env step
-    per_step = factory.num_ues(env_config) if factory.uses_slots(env_config) else 1
+    per_step = factory.num_ues(env_config) if uses_slots(env_config) else 1
     try:
         runner.sample(num_timesteps=200 * per_step, random_actions=False)  # warm-up
         start = time.perf_counter()

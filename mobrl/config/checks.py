@@ -19,7 +19,7 @@ from pathlib import Path
 from omegaconf import DictConfig, OmegaConf
 
 from mobrl.algos import ALGORITHMS
-from mobrl.envs.factory import SAMPLERS
+from mobrl.envs.factory import SAMPLERS, env_config_from
 from mobrl.errors import UserError, unknown_choice
 from mobrl.files import check_writable
 from mobrl.kinds import kind_of
@@ -52,6 +52,9 @@ def check_settings(cfg: DictConfig) -> None:
     if cfg.env.sampler not in SAMPLERS:
         raise unknown_choice("env.sampler", cfg.env.sampler, SAMPLERS, "Use env.sampler=auto.")
     kind.check(cfg)
+    # the layout (one-line errors naming the file, key and fix), the kind's env settings, the
+    # policy mapping and the sampler, as training will read them
+    env_config_from(cfg)
     algo = cfg.algo.name
     if algo not in ALGORITHMS:
         raise unknown_choice("algorithm", algo, ALGORITHMS, "Use algo=<name>.")

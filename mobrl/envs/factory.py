@@ -62,10 +62,6 @@ def resolve_sampler(env_config: dict[str, Any], requested: str) -> str | None:
     return "ue_slots" if fits and requested != "multi_agent" else "multi_agent"
 
 
-def uses_slots(env_config: dict[str, Any]) -> bool:
-    return env_config.get("sampler") == "ue_slots"
-
-
 def num_ues(env_config: dict[str, Any]) -> int:
     return len(agent_ids(env_config))
 
@@ -74,6 +70,7 @@ def make_env(env_config: dict[str, Any], rllib: bool = False) -> Any:
     """Create the environment described by `env_config` (see `env_config_from`). `rllib`:
     for RLlib's runners, whose multi-agent envs must subclass its `MultiAgentEnv` (and so
     import Ray); evaluation and rendering get the same env without that import."""
+    from mobrl.envs.slots import uses_slots
     from mobrl.kinds import kind_of
 
     if uses_slots(env_config) and "num_envs" in env_config:  # RLlib's vector entry point
@@ -81,29 +78,6 @@ def make_env(env_config: dict[str, Any], rllib: bool = False) -> Any:
 
         return make_slot_env(env_config, env_config["num_envs"])
     return kind_of(env_config).make_env(env_config, rllib)
-
-
-def find_env(env: Any, wanted: Any, env_index: int = 0) -> Any | None:
-    """The first env for which `wanted(env)` holds behind whatever RLlib hands a callback
-    (vector env, Gymnasium wrappers, mobrl's multi-agent wrapper)."""
-    node = env
-    envs = getattr(node, "envs", None)
-    if envs is not None:
-        node = envs[env_index]
-    for _ in range(8):
-        if wanted(node):
-            return node
-        node = getattr(node, "core", None) or getattr(node, "env", None)
-        if node is None:
-            return None
-    return None
-
-
-def find_core(env: Any, env_index: int = 0) -> Any | None:
-    """The mobile-env core behind whatever RLlib hands a callback (vector env, wrappers)."""
-    from mobile_env.core.base import MComCore
-
-    return find_env(env, lambda node: isinstance(node, MComCore), env_index)
 
 
 def is_multi_agent(env_config: dict[str, Any]) -> bool:
@@ -185,6 +159,8 @@ def policy_setup(env_config: dict[str, Any]) -> tuple[list[str] | None, Any]:
 
 def policy_ids(env_config: dict[str, Any]) -> list[str]:
     """The RLModule ids a checkpoint of this scenario holds (UE slots: RLlib's single one)."""
+    from mobrl.envs.slots import uses_slots
+
     if uses_slots(env_config):
         return [DEFAULT_POLICY]
     policies, _ = policy_setup(env_config)
@@ -255,10 +231,15 @@ def register() -> None:
     """Register `make_env` with Tune so every Ray worker can build the env by name."""
     from ray.tune import registry
 
-    from mobrl.envs.rllib_env import make_rllib_env
-
     # Tune keys its registry by the Ray job id it saw first in this process; a process that
     # joins Ray again (the next job of a parallel multirun) is a new job whose workers would
     # not find the env under the old key
     registry._global_registry._prefix = None
     registry.register_env(ENV_NAME, make_rllib_env)
+
+
+def make_rllib_env(env_config: dict[str, Any]) -> Any:
+    """The env creator mobrl registers with Tune: `make_env` for RLlib's runners."""
+    from mobrl.faults import arm_env
+
+    return arm_env(make_env(env_config, rllib=True), env_config.get("fault"))

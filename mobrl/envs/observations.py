@@ -40,8 +40,10 @@ import numpy as np
 from mobile_env.handlers.central import MComCentralHandler
 from mobile_env.handlers.multi_agent import MComMAHandler
 
-from mobrl.kinds.mobile import TOPK_DEFAULT
 from mobrl.protocols import StationArrays, implements
+
+#: stations a UE observes with env.obs=topk unless env.topk says otherwise
+TOPK_DEFAULT = 3
 
 #: per-station features `extended` adds after mobile-env's own
 EXTRA_FEATURES = ("reachable", "load")

@@ -28,6 +28,11 @@ from mobrl.netstats import ArrayEpisodeTracker
 TRAIN_SEED_BASE = 1_000_000
 
 
+def uses_slots(env_config: dict[str, Any]) -> bool:
+    """Whether RLlib samples this env as UE slots (`env.sampler` resolved to `ue_slots`)."""
+    return env_config.get("sampler") == "ue_slots"
+
+
 def copy_seed(run_seed: int, worker_index: int, copy: int) -> int:
     """The mobile-env config seed of env copy `copy` on env runner `worker_index`: distinct
     for every copy, runner and run seed, and never one of the small evaluation seeds."""

@@ -101,3 +101,26 @@ class OneHotObservation(gym.ObservationWrapper):
         out = np.zeros(self.observation_space.shape, dtype=np.float32)
         out[int(observation)] = 1.0
         return out
+
+
+def find_env(env: Any, wanted: Any, env_index: int = 0) -> Any | None:
+    """The first env for which `wanted(env)` holds behind whatever RLlib hands a callback
+    (vector env, Gymnasium wrappers, mobrl's multi-agent wrapper)."""
+    node = env
+    envs = getattr(node, "envs", None)
+    if envs is not None:
+        node = envs[env_index]
+    for _ in range(8):
+        if wanted(node):
+            return node
+        node = getattr(node, "core", None) or getattr(node, "env", None)
+        if node is None:
+            return None
+    return None
+
+
+def find_core(env: Any, env_index: int = 0) -> Any | None:
+    """The mobile-env core behind whatever RLlib hands a callback (vector env, wrappers)."""
+    from mobile_env.core.base import MComCore
+
+    return find_env(env, lambda node: isinstance(node, MComCore), env_index)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from mobrl.envs.observations import TOPK_DEFAULT
 from mobrl.kinds.base import ScenarioKind
 
 MOBILE_MODES = ("ma", "central")
@@ -15,7 +16,6 @@ OBSERVATIONS = ("mobile", "extended", "topk")
 #: values of `env.reward` (mobrl.envs.service.REWARDS)
 REWARDS = ("mobile", "utility", "marginal")
 #: station slots of `env.obs=topk` unless `env.topk` says otherwise
-TOPK_DEFAULT = 3
 
 
 class MobileKind(ScenarioKind):
@@ -26,7 +26,6 @@ class MobileKind(ScenarioKind):
     draws_own_frames = True  # mobrl.dashboard draws the network, not mobile-env's pygame view
 
     def check(self, cfg: Any) -> None:
-        from mobrl.envs.factory import env_config_from
         from mobrl.errors import UserError, unknown_choice
 
         if not cfg.scenario.path:
@@ -39,9 +38,6 @@ class MobileKind(ScenarioKind):
             )
         if cfg.engine not in MOBILE_ENGINES:
             raise unknown_choice("engine", cfg.engine, MOBILE_ENGINES, "Use engine=fast or stock.")
-        # the layout (one-line errors naming the file, key and fix), env.obs, env.team_reward,
-        # the policy mapping and the sampler, as training will read them
-        env_config_from(cfg)
         check_topk(cfg.env.get("topk"))  # also when env.obs does not use it
 
     def env_fields(self, cfg: Any) -> dict[str, Any]:
@@ -98,7 +94,7 @@ class MobileKind(ScenarioKind):
         return env_config["mode"] == "ma" and slots.applies(env_config)
 
     def callbacks(self, cfg: Any, env_config: dict[str, Any]) -> type | None:
-        from mobrl.envs.factory import uses_slots
+        from mobrl.envs.slots import uses_slots
 
         if not cfg.run.ue_metrics or uses_slots(env_config):
             return None  # the UE-slot env logs its own metrics

@@ -10,7 +10,8 @@ import pytest
 
 from mobrl import metrics as keys
 from mobrl.callbacks import EpisodeMetricsCallback
-from mobrl.envs.factory import find_core, make_env
+from mobrl.envs.factory import make_env
+from mobrl.envs.wrappers import find_core
 from mobrl.netstats import EpisodeTracker, core_step_snapshot
 
 

@@ -67,7 +67,8 @@ def test_new_keys_need_plus() -> None:
 
 
 def test_engine_key_switches_the_mobile_env_step() -> None:
-    from mobrl.envs.factory import env_config_from, find_core, make_env
+    from mobrl.envs.factory import env_config_from, make_env
+    from mobrl.envs.wrappers import find_core
 
     fast = make_env(env_config_from(validate_command_line(["scenario=small"])))
     stock = make_env(env_config_from(validate_command_line(["scenario=small", "engine=stock"])))
