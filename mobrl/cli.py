@@ -144,11 +144,11 @@ def evaluate(
     Extra GROUP=OPTION / KEY=VALUE overrides name the scenario for checkpoints without a
     mobrl manifest (e.g. scenario=small env=ma).
     """
-    from mobrl.evaluate import EvalOptions
+    from mobrl.evaluation.evaluate import EvalOptions
 
     opts = EvalOptions(episodes, seed, baselines, pick.value, output, explore, workers, trust)
     if scenarios is not None:
-        from mobrl.transfer import matrix_command
+        from mobrl.evaluation.matrix import matrix_command
 
         if ctx.args:
             raise UserError(
@@ -162,7 +162,7 @@ def evaluate(
             "several --checkpoint values need --scenarios (a generalisation matrix); "
             "evaluate one checkpoint at a time otherwise."
         )
-    from mobrl.evaluate import evaluate_command
+    from mobrl.evaluation.evaluate import evaluate_command
 
     evaluate_command(checkpoint[0], list(ctx.args), opts)
 
@@ -179,7 +179,7 @@ def baselines(
     workers: Workers = None,
 ) -> None:
     """Evaluate heuristic baselines on a scenario, no checkpoint: mobrl baselines scenario=small."""
-    from mobrl.evaluate import EvalOptions, evaluate_command
+    from mobrl.evaluation.evaluate import EvalOptions, evaluate_command
 
     overrides = list(ctx.args) or ["scenario=small"]
     opts = EvalOptions(episodes, seed, names, output=output, workers=workers)
@@ -230,7 +230,7 @@ def render(
     rgb_array view. Extra GROUP=OPTION / KEY=VALUE overrides name the scenario for baselines
     (default scenario=small) and for checkpoints without a mobrl manifest.
     """
-    from mobrl.render import RenderOptions, render_command
+    from mobrl.render.video import RenderOptions, render_command
 
     opts = RenderOptions(
         episodes, seed, fps, max_steps, pick.value, explore, workers, overwrite, trust

@@ -179,8 +179,8 @@ class PeriodicEvaluation:
     def evaluate(self, modules: dict[str, Any]) -> dict[str, Any]:
         """Returns, episode metrics, the score (mean of `metric`) and the paired gaps in
         `metric` of the policy made of `modules`."""
+        from mobrl.evaluation.paired import mean_ci
         from mobrl.metrics import EPISODE_METRICS
-        from mobrl.paired import mean_ci
         from mobrl.policies import TrainedPolicy
         from mobrl.rollout import run_episode
 

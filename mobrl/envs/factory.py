@@ -34,12 +34,33 @@ def env_config_from(cfg: Any, render_mode: str | None = None) -> dict[str, Any]:
         "render_mode": render_mode,
         **kind_of(cfg).env_fields(cfg),
     }
-    env_config["policies"] = policy_spec(env_config, cfg.env.get("policies"))
-    env_config["sampler"] = resolve_sampler(env_config, cfg.env.get("sampler", "auto"))
+    policies, sampler = cfg.env.get("policies"), cfg.env.get("sampler", "auto")
+    return _with_agents(env_config, policies, sampler, cfg.run.seed, cfg.run.ue_metrics)
+
+
+def _with_agents(
+    env_config: dict[str, Any], policies: Any, sampler: str, seed: int, ue_metrics: bool
+) -> dict[str, Any]:
+    """`env_config` with its policy mapping and sampler (and what the UE-slot sampler reads)."""
+    env_config["policies"] = policy_spec(env_config, policies)
+    env_config["sampler"] = resolve_sampler(env_config, sampler)
     if env_config["sampler"] == "ue_slots":
-        env_config["seed"] = int(cfg.run.seed)
-        env_config["ue_metrics"] = bool(cfg.run.ue_metrics)
+        env_config["seed"] = int(seed)
+        env_config["ue_metrics"] = bool(ue_metrics)
     return env_config
+
+
+def retarget(env_config: dict[str, Any], scenario: str) -> dict[str, Any]:
+    """`env_config` (of a policy shared by every agent) on another layout of its kind: the
+    kind's settings kept (mode, engine, observation, reward), agents, policy mapping and
+    sampler redone for that layout."""
+    from mobrl.kinds import kind_of
+
+    moved = kind_of(env_config).retarget(env_config, scenario)
+    for key in ("policies", "sampler", "seed", "ue_metrics"):
+        moved.pop(key, None)
+    seed, ue_metrics = env_config.get("seed", 0), env_config.get("ue_metrics", True)
+    return _with_agents(moved, SHARED_POLICY, "auto", seed, ue_metrics)
 
 
 def resolve_sampler(env_config: dict[str, Any], requested: str) -> str | None:

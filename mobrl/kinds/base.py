@@ -35,6 +35,11 @@ class ScenarioKind:
         """The kind's own entries of `env_config`: at least `id` and `mode`."""
         return {"id": cfg.scenario.id, "mode": "gym"}
 
+    def retarget(self, env_config: dict[str, Any], scenario: str) -> dict[str, Any]:
+        """`env_config` with its kind's settings kept on the layout `scenario` (`transferable`
+        kinds only; the factory redoes agents, policy mapping and sampler)."""
+        raise NotImplementedError
+
     def make_env(self, env_config: dict[str, Any], rllib: bool) -> Any:
         """The env of `env_config` (`rllib`: for RLlib's runners, which need its base classes)."""
         raise NotImplementedError

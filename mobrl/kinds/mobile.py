@@ -3,6 +3,7 @@ per UE (`env=ma`) or one central agent (`env=central`), on mobrl's fast engine o
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
 from typing import Any
 
 from mobrl.envs.observations import TOPK_DEFAULT
@@ -15,7 +16,72 @@ MOBILE_ENGINES = ("fast", "stock")
 OBSERVATIONS = ("mobile", "extended", "topk")
 #: values of `env.reward` (mobrl.envs.service.REWARDS)
 REWARDS = ("mobile", "utility", "marginal")
-#: station slots of `env.obs=topk` unless `env.topk` says otherwise
+
+
+@dataclass(frozen=True)
+class MobileSpec:
+    """What a mobile-env env is made of, its defaults written once: built from the composed
+    config (every value checked) or read back from an `env_config` (keys that runs from older
+    versions lack take the defaults), turned into the kind's `env_config` entries, moved to
+    another layout, and built into a mobile-env core."""
+
+    #: validated layout data (a built-in layout's name for runs from before layouts as data)
+    layout: Any
+    mode: str = "ma"
+    engine: str = "fast"
+    obs: str = "mobile"
+    #: station slots of obs=topk (None for the other observations)
+    topk: int | None = None
+    team_reward: float = 0.0
+    reward: str = "mobile"
+
+    @classmethod
+    def from_config(cls, cfg: Any) -> MobileSpec:
+        from mobrl import scenarios
+
+        mode = cfg.env.mode
+        obs = check_obs(cfg.env.get("obs", cls.obs), mode)
+        return cls(
+            layout=scenarios.load(cfg.scenario.path),
+            mode=mode,
+            engine=cfg.engine,
+            obs=obs,
+            topk=check_topk(cfg.env.get("topk")) if obs == "topk" else None,
+            team_reward=check_team_reward(cfg.env.get("team_reward", cls.team_reward)),
+            reward=check_reward(cfg.env.get("reward", cls.reward), mode),
+        )
+
+    @classmethod
+    def of(cls, env_config: dict[str, Any]) -> MobileSpec:
+        return cls(
+            layout=env_config.get("layout") or env_config["id"],
+            mode=env_config["mode"],
+            engine=env_config.get("engine") or cls.engine,
+            obs=env_config.get("obs") or cls.obs,
+            topk=env_config.get("topk"),
+            team_reward=float(env_config.get("team_reward") or cls.team_reward),
+            reward=env_config.get("reward") or cls.reward,
+        )
+
+    def fields(self) -> dict[str, Any]:
+        """The kind's entries of `env_config` (`engine` is one of every kind's)."""
+        out: dict[str, Any] = {"mode": self.mode, "layout": self.layout, "obs": self.obs}
+        if self.obs == "topk":
+            out["topk"] = self.topk
+        return {**out, "team_reward": self.team_reward, "reward": self.reward}
+
+    def on_layout(self, name: str) -> MobileSpec:
+        """The same settings on the built-in or user layout `name`."""
+        from mobrl import scenarios
+
+        return replace(self, layout=scenarios.load(scenarios.path_of(name)))
+
+    def core(self, kwargs: dict | None = None, render_mode: str | None = None) -> Any:
+        """A mobile-env core of this spec (`kwargs`: mobile-env config entries on top)."""
+        return make_mobile_core(
+            self.layout, self.mode, self.engine, kwargs, render_mode, self.obs, self.topk,
+            self.reward,
+        )  # fmt: skip
 
 
 class MobileKind(ScenarioKind):
@@ -23,7 +89,9 @@ class MobileKind(ScenarioKind):
     default_policies = "shared"
     eval_metric = "utility"  # mobile-env's central reward: its return can be gamed
     transferable = True
-    draws_own_frames = True  # mobrl.dashboard draws the network, not mobile-env's pygame view
+    draws_own_frames = (
+        True  # mobrl.render.video.frames draws the network, not mobile-env's pygame view
+    )
 
     def check(self, cfg: Any) -> None:
         from mobrl.errors import UserError, unknown_choice
@@ -41,38 +109,24 @@ class MobileKind(ScenarioKind):
         check_topk(cfg.env.get("topk"))  # also when env.obs does not use it
 
     def env_fields(self, cfg: Any) -> dict[str, Any]:
-        from mobrl import scenarios
+        # a layout loaded with scenario.path is named after its file
+        return {"id": cfg.scenario.name, **MobileSpec.from_config(cfg).fields()}
 
-        fields: dict[str, Any] = {
-            "id": cfg.scenario.name,  # a layout loaded with scenario.path is named after its file
-            "mode": cfg.env.mode,
-            "layout": scenarios.load(cfg.scenario.path),
-            "obs": check_obs(cfg.env.get("obs", "mobile"), cfg.env.mode),
-        }
-        if fields["obs"] == "topk":
-            fields["topk"] = check_topk(cfg.env.get("topk"))
-        fields["team_reward"] = check_team_reward(cfg.env.get("team_reward", 0.0))
-        fields["reward"] = check_reward(cfg.env.get("reward", "mobile"), cfg.env.mode)
-        return fields
+    def retarget(self, env_config: dict[str, Any], scenario: str) -> dict[str, Any]:
+        spec = MobileSpec.of(env_config).on_layout(scenario)
+        return {**env_config, "scenario": scenario, "id": scenario, **spec.fields()}
 
     def make_env(self, env_config: dict[str, Any], rllib: bool) -> Any:
-        engine = env_config.get("engine", "fast")
-        layout = env_config.get("layout") or env_config["id"]  # runs from before layouts as data
-        obs, topk = env_config.get("obs", "mobile"), env_config.get("topk")
-        kwargs = dict(env_config.get("kwargs") or {})
-        render_mode = env_config.get("render_mode")
-        reward = env_config.get("reward", "mobile")
-        core = make_mobile_core(
-            layout, env_config["mode"], engine, kwargs, render_mode, obs, topk, reward
-        )
-        if env_config["mode"] == "central":
+        spec = MobileSpec.of(env_config)
+        core = spec.core(dict(env_config.get("kwargs") or {}), env_config.get("render_mode"))
+        if spec.mode == "central":
             return core
         if rllib:
             from mobrl.envs.rllib_env import MobileMultiAgentEnv as UEEnv
         else:
             from mobrl.envs.wrappers import UEAgentsEnv as UEEnv
 
-        return UEEnv(core, team_reward=float(env_config.get("team_reward") or 0.0))
+        return UEEnv(core, team_reward=spec.team_reward)
 
     def action_space(self, cfg: Any) -> str:
         return "discrete" if cfg.env.mode == "ma" else "multidiscrete"
@@ -220,13 +274,10 @@ def make_slot_env(env_config: dict[str, Any], num_envs: int) -> Any:
     if num_envs % n_ues:
         raise ValueError(f"{num_envs} slots are not a whole number of {n_ues}-UE env copies")
     kwargs = dict(env_config.get("kwargs") or {})
-    layout = env_config["layout"]
-    obs, topk = env_config.get("obs", "mobile"), env_config.get("topk")
-    reward = env_config.get("reward", "mobile")
+    spec = MobileSpec.of(env_config)
 
     def make(seed: int) -> Any:
-        seeded = {**kwargs, "seed": seed}
-        return make_mobile_core(layout, "ma", "fast", seeded, obs=obs, topk=topk, reward=reward)
+        return spec.core({**kwargs, "seed": seed})
 
     run_seed = int(env_config.get("seed") or 0)
     seeds = [copy_seed(run_seed, 0, c) for c in range(num_envs // n_ues)]
@@ -234,7 +285,7 @@ def make_slot_env(env_config: dict[str, Any], num_envs: int) -> Any:
         make,
         seeds,
         track_metrics=env_config.get("ue_metrics", True),
-        team_reward=float(env_config.get("team_reward") or 0.0),
+        team_reward=spec.team_reward,
     )
 
 

@@ -102,8 +102,8 @@ def _run_trials(run: RunDir, found: Found) -> None:
 
 def discover(paths: list[Path]) -> Found:
     """Every trial and evaluation under `paths` (run, multirun, trial or evaluation dirs)."""
-    from mobrl.evaluate import EPISODES_FILE, SUMMARY_FILE
-    from mobrl.transfer import MATRIX_JSON
+    from mobrl.evaluation.evaluate import EPISODES_FILE, SUMMARY_FILE
+    from mobrl.evaluation.matrix import MATRIX_JSON
 
     found = Found()
     runs: set[Path] = set()

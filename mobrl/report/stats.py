@@ -27,7 +27,7 @@ def _series(trial: Trial, x_col: str, metric: str) -> tuple[np.ndarray, np.ndarr
 
 def t_half_width(values: np.ndarray) -> float:
     """Half-width of the 95 % Student-t confidence interval of the mean (nan for n < 2)."""
-    from mobrl.paired import mean_ci
+    from mobrl.evaluation.paired import mean_ci
 
     return mean_ci(list(values))[1]
 

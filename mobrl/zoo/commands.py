@@ -39,7 +39,7 @@ def _trial_progress(checkpoint: Path) -> dict[str, Any]:
 
 def _evaluation(evaluation: Path, checkpoint: Path) -> dict[str, Any]:
     """The result of `mobrl evaluate` of this checkpoint, from its summary.json."""
-    from mobrl.evaluate import SUMMARY_FILE
+    from mobrl.evaluation.evaluate import SUMMARY_FILE
     from mobrl.metrics import EPISODE_METRICS
 
     path = evaluation / SUMMARY_FILE if evaluation.is_dir() else evaluation
@@ -89,8 +89,8 @@ def export_command(
 ) -> Path:
     """Write `<name>.npz` and `<name>.json` for the (picked) checkpoint."""
     from mobrl.checkpoints import load_rl_modules
+    from mobrl.evaluation.targets import pick_checkpoint
     from mobrl.rundir import find_manifest, source_commit
-    from mobrl.targets import pick_checkpoint
 
     if not name or not name.replace("_", "").replace("-", "").isalnum():
         raise UserError(f"--name '{name}' must be letters, digits, - and _. E.g. --name small.")

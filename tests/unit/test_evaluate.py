@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from mobrl.paired import mean_ci, summarize
+from mobrl.evaluation.paired import mean_ci, summarize
 
 
 def test_mean_ci_known_sample() -> None:
@@ -60,7 +60,7 @@ def test_a_gain_bought_with_unconnected_ues_is_named() -> None:
 
 def test_mixed_scenarios_under_one_path_are_refused(tmp_path) -> None:
     from mobrl.errors import UserError
-    from mobrl.targets import pick_checkpoint
+    from mobrl.evaluation.targets import pick_checkpoint
 
     for job, scenario in (("0_small_ppo", "small"), ("1_cartpole_ppo", "cartpole")):
         ckpt = tmp_path / job / "tune" / "PPO_x" / "checkpoint_000000"
@@ -75,7 +75,7 @@ def test_mixed_scenarios_under_one_path_are_refused(tmp_path) -> None:
 
 
 def test_best_checkpoint_of_a_moved_run_dir_is_found_inside_it(tmp_path) -> None:
-    from mobrl.targets import _locate
+    from mobrl.evaluation.targets import _locate
 
     found = [
         tmp_path / "copy/tune/PPO_1/checkpoint_000000",
@@ -95,8 +95,8 @@ def test_evaluation_reproduces_recorded_episodes(workers: int) -> None:
     from pathlib import Path
 
     from mobrl import zoo
-    from mobrl.evaluate import run_all
-    from mobrl.targets import Target
+    from mobrl.evaluation.evaluate import run_all
+    from mobrl.evaluation.targets import Target
 
     recorded = Path(__file__).parents[1] / "data" / "evaluate_zoo_small_seeds0-11.csv"
     with recorded.open() as f:
@@ -117,7 +117,7 @@ def test_paired_service_statistics_are_recomputed_from_episodes_csv(tmp_path) ->
     from scipy import stats
 
     from mobrl import metrics
-    from mobrl.evaluate import write_results
+    from mobrl.evaluation.evaluate import write_results
 
     rng = np.random.default_rng(0)
     base = rng.normal(0.0, 0.1, 12)
@@ -183,7 +183,7 @@ def test_blocks_give_what_one_pass_gives(tmp_path) -> None:
     import pandas as pd
 
     from mobrl import zoo
-    from mobrl.evaluate import (
+    from mobrl.evaluation.evaluate import (
         EPISODES_FILE,
         EpisodeLog,
         play_blocks,
@@ -191,8 +191,8 @@ def test_blocks_give_what_one_pass_gives(tmp_path) -> None:
         run_all,
         write_results,
     )
-    from mobrl.paired import Tally
-    from mobrl.targets import Target
+    from mobrl.evaluation.paired import Tally
+    from mobrl.evaluation.targets import Target
 
     policies = ["trained", "greedy", "oracle"]
     target = Target("zoo:small", zoo.entry("small")["env_config"], "")

@@ -106,3 +106,27 @@ def test_no_module_outside_the_registry_dispatches_on_the_kind() -> None:
     # tuning's search-space kinds and the zoo's layer kinds are other kinds
     found = [f for f in found if not f.startswith(("tuning.py", "zoo/"))]
     assert found == []
+
+
+def test_the_mobile_spec_round_trips_and_moves_to_another_layout() -> None:
+    """One place for the mobile kind's defaults: the spec of a composed config, written into
+    env_config and read back, is the same spec; an env_config of an older run (no obs, reward,
+    team_reward) reads as the defaults; moved to another layout only the layout changes."""
+    from mobrl.envs.factory import retarget
+    from mobrl.kinds.mobile import MobileSpec
+
+    cfg = compose(["scenario=large", "env.obs=topk", "env.reward=marginal"])
+    spec = MobileSpec.from_config(cfg)
+    env_config = env_config_from(cfg)
+    assert MobileSpec.of(env_config) == spec
+    assert (spec.obs, spec.topk, spec.reward, spec.team_reward) == ("topk", 3, "marginal", 0.0)
+    old = {"id": "small", "mode": "ma", "scenario": "small", "kind": "mobile"}
+    assert MobileSpec.of(old) == MobileSpec(layout="small")  # obs=mobile, reward=mobile, fast
+
+    moved = retarget(env_config, "dense_urban")
+    direct = env_config_from(
+        compose(["scenario=dense_urban", "env.obs=topk", "env.reward=marginal"])
+    )
+    assert moved == direct  # as if trained there: agents, mapping, sampler redone
+    assert MobileSpec.of(moved) == spec.on_layout("dense_urban") != spec
+    assert len(agent_ids(moved)) == 40 and moved["sampler"] == "multi_agent"

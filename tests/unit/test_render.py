@@ -8,10 +8,10 @@ import imageio.v3 as iio
 import numpy as np
 import pytest
 
-from mobrl import dashboard
 from mobrl.errors import UserError
 from mobrl.kinds.mobile import make_mobile_core
-from mobrl.render import RenderOptions, render_command
+from mobrl.render import frames as dashboard
+from mobrl.render.video import RenderOptions, render_command
 
 
 def read_video(path: Path) -> np.ndarray:

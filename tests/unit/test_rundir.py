@@ -92,8 +92,8 @@ def test_a_checkpoint_cut_short_is_never_picked(tmp_path: Path) -> None:
     the last complete checkpoint and says it skipped one; a lone cut one is a one-line error."""
     import pickle
 
+    from mobrl.evaluation.targets import pick_checkpoint
     from mobrl.rundir import RLLIB_CHECKPOINT_MARKER, is_complete
-    from mobrl.targets import pick_checkpoint
 
     trial = tmp_path / "tune" / "PPO_x_00000"
     for i in (1, 2):

@@ -8,7 +8,7 @@ import pytest
 from mobrl import metrics
 from mobrl.config import validate_command_line
 from mobrl.errors import UserError
-from mobrl.paired import mean_ci
+from mobrl.evaluation.paired import mean_ci
 from mobrl.tuning import rank_by_evaluation, stop_criteria
 
 

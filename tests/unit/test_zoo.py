@@ -10,7 +10,7 @@ import pytest
 
 from mobrl import zoo
 from mobrl.errors import UserError
-from mobrl.paired import mean_ci
+from mobrl.evaluation.paired import mean_ci
 
 ENTRIES = zoo.names()
 

@@ -1,7 +1,7 @@
 """`mobrl render`: roll out a trained policy or a baseline and write the frames to MP4 or GIF.
 
 Headless: mobile-env scenarios are drawn as mobile-env's network dashboard by
-`mobrl.dashboard` (recorded during the rollout, drawn afterwards, in parallel processes for
+`mobrl.render.video.frames` (recorded during the rollout, drawn afterwards, in parallel processes for
 long videos); Gymnasium tasks render through their own `rgb_array` mode. The video is written
 to a temporary file next to the target and renamed at the end, so a failed render never
 leaves a broken file behind.
@@ -73,8 +73,8 @@ def _rollout(
     max_steps: int | None,
     progress: Any,
 ) -> Recording:
-    from mobrl.dashboard import record_state, scene_of
     from mobrl.envs.wrappers import find_core
+    from mobrl.render.video.frames import record_state, scene_of
     from mobrl.rollout import run_episode
 
     recording = Recording()
@@ -99,7 +99,7 @@ def _rollout(
 
 
 def _draw_task(args: tuple[Any, list[Any]]) -> list[np.ndarray]:
-    from mobrl.dashboard import draw_frames
+    from mobrl.render.video.frames import draw_frames
 
     scene, states = args
     return draw_frames(scene, states)
@@ -110,7 +110,7 @@ def _frames(recording: Recording, workers: int) -> Iterator[np.ndarray]:
     if recording.frames:
         yield from recording.frames
         return
-    from mobrl.dashboard import draw_frames
+    from mobrl.render.video.frames import draw_frames
 
     states = recording.states
     if workers <= 1:
@@ -174,9 +174,9 @@ def _policy(
     trust: bool = False,
 ) -> tuple[Any, dict[str, Any], str]:
     """(policy, env_config, description) for a checkpoint or a named baseline."""
-    from mobrl.paired import TRAINED
+    from mobrl.evaluation.paired import TRAINED
+    from mobrl.evaluation.targets import target_for
     from mobrl.policies import BASELINES, check_baselines, policy_for_env
-    from mobrl.targets import target_for
 
     if checkpoint is not None and policy_name not in (None, TRAINED):
         raise UserError(
@@ -224,7 +224,7 @@ class RenderOptions:
     trust: bool = False  # --trust-checkpoint: load pickled objects of any kind
 
     def check(self) -> None:
-        from mobrl.targets import check_pick
+        from mobrl.evaluation.targets import check_pick
 
         if self.episodes < 1:
             raise UserError(f"--episodes must be at least 1, got {self.episodes}.")

@@ -22,7 +22,7 @@ from typing import Any
 
 from mobrl import metrics as keys
 from mobrl.errors import UserError
-from mobrl.evaluate import (
+from mobrl.evaluation.evaluate import (
     EPISODES_FILE,
     EpisodeLog,
     EvalOptions,
@@ -31,9 +31,9 @@ from mobrl.evaluate import (
     play_blocks,
     set_main_policy,
 )
-from mobrl.paired import TRAINED, Tally
+from mobrl.evaluation.paired import TRAINED, Tally
+from mobrl.evaluation.targets import Target
 from mobrl.policies import check_baselines
-from mobrl.targets import Target
 
 MATRIX_CSV = "matrix.csv"
 MATRIX_JSON = "matrix.json"
@@ -43,8 +43,9 @@ DEFAULT_BASELINES = ("greedy", "full", "oracle")
 
 def transfer_env(source: dict[str, Any], scenario: str) -> dict[str, Any]:
     """The env of `source` (a checkpoint's env_config) on the layout of `scenario`."""
-    from mobrl.config import group_options, validate_command_line
-    from mobrl.envs.factory import check_env, env_config_from
+    from mobrl import scenarios
+    from mobrl.config import group_options
+    from mobrl.envs.factory import check_env, retarget
     from mobrl.errors import unknown_choice
     from mobrl.kinds import kind_of
 
@@ -58,30 +59,19 @@ def transfer_env(source: dict[str, Any], scenario: str) -> dict[str, Any]:
             "--scenarios needs a policy shared by all UEs (env.policies=shared); this "
             "checkpoint has one policy per UE group, which other layouts cannot map."
         )
-    overrides = [
-        f"scenario={scenario}",
-        f"env={source['mode']}",
-        f"env.obs={source.get('obs', 'mobile')}",
-        f"env.team_reward={float(source.get('team_reward') or 0.0)}",
-        f"env.reward={source.get('reward', 'mobile')}",
-        f"engine={source.get('engine', 'fast')}",
-    ]
-    if source.get("topk"):
-        overrides.append(f"env.topk={int(source['topk'])}")
-    fix = "Fix the list, e.g. --scenarios small,medium,large."
-    options = group_options("scenario")
-    if scenario not in options:
+    if scenario not in scenarios.discover():
+        options = group_options("scenario")
+        if scenario in options:
+            raise UserError(
+                f"--scenarios: '{scenario}' is not a mobile-env layout. Use layouts listed by "
+                "`mobrl scenarios list`, e.g. --scenarios small,medium,large."
+            )
+        fix = "Fix the list, e.g. --scenarios small,medium,large."
         raise UserError(f"--scenarios: {unknown_choice('scenario', scenario, options, fix)}")
     try:
-        cfg = validate_command_line(overrides)
+        env_config = retarget(source, scenario)
     except UserError as err:  # say it in terms of the flag the user typed
         raise UserError(f"--scenarios: {err}") from None
-    if not kind_of(cfg).transferable:
-        raise UserError(
-            f"--scenarios: '{scenario}' is not a mobile-env layout. Use layouts listed by "
-            "`mobrl scenarios list`, e.g. --scenarios small,medium,large."
-        )
-    env_config = env_config_from(cfg)
     check_env(env_config, rllib=False)
     return env_config
 
@@ -102,7 +92,9 @@ def _check_fits(policy: Any, env_config: dict[str, Any], label: str) -> None:
     try:
         policy.check_spaces(env)
     except UserError:
-        obs = env_config.get("obs", "mobile")
+        from mobrl.kinds.mobile import MobileSpec
+
+        obs = MobileSpec.of(env_config).obs
         if obs == "topk":
             raise  # k differs, say: check_spaces names both spaces
         raise UserError(
@@ -269,9 +261,9 @@ def matrix_command(checkpoints: list[Path], scenarios: list[str], opts: EvalOpti
     from rich.progress import Progress
 
     from mobrl.console import make_console
-    from mobrl.evaluate import check_output
+    from mobrl.evaluation.evaluate import check_output
+    from mobrl.evaluation.targets import target_for
     from mobrl.files import atomic_write_csv, atomic_write_json, claimed
-    from mobrl.targets import target_for
 
     console = make_console()
     opts.check()

@@ -14,6 +14,8 @@ from typing import Any
 
 from mobrl import metrics as keys
 from mobrl.errors import UserError
+from mobrl.evaluation.paired import TRAINED, Tally
+from mobrl.evaluation.targets import Target, check_pick, target_for
 from mobrl.files import (
     atomic_write_csv,
     atomic_write_json,
@@ -22,9 +24,7 @@ from mobrl.files import (
     claimed,
     disk_error,
 )
-from mobrl.paired import TRAINED, Tally
 from mobrl.policies import check_baselines
-from mobrl.targets import Target, check_pick, target_for
 
 SUMMARY_FILE = "summary.json"
 EPISODES_FILE = "episodes.csv"
