@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
 import os
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -14,7 +13,7 @@ from typing import Any
 
 from mobrl import metrics as keys
 from mobrl.errors import UserError
-from mobrl.evaluation.paired import TRAINED, Tally
+from mobrl.evaluation.paired import TRAINED, Tally, ci_text
 from mobrl.evaluation.targets import Target, check_pick, target_for
 from mobrl.files import (
     atomic_write_csv,
@@ -275,11 +274,7 @@ def write_results(
 
 
 def _cell(stats: dict[str, float], sign: bool = False) -> str:
-    mean, half = stats["mean"], stats["ci95"]
-    if math.isnan(mean):
-        return "-"
-    text = f"{mean:+.3f}" if sign else f"{mean:.3f}"
-    return text if math.isnan(half) else f"{text} ± {half:.3f}"
+    return ci_text(stats["mean"], stats["ci95"], sign=sign)
 
 
 def paired_table(summary: dict[str, Any], columns: list[str]) -> Any:

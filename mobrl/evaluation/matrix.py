@@ -14,7 +14,6 @@ CIs, the trained policy's paired gap to each baseline), `matrix.json` and `episo
 from __future__ import annotations
 
 import json
-import math
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -31,7 +30,7 @@ from mobrl.evaluation.evaluate import (
     play_blocks,
     set_main_policy,
 )
-from mobrl.evaluation.paired import TRAINED, Tally
+from mobrl.evaluation.paired import TRAINED, Tally, ci_text
 from mobrl.evaluation.targets import Target
 from mobrl.policies import check_baselines
 
@@ -209,10 +208,7 @@ def matrix(
 
 
 def _fmt(mean: float, half: float, sign: bool = False, digits: int = 1) -> str:
-    if mean is None or math.isnan(mean):
-        return "-"
-    text = f"{mean:+.{digits}f}" if sign else f"{mean:.{digits}f}"
-    return text if half is None or math.isnan(half) else f"{text} ± {half:.{digits}f}"
+    return ci_text(mean, half, digits, sign)
 
 
 def _table(cells: list[dict], scenarios: list[str], names: list[str], measure: str, title: str):

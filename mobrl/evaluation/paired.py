@@ -74,6 +74,15 @@ def mean_ci(values: Iterable[float], confidence: float = 0.95) -> tuple[float, f
     return moments.stats(confidence)
 
 
+def ci_text(mean: float | None, half: float | None, digits: int = 3, sign: bool = False) -> str:
+    """"mean ± half" as every table of mobrl prints it ("-" without a mean, the mean alone
+    without a half-width); `sign`: a + on gains."""
+    if mean is None or math.isnan(mean):
+        return "-"
+    text = f"{mean:+.{digits}f}" if sign else f"{mean:.{digits}f}"
+    return text if half is None or math.isnan(half) else f"{text} ± {half:.{digits}f}"
+
+
 def reference(policies: list[str]) -> str | None:
     """The policy the others are paired with: the trained one, else greedy, else none."""
     if TRAINED in policies:

@@ -126,9 +126,9 @@ def summary_rows(groups: dict[str, list[Trial]], metric: str) -> list[dict[str, 
 
 
 def cell(mean: float, half: float) -> str:
-    if math.isnan(mean):
-        return "-"
-    return f"{mean:.2f}" if math.isnan(half) else f"{mean:.2f} ± {half:.2f}"
+    from mobrl.evaluation.paired import ci_text
+
+    return ci_text(mean, half, digits=2)
 
 
 def iqm_cell(row: dict[str, Any]) -> str:

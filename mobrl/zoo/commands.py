@@ -145,10 +145,12 @@ def _gap(meta: dict[str, Any], baseline: str, key: str = "return") -> str:
     diff = ((meta.get("evaluation") or {}).get("paired_vs_trained") or {}).get(baseline)
     if not diff:
         return "-"
+    from mobrl.evaluation.paired import ci_text
+
     if key == "return":
-        return f"{diff['return_diff_mean']:+.1f} ± {diff['ci95']:.1f}"
+        return ci_text(diff["return_diff_mean"], diff["ci95"], digits=1, sign=True)
     stats = (diff.get("diff") or {}).get(key)
-    return f"{stats['mean']:+.3f} ± {stats['ci95']:.3f}" if stats else "-"
+    return ci_text(stats["mean"], stats["ci95"], sign=True) if stats else "-"
 
 
 def _trained_on(meta: dict[str, Any], reward: str) -> str:
