@@ -75,8 +75,8 @@ def mean_ci(values: Iterable[float], confidence: float = 0.95) -> tuple[float, f
 
 
 def ci_text(mean: float | None, half: float | None, digits: int = 3, sign: bool = False) -> str:
-    """"mean ± half" as every table of mobrl prints it ("-" without a mean, the mean alone
-    without a half-width); `sign`: a + on gains."""
+    """The text "mean ± half" as every table of mobrl prints it ("-" without a mean, the
+    mean alone without a half-width); `sign`: a + on gains."""
     if mean is None or math.isnan(mean):
         return "-"
     text = f"{mean:+.{digits}f}" if sign else f"{mean:.{digits}f}"
