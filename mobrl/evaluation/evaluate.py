@@ -7,26 +7,15 @@ import os
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from mobrl import metrics as keys
 from mobrl.errors import UserError
+from mobrl.evaluation.outputs import EvalDir
 from mobrl.evaluation.paired import TRAINED, Tally, ci_text
 from mobrl.evaluation.targets import Target, check_pick, target_for
-from mobrl.files import (
-    atomic_write_csv,
-    atomic_write_json,
-    atomic_writer,
-    check_writable,
-    claimed,
-    disk_error,
-)
 from mobrl.policies import check_baselines
-
-SUMMARY_FILE = "summary.json"
-EPISODES_FILE = "episodes.csv"
 
 # --- running episodes (in worker processes when there is more than one CPU) ---------------
 
@@ -199,80 +188,6 @@ def run_all(
     return [row for j in range(len(policies)) for rows in blocks for row in rows[j]]
 
 
-class EpisodeLog:
-    """An episodes CSV written as blocks of rows come, in constant memory: one temporary file
-    per part (e.g. per job), joined in part order into the CSV atomically at the end; nothing
-    but the finished file is left behind, whatever happens."""
-
-    def __init__(self, output: Path, parts: int, name: str = EPISODES_FILE) -> None:
-        self.path = output / name
-        self.parts = [output / f".{name}.{os.getpid()}.{j}.part" for j in range(parts)]
-        self.fields: list[str] | None = None
-        self.handles: dict[int, Any] = {}
-
-    def add(self, part: int, rows: list[dict[str, Any]], extra: dict | None = None) -> None:
-        """Append `rows` to `part`, each after the columns of `extra` (e.g. its layout)."""
-        import csv
-
-        try:
-            for row in rows:
-                row = {**(extra or {}), **row}
-                if self.fields is None:
-                    self.fields = list(row)
-                if part not in self.handles:
-                    self.handles[part] = open(self.parts[part], "w", newline="")
-                csv.DictWriter(self.handles[part], self.fields, restval="").writerow(row)
-        except OSError as err:
-            raise disk_error(self.path, err) from None
-
-    def finish(self) -> Path:
-        import csv
-        import shutil
-
-        path = self.path
-        try:
-            for handle in self.handles.values():
-                handle.close()  # a full disk may show only here, when the buffer is flushed
-            with atomic_writer(path) as out:
-                csv.writer(out).writerow(self.fields or ["policy", "episode", "seed", "return"])
-                for j, part in enumerate(self.parts):
-                    if j in self.handles:
-                        with open(part, newline="") as f:
-                            shutil.copyfileobj(f, out)
-        except OSError as err:
-            raise disk_error(path, err) from None
-        finally:
-            self.discard()
-        return path
-
-    def discard(self) -> None:
-        """Remove the temporary files (episodes.csv, once written, stays)."""
-        for handle in self.handles.values():
-            try:
-                handle.close()
-            except OSError:
-                pass  # a full disk: what was buffered is dropped with the file
-        for part in self.parts:
-            part.unlink(missing_ok=True)
-
-
-def default_output_dir(scenario: str) -> Path:
-    now = datetime.now()
-    return Path("evaluations") / now.strftime("%Y-%m-%d") / f"{now:%H-%M-%S}_{scenario}"
-
-
-def write_results(
-    output: Path, rows: list[dict[str, Any]], summary: dict[str, Any], meta: dict[str, Any]
-) -> None:
-    """Write summary.json and episodes.csv atomically (temporary file, then rename)."""
-    import pandas as pd
-
-    output.mkdir(parents=True, exist_ok=True)
-    frame = pd.DataFrame(rows)
-    atomic_write_csv(output / EPISODES_FILE, frame)
-    atomic_write_json(output / SUMMARY_FILE, {**meta, **summary})
-
-
 def _cell(stats: dict[str, float], sign: bool = False) -> str:
     return ci_text(stats["mean"], stats["ci95"], sign=sign)
 
@@ -353,8 +268,7 @@ def evaluate_command(checkpoint: Path | None, overrides: list[str], opts: EvalOp
     if not policies:
         raise UserError("nothing to evaluate: give --checkpoint or --baselines.")
     scenario = target.env_config.get("scenario") or target.env_config["id"]
-    output = Path(opts.output) if opts.output else default_output_dir(scenario)
-    check_output(output)
+    output = EvalDir.new(opts.output, scenario)
 
     def restore() -> None:
         """Restore the checkpoint (and check its spaces) while workers play the baselines;
@@ -372,10 +286,9 @@ def evaluate_command(checkpoint: Path | None, overrides: list[str], opts: EvalOp
     if workers is None:
         workers = min(os.cpu_count() or 1, 4) if total >= 8 else 1
     tally = Tally(policies)
-    with claimed(output):  # a second command writing to the same --output is refused
-        check_output(output)  # again under the claim: another one may have finished since
+    with output.claim():  # a second command writing to the same --output is refused
         jobs = policy_jobs(target, policies)
-        log = EpisodeLog(output, len(jobs))
+        log = output.episode_log(len(jobs))
         try:
             with Progress(console=console, transient=True) as bar:
                 task = bar.add_task(f"{total} episodes ({', '.join(policies)})", total=total)
@@ -398,7 +311,7 @@ def evaluate_command(checkpoint: Path | None, overrides: list[str], opts: EvalOp
             "seed_range": [seeds[0], seeds[-1]],
             "explore": explore,
         }
-        atomic_write_json(output / SUMMARY_FILE, {**meta, **summary})
+        output.write_summary({**meta, **summary})
 
     table = Table(title=f"{scenario}: {episodes} episodes per policy, mean ± 95 % CI")
     columns = list(next(iter(summary["policies"].values())))
@@ -410,19 +323,7 @@ def evaluate_command(checkpoint: Path | None, overrides: list[str], opts: EvalOp
     console.print(table)
     if summary["reference"] is not None:
         console.print(paired_table(summary, columns))
-    output = output.absolute()  # as `mobrl train` prints its paths: usable from anywhere
     for note in summary["notes"]:
         console.print(f"[bold]note:[/bold] {note}")
-    console.print(f"results: {output / SUMMARY_FILE}, {output / EPISODES_FILE}")
-    return output
-
-
-def check_output(output: Path) -> None:
-    """`--output` is writable and holds no results yet (mobrl never overwrites results)."""
-    check_writable(output, "--output")
-    existing = [output / f for f in (SUMMARY_FILE, EPISODES_FILE) if (output / f).exists()]
-    if existing:
-        raise UserError(
-            f"--output '{output}' already holds results ({existing[0].name}). "
-            "Choose a new --output dir; mobrl does not overwrite results."
-        )
+    console.print(f"results: {', '.join(str(f) for f in output.files())}")
+    return output.path.absolute()

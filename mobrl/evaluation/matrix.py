@@ -21,21 +21,12 @@ from typing import Any
 
 from mobrl import metrics as keys
 from mobrl.errors import UserError
-from mobrl.evaluation.evaluate import (
-    EPISODES_FILE,
-    EpisodeLog,
-    EvalOptions,
-    Job,
-    default_output_dir,
-    play_blocks,
-    set_main_policy,
-)
+from mobrl.evaluation.evaluate import EvalOptions, Job, play_blocks, set_main_policy
+from mobrl.evaluation.outputs import EvalDir
 from mobrl.evaluation.paired import TRAINED, Tally, ci_text
 from mobrl.evaluation.targets import Target
 from mobrl.policies import check_baselines
 
-MATRIX_CSV = "matrix.csv"
-MATRIX_JSON = "matrix.json"
 #: baselines of the matrix unless --baselines names others (the gap to the first is shown)
 DEFAULT_BASELINES = ("greedy", "full", "oracle")
 
@@ -124,13 +115,13 @@ def matrix(
     seeds: Sequence[int],
     explore: bool,
     workers: int,
-    output: Path,
+    episode_log: Any,
     progress: Any = None,
     trust: bool = False,
 ) -> list[dict[str, Any]]:
     """Every target's policy and the baselines on every scenario, in one pool of workers and
     a block of seeds at a time (memory independent of --episodes): the cells of the matrix;
-    the episodes go to `output`/episodes.csv.
+    the episodes go to `episode_log(parts)` (an `outputs.EpisodeLog`).
 
     Baselines do not depend on the checkpoint, so each plays each env once."""
     from mobrl.policies import load_policy
@@ -163,7 +154,7 @@ def matrix(
                 columns += [{"trained_on": "", "evaluated_on": scenario}] * len(baselines)
             groups[-1] += (shared[key],)
     tallies = [Tally([TRAINED, *baselines]) for _ in groups]
-    log = EpisodeLog(output, len(jobs))
+    log = episode_log(len(jobs))
     try:
         for block in play_blocks(jobs, seeds, explore, workers, progress):
             for tally, (*_, mine, theirs) in zip(tallies, groups):
@@ -253,13 +244,10 @@ def _table(cells: list[dict], scenarios: list[str], names: list[str], measure: s
 
 def matrix_command(checkpoints: list[Path], scenarios: list[str], opts: EvalOptions) -> Path:
     """`mobrl evaluate --checkpoint X [--checkpoint Y] --scenarios a,b,...`."""
-    import pandas as pd
     from rich.progress import Progress
 
     from mobrl.console import make_console
-    from mobrl.evaluation.evaluate import check_output
     from mobrl.evaluation.targets import target_for
-    from mobrl.files import atomic_write_csv, atomic_write_json, claimed
 
     console = make_console()
     opts.check()
@@ -269,40 +257,31 @@ def matrix_command(checkpoints: list[Path], scenarios: list[str], opts: EvalOpti
         raise UserError("--scenarios is empty. List layouts, e.g. --scenarios small,medium,large.")
     names = opts.baseline_names(list(DEFAULT_BASELINES))
     targets = [target_for(c, [], opts.pick) for c in checkpoints]
-    output = Path(opts.output) if opts.output else default_output_dir("matrix")
-    check_output(output)
-    for file in (MATRIX_CSV, MATRIX_JSON):
-        if (output / file).exists():
-            raise UserError(f"--output '{output}' already holds {file}. Choose a new --output dir.")
+    output = EvalDir.new(opts.output, "matrix")
     seeds = opts.seeds
     workers = opts.workers or min(os.cpu_count() or 1, 4)
     total = len(seeds) * len(scenarios) * (len(targets) + len(names))
-    with claimed(output):  # a second command writing to the same --output is refused
+    with output.claim():  # a second command writing to the same --output is refused
         with Progress(console=console, transient=True) as bar:
             task = bar.add_task(f"{total} episodes on {', '.join(scenarios)}", total=total)
             cells = matrix(
-                targets, scenarios, names, seeds, explore, workers, output,
+                targets, scenarios, names, seeds, explore, workers, output.episode_log,
                 lambda: bar.advance(task), opts.trust,
             )  # fmt: skip
-        atomic_write_csv(output / MATRIX_CSV, pd.DataFrame(cells))
-        payload = {
+        settings = {
             "checkpoints": [str(t.checkpoint) for t in targets],
             "scenarios": scenarios,
             "baselines": names,
             "episodes": episodes,
             "seed_range": [seeds[0], seeds[-1]],
             "explore": explore,
-            "cells": cells,
         }
-        atomic_write_json(output / MATRIX_JSON, payload)
+        output.write_matrix(cells, settings)
 
     over = f"mean ± 95 % CI over {episodes} episodes"
     if any(f"{keys.UTILITY_MEAN}_mean" in c for c in cells):  # service first
         utility = _table(cells, scenarios, names, keys.UTILITY_MEAN, f"mean UE utility, {over}")
         console.print(utility)
     console.print(_table(cells, scenarios, names, "return", f"return, {over}"))
-    output = output.absolute()
-    console.print(
-        f"results: {output / MATRIX_CSV}, {output / MATRIX_JSON}, {output / EPISODES_FILE}"
-    )
-    return output
+    console.print(f"results: {', '.join(str(f) for f in output.files())}")
+    return output.path.absolute()

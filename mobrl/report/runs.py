@@ -102,8 +102,7 @@ def _run_trials(run: RunDir, found: Found) -> None:
 
 def discover(paths: list[Path]) -> Found:
     """Every trial and evaluation under `paths` (run, multirun, trial or evaluation dirs)."""
-    from mobrl.evaluation.evaluate import EPISODES_FILE, SUMMARY_FILE
-    from mobrl.evaluation.matrix import MATRIX_JSON
+    from mobrl.evaluation.outputs import EvalDir
 
     found = Found()
     runs: set[Path] = set()
@@ -116,16 +115,17 @@ def discover(paths: list[Path]) -> Found:
             if run.is_run() and run.path not in runs:
                 runs.add(run.path)
                 _run_trials(run, found)
-        for episodes in sorted(path.rglob(EPISODES_FILE)):
-            folder = episodes.parent
-            if any(run in folder.parents for run in runs) or not (folder / SUMMARY_FILE).is_file():
+        for episodes in sorted(path.rglob(EvalDir.EPISODES)):
+            folder = EvalDir(episodes.parent)
+            if any(run in folder.path.parents for run in runs):
                 continue
-            summary = json.loads((folder / SUMMARY_FILE).read_text())
-            if "policies" in summary and folder not in {f for f, _ in found.evaluations}:
-                found.evaluations.append((folder, summary))
-        for matrix in sorted(path.rglob(MATRIX_JSON)):
-            if matrix.parent not in {f for f, _ in found.matrices}:
-                found.matrices.append((matrix.parent, json.loads(matrix.read_text())))
+            summary = folder.read_summary()
+            if summary is not None and folder.path not in {f for f, _ in found.evaluations}:
+                found.evaluations.append((folder.path, summary))
+        for matrix in sorted(path.rglob(EvalDir.MATRIX_JSON)):
+            data = EvalDir(matrix.parent).read_matrix()
+            if data is not None and matrix.parent not in {f for f, _ in found.matrices}:
+                found.matrices.append((matrix.parent, data))
     if not found.trials and not found.evaluations and not found.matrices:
         raise UserError(
             f"no mobrl runs or evaluations under {', '.join(str(p) for p in paths)}. Give the "

@@ -39,16 +39,16 @@ def _trial_progress(checkpoint: Path) -> dict[str, Any]:
 
 def _evaluation(evaluation: Path, checkpoint: Path) -> dict[str, Any]:
     """The result of `mobrl evaluate` of this checkpoint, from its summary.json."""
-    from mobrl.evaluation.evaluate import SUMMARY_FILE
+    from mobrl.evaluation.outputs import EvalDir
     from mobrl.metrics import EPISODE_METRICS
 
-    path = evaluation / SUMMARY_FILE if evaluation.is_dir() else evaluation
-    if not path.is_file():
+    folder = EvalDir(evaluation if evaluation.is_dir() else evaluation.parent)
+    summary = folder.read_summary()
+    if summary is None:
         raise UserError(
-            f"--evaluation '{evaluation}' holds no {SUMMARY_FILE}. Give the --output dir of "
-            "`mobrl evaluate --checkpoint` for this checkpoint."
+            f"--evaluation '{evaluation}' holds no {EvalDir.SUMMARY} of `mobrl evaluate`. Give "
+            "the --output dir of `mobrl evaluate --checkpoint` for this checkpoint."
         )
-    summary = json.loads(path.read_text())
     if Path(summary.get("checkpoint") or "") != checkpoint:
         raise UserError(
             f"--evaluation '{evaluation}' evaluated {summary.get('checkpoint')}, not "

@@ -117,7 +117,11 @@ def test_paired_service_statistics_are_recomputed_from_episodes_csv(tmp_path) ->
     from scipy import stats
 
     from mobrl import metrics
-    from mobrl.evaluation.evaluate import write_results
+    from mobrl.evaluation.outputs import EvalDir
+
+    def write_results(folder, rows, summary, meta) -> None:
+        EvalDir(folder).write_episodes(rows)
+        EvalDir(folder).write_summary({**meta, **summary})
 
     rng = np.random.default_rng(0)
     base = rng.normal(0.0, 0.1, 12)
@@ -183,14 +187,10 @@ def test_blocks_give_what_one_pass_gives(tmp_path) -> None:
     import pandas as pd
 
     from mobrl import zoo
-    from mobrl.evaluation.evaluate import (
-        EPISODES_FILE,
-        EpisodeLog,
-        play_blocks,
-        policy_jobs,
-        run_all,
-        write_results,
-    )
+    from mobrl.evaluation.evaluate import play_blocks, policy_jobs, run_all
+    from mobrl.evaluation.outputs import EvalDir
+
+    EPISODES_FILE = EvalDir.EPISODES
     from mobrl.evaluation.paired import Tally
     from mobrl.evaluation.targets import Target
 
@@ -198,7 +198,7 @@ def test_blocks_give_what_one_pass_gives(tmp_path) -> None:
     target = Target("zoo:small", zoo.entry("small")["env_config"], "")
     seeds = range(5, 12)
     whole = run_all(target, policies, seeds, explore=False, workers=1)
-    tally, log = Tally(policies), EpisodeLog(tmp_path / "blocks", len(policies))
+    tally, log = Tally(policies), EvalDir(tmp_path / "blocks").episode_log(len(policies))
     (tmp_path / "blocks").mkdir()
     jobs = policy_jobs(target, policies)
     blocks = list(play_blocks(jobs, seeds, explore=False, workers=2, block=3))
@@ -210,7 +210,7 @@ def test_blocks_give_what_one_pass_gives(tmp_path) -> None:
     log.finish()
     assert sorted(p.name for p in (tmp_path / "blocks").iterdir()) == [EPISODES_FILE]
     streamed = pd.read_csv(tmp_path / "blocks" / EPISODES_FILE)  # by policy, then episode
-    write_results(tmp_path / "whole", whole, summarize(whole, policies), {})
+    EvalDir(tmp_path / "whole").write_episodes(whole)
     pd.testing.assert_frame_equal(streamed, pd.read_csv(tmp_path / "whole" / EPISODES_FILE))
     expected = summarize(whole, policies)
     got = tally.summary()
