@@ -58,21 +58,42 @@ def root(
 
 
 @app.command(context_settings=_PASS_THROUGH, add_help_option=False)
-def train(ctx: typer.Context) -> None:
+def train(
+    ctx: typer.Context,
+    resume: Annotated[
+        Path | None,
+        typer.Option(
+            "--resume", help="Continue the interrupted run in this dir (with its own config)."
+        ),
+    ] = None,
+    retry_errored: Annotated[
+        bool,
+        typer.Option("--retry-errored", help="With --resume: restart trials that failed too."),
+    ] = False,
+) -> None:
     """Train with RLlib through Ray Tune: mobrl train GROUP=OPTION KEY=VALUE [-m] [--cfg job].
 
     Groups: scenario, env, algo, run, tune. `mobrl train --help` lists their options and
     every config key; Hydra's flags (-m/--multirun, --cfg, -cd, ...) keep their meaning.
     `mobrl train --resume RUN_DIR [--retry-errored]` continues an interrupted run.
     """
+    args = list(ctx.args)
+    if resume is not None:
+        if args:
+            raise UserError(
+                f"--resume continues a run with its own config; drop {' '.join(args)} "
+                "(start a new run to change settings)."
+            )
+        from mobrl.train import resume_training
+
+        resume_training(resume, retry_errored=retry_errored)
+        return
+    if retry_errored:
+        raise UserError("--retry-errored goes with --resume RUN_DIR. Add --resume RUN_DIR.")
     from hydra._internal.utils import get_args_parser
 
     from mobrl.config import run_hydra, validate_command_line
 
-    args = list(ctx.args)
-    if "--resume" in args:
-        _resume(args)
-        return
     parsed = get_args_parser().parse_args(args)
     informational = parsed.help or parsed.hydra_help or parsed.shell_completion or parsed.info
     if not informational:
@@ -82,28 +103,6 @@ def train(ctx: typer.Context) -> None:
     from mobrl.train import train_task
 
     run_hydra(train_task, args, prog="mobrl train")
-
-
-def _resume(args: list[str]) -> None:
-    """`mobrl train --resume RUN_DIR [--retry-errored]`: continue an interrupted run."""
-    import argparse
-
-    parser = argparse.ArgumentParser(prog="mobrl train", add_help=False)
-    parser.add_argument("--resume", type=Path, nargs="?")
-    parser.add_argument("--retry-errored", action="store_true")
-    known, rest = parser.parse_known_args(args)
-    if known.resume is None:
-        raise UserError(
-            "--resume needs the run dir, e.g. mobrl train --resume outputs/DATE/TIME_small_ppo."
-        )
-    if rest:
-        raise UserError(
-            f"--resume continues a run with its own config; drop {' '.join(rest)} "
-            "(start a new run to change settings)."
-        )
-    from mobrl.train import resume_training
-
-    resume_training(known.resume, retry_errored=known.retry_errored)
 
 
 @app.command(context_settings=_PASS_THROUGH)

@@ -34,6 +34,7 @@ has 5k + 2 entries and the action k + 1 on every layout, so one policy acts on a
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -41,9 +42,6 @@ from mobile_env.handlers.central import MComCentralHandler
 from mobile_env.handlers.multi_agent import MComMAHandler
 
 from mobrl.protocols import StationArrays, implements
-
-#: stations a UE observes with env.obs=topk unless env.topk says otherwise
-TOPK_DEFAULT = 3
 
 #: per-station features `extended` adds after mobile-env's own
 EXTRA_FEATURES = ("reachable", "load")
@@ -196,7 +194,7 @@ def topk_station_actions(state: dict[str, Any], act: np.ndarray, k: int) -> np.n
 class TopKMAHandler(MComMAHandler):
     """mobile-env's multi-agent handler with `env.obs=topk` observations and slot actions."""
 
-    topk = TOPK_DEFAULT
+    topk: int  # the slot count, set by `topk_handler`
 
     @classmethod
     def ue_obs_size(cls, env: Any) -> int:
@@ -233,10 +231,9 @@ def ue_columns(env: Any) -> dict[int, int]:
     return {u: i for i, u in enumerate(sorted(env.users))}
 
 
+@functools.cache
 def topk_handler(k: int) -> type:
-    """The `topk` handler class with `k` station slots."""
-    if k == TOPK_DEFAULT:
-        return TopKMAHandler
+    """The `topk` handler class with `k` station slots (one class per k)."""
     return type(f"TopK{k}MAHandler", (TopKMAHandler,), {"topk": k})
 
 
@@ -251,5 +248,7 @@ HANDLERS = {
 def handler_for(obs: str, mode: str, topk: int | None = None) -> type:
     """The mobile-env handler class of `env.obs` in `env.mode` (`topk`: the slot count)."""
     if obs == "topk":
-        return topk_handler(int(topk or TOPK_DEFAULT))
+        if topk is None:
+            raise ValueError("env.obs=topk needs its slot count (the kind's default fills it)")
+        return topk_handler(int(topk))
     return HANDLERS[obs, mode]

@@ -6,7 +6,6 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from mobrl.envs.observations import TOPK_DEFAULT
 from mobrl.kinds.base import ScenarioKind
 
 MOBILE_MODES = ("ma", "central")
@@ -16,6 +15,8 @@ MOBILE_ENGINES = ("fast", "stock")
 OBSERVATIONS = ("mobile", "extended", "topk")
 #: values of `env.reward` (mobrl.envs.service.REWARDS)
 REWARDS = ("mobile", "utility", "marginal")
+#: station slots of `env.obs=topk` unless `env.topk` says otherwise
+TOPK_DEFAULT = 3
 
 
 @dataclass(frozen=True)
@@ -58,7 +59,8 @@ class MobileSpec:
             mode=env_config["mode"],
             engine=env_config.get("engine") or cls.engine,
             obs=env_config.get("obs") or cls.obs,
-            topk=env_config.get("topk"),
+            topk=env_config.get("topk")
+            or (TOPK_DEFAULT if env_config.get("obs") == "topk" else None),
             team_reward=float(env_config.get("team_reward") or cls.team_reward),
             reward=env_config.get("reward") or cls.reward,
         )
@@ -255,6 +257,8 @@ def make_mobile_core(
     if isinstance(layout, str):
         layout = scenarios.load(scenarios.path_of(layout))
     stations, users, config = scenarios.build_config(layout)
+    if obs == "topk":
+        topk = topk or TOPK_DEFAULT  # runs from before env.topk
     handler = with_reward(handler_for(obs, mode, topk), reward)
     config = deep_dict_merge(config, {"handler": handler, **(kwargs or {})})
     if engine == "fast":
