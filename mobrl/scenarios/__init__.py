@@ -131,14 +131,28 @@ def _merged(defaults: dict, given: dict) -> dict:
     return out
 
 
+#: validated layouts of this process by (file, mtime, size): one read and check per file
+_LOADED: dict[tuple[str, int, int], dict[str, Any]] = {}
+
+
 def load(path: Path | str) -> dict[str, Any]:
-    """Read and validate a layout file; return it with every default filled in."""
+    """Read and validate a layout file; return it with every default filled in. A file is
+    read and checked once per process while it stays unchanged (a copy each time: callers
+    may change what they get)."""
     path = Path(path).expanduser()
     if not path.is_file():
         raise UserError(
             f"scenario file '{path}' does not exist. Check scenario.path, or put the file in "
             f"./{USER_DIR}/ and use scenario=<name>."
         )
+    stat = path.stat()
+    key = (str(path.resolve()), stat.st_mtime_ns, stat.st_size)
+    if key not in _LOADED:
+        _LOADED[key] = _read(path)
+    return copy.deepcopy(_LOADED[key])
+
+
+def _read(path: Path) -> dict[str, Any]:
     try:
         raw = yaml.safe_load(path.read_text())
     except yaml.YAMLError as err:
