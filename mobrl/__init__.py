@@ -9,6 +9,10 @@ def _register() -> None:
     from mobrl.kinds.mobile import register_gym_ids
 
     register_gym_ids()
+    # modules that moved stay importable under their old paths (earlier runs' pickles)
+    from mobrl import _moved
+
+    _moved.install()
 
 
 _register()

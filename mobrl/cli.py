@@ -84,7 +84,7 @@ def train(
                 f"--resume continues a run with its own config; drop {' '.join(args)} "
                 "(start a new run to change settings)."
             )
-        from mobrl.train import resume_training
+        from mobrl.train.run import resume_training
 
         resume_training(resume, retry_errored=retry_errored)
         return
@@ -100,7 +100,7 @@ def train(
         validate_command_line(parsed.overrides)
     if parsed.help and not parsed.resolve:
         args.append("--resolve")  # show values, not `${...}` interpolations, in the help
-    from mobrl.train import train_task
+    from mobrl.train.run import train_task
 
     run_hydra(train_task, args, prog="mobrl train")
 

@@ -40,9 +40,9 @@ def _timed_callback_class():
 
 
 def make_runner(scenario: str, mode: str, metrics_on: bool):
-    from mobrl.algos import build_algorithm_config
     from mobrl.config import compose
     from mobrl.envs import factory
+    from mobrl.train.algos import build_algorithm_config
 
     cfg = compose(
         [

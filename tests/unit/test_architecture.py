@@ -66,3 +66,22 @@ def test_no_module_imports_itself_through_others() -> None:
 def test_a_circle_is_found() -> None:
     edges = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
     assert _circles(edges) == [["a", "b", "c"]]
+
+
+def test_moved_modules_still_unpickle_under_their_old_paths() -> None:
+    """Tune's state and RLlib checkpoints of earlier runs name mobrl's callbacks by their old
+    module paths; `--resume` and restores must still find them."""
+    import pickle
+
+    from mobrl._moved import MOVED
+    from mobrl.train.diskspace import DiskGuard
+    from mobrl.train.periodic_eval import PeriodicEvaluation
+    from mobrl.train.progress import ProgressCallback
+
+    for old, cls in (
+        ("mobrl.progress", ProgressCallback),
+        ("mobrl.diskspace", DiskGuard),
+        ("mobrl.training_eval", PeriodicEvaluation),
+    ):
+        assert MOVED[old] == cls.__module__
+        assert pickle.loads(f"c{old}\n{cls.__name__}\n.".encode()) is cls  # GLOBAL opcode

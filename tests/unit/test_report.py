@@ -213,7 +213,7 @@ def test_progress_csv_is_repaired_after_a_resume(tmp_path) -> None:
 
     import pandas as pd
 
-    from mobrl.raysession import repair_progress_csv
+    from mobrl.train.raysession import repair_progress_csv
 
     trial = tmp_path / "PPO_x"
     trial.mkdir()

@@ -6,11 +6,11 @@ import pytest
 from ray import tune
 from ray.tune.search.sample import Categorical, Float, Integer
 
-from mobrl import tuning
-from mobrl.algos import build_algorithm_config
 from mobrl.config import compose, validate_command_line
 from mobrl.envs.factory import ENV_NAME, env_config_from
 from mobrl.errors import UserError
+from mobrl.train import tuning
+from mobrl.train.algos import build_algorithm_config
 
 
 def _space(*overrides: str):

@@ -15,7 +15,8 @@ from mobrl.config.checks import check_config
 from mobrl.console import make_console
 from mobrl.errors import USER_ERROR_EXIT, UserError
 from mobrl.files import check_writable
-from mobrl.raysession import (
+from mobrl.rundir import RunDir, build_manifest
+from mobrl.train.raysession import (
     configure_ray,
     probe_ray_address,
     ray_address,
@@ -23,7 +24,6 @@ from mobrl.raysession import (
     repair_progress_csv,
     trial_cpus,
 )
-from mobrl.rundir import RunDir, build_manifest
 
 console = make_console()
 #: exit code of a run stopped with Ctrl-C (128 + SIGINT, as shells report it)
@@ -75,7 +75,7 @@ def run_training(cfg: DictConfig, run_dir: Path | None = None) -> float | None:
     from hydra.core.hydra_config import HydraConfig
 
     check_config(cfg)
-    from mobrl.tuning import rank_by_evaluation
+    from mobrl.train.tuning import rank_by_evaluation
 
     rank_by_evaluation(cfg)
     overrides: list[str] = []
@@ -88,16 +88,17 @@ def run_training(cfg: DictConfig, run_dir: Path | None = None) -> float | None:
         Path(cfg.run.storage_path).expanduser().absolute() if cfg.run.storage_path else run.path
     )
     check_writable(storage, "run.storage_path")
-    from mobrl.diskspace import FULL, check_free
+    from mobrl.train.diskspace import FULL, check_free
 
     check_free(storage, cfg.run.checkpoint.min_free_mb)
     FULL.reason = None
     experiment_name = RunDir.TUNE if storage == run.path else run.path.name
     experiment_dir = storage / experiment_name
     configure_ray()
-    from mobrl import faults, tuning
-    from mobrl.algos import build_algorithm_config
+    from mobrl import faults
     from mobrl.envs import factory
+    from mobrl.train import tuning
+    from mobrl.train.algos import build_algorithm_config
 
     env_config = factory.env_config_from(cfg)
     factory.check_env(env_config)
@@ -122,9 +123,10 @@ def run_training(cfg: DictConfig, run_dir: Path | None = None) -> float | None:
 def resume_training(run_dir: Path, retry_errored: bool = False) -> float | None:
     """Continue an interrupted `mobrl train` run: unfinished trials restart from their latest
     checkpoints, finished ones stay as they are, errored ones restart only if asked."""
-    from mobrl import faults, tuning
-    from mobrl.algos import build_algorithm_config
+    from mobrl import faults
     from mobrl.envs import factory
+    from mobrl.train import tuning
+    from mobrl.train.algos import build_algorithm_config
 
     run = RunDir(run_dir)
     cfg, manifest = run.load()
@@ -136,7 +138,7 @@ def resume_training(run_dir: Path, retry_errored: bool = False) -> float | None:
             "is missing): the run stopped before its first trial started. Start it again."
         )
     _check_resumable(run, experiment_dir)
-    from mobrl.diskspace import FULL, check_free
+    from mobrl.train.diskspace import FULL, check_free
 
     storage = experiment_dir.parent
     check_free(storage, cfg.run.checkpoint.min_free_mb)
@@ -156,7 +158,7 @@ def resume_training(run_dir: Path, retry_errored: bool = False) -> float | None:
 
     from ray import tune
 
-    from mobrl.progress import INTERRUPTED
+    from mobrl.train.progress import INTERRUPTED
 
     with ray_session(cfg), _full_disk_as_one_line(storage, run, experiment_dir):
         INTERRUPTED.clear()
@@ -207,7 +209,7 @@ def _check_resumable(run: RunDir, experiment_dir: Path) -> None:
 @contextmanager
 def _full_disk_as_one_line(storage: Path, run: RunDir, experiment_dir: Path) -> Iterator[None]:
     """A run that failed or stopped for lack of room ends with mobrl's one line."""
-    from mobrl.diskspace import FULL, MB, free_bytes, full_disk_error, is_full
+    from mobrl.train.diskspace import FULL, MB, free_bytes, full_disk_error, is_full
 
     try:
         yield
@@ -235,9 +237,9 @@ def _finish(
 ) -> float | None:
     """Report the experiment; an interrupted one tells how to continue it (exit 130), one
     stopped on a full disk how to free space and continue (exit 2)."""
-    from mobrl.diskspace import FULL, full_disk_error
-    from mobrl.progress import INTERRUPTED
-    from mobrl.ranking import report
+    from mobrl.train.diskspace import FULL, full_disk_error
+    from mobrl.train.progress import INTERRUPTED
+    from mobrl.train.ranking import report
 
     with _full_disk_as_one_line(storage, run, experiment_dir):
         summary = report(cfg, results, locations, run, experiment_dir, console)
@@ -284,9 +286,9 @@ def _fit(
 ) -> Any:
     from ray import tune
 
-    from mobrl import tuning
-    from mobrl.diskspace import DiskGuard
-    from mobrl.progress import INTERRUPTED, ProgressCallback, trial_name
+    from mobrl.train import tuning
+    from mobrl.train.diskspace import DiskGuard
+    from mobrl.train.progress import INTERRUPTED, ProgressCallback, trial_name
 
     ckpt = cfg.run.checkpoint
     checkpoint_config = tune.CheckpointConfig(

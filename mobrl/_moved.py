@@ -1,0 +1,38 @@
+"""Modules that moved, still importable under their old names: Tune's saved experiment state
+and RLlib checkpoints of earlier runs pickle mobrl's callbacks by module path, and `--resume`
+or a restore must find them there (the object is the new module itself)."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.abc
+import importlib.util
+import sys
+from typing import Any
+
+#: old module path -> where it lives now
+MOVED = {
+    "mobrl.progress": "mobrl.train.progress",
+    "mobrl.diskspace": "mobrl.train.diskspace",
+    "mobrl.training_eval": "mobrl.train.periodic_eval",
+    "mobrl.tuning": "mobrl.train.tuning",
+    "mobrl.algos": "mobrl.train.algos",
+}
+
+
+class _Alias(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
+        if name not in MOVED:
+            return None
+        return importlib.util.spec_from_loader(name, self)
+
+    def create_module(self, spec: Any) -> Any:
+        return importlib.import_module(MOVED[spec.name])
+
+    def exec_module(self, module: Any) -> None:
+        sys.modules[module.__spec__.name] = module  # the new module under its old name too
+
+
+def install() -> None:
+    if not any(isinstance(finder, _Alias) for finder in sys.meta_path):
+        sys.meta_path.append(_Alias())
