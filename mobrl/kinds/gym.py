@@ -10,6 +10,9 @@ from mobrl.kinds.base import ScenarioKind
 class GymKind(ScenarioKind):
     name = "gym"
 
+    def check(self, cfg: Any) -> None:
+        check_id_given(cfg)
+
     def make_env(self, env_config: dict[str, Any], rllib: bool) -> Any:
         import gymnasium as gym
 
@@ -56,6 +59,19 @@ class GymKind(ScenarioKind):
             env.close()
 
 
+def check_id_given(cfg: Any) -> None:
+    """`scenario=gym` names its task with `scenario.id`, or a one-line error."""
+    from omegaconf import OmegaConf
+
+    from mobrl.errors import UserError
+
+    if OmegaConf.is_missing(cfg.scenario, "id"):
+        raise UserError(
+            f"scenario={cfg.scenario.name} needs a Gymnasium id. "
+            "Add scenario.id=<id>, e.g. scenario.id=MountainCar-v0."
+        )
+
+
 def make_checked(cfg: Any) -> Any:
     """The Gymnasium env of the config, or a one-line error naming what is wrong with it."""
     import gymnasium as gym
@@ -63,11 +79,7 @@ def make_checked(cfg: Any) -> Any:
 
     from mobrl.errors import UserError, first_line, unknown_choice
 
-    if OmegaConf.is_missing(cfg.scenario, "id"):
-        raise UserError(
-            f"scenario={cfg.scenario.name} needs a Gymnasium id. "
-            "Add scenario.id=<id>, e.g. scenario.id=MountainCar-v0."
-        )
+    check_id_given(cfg)
     env_id = cfg.scenario.id
     if env_id not in gym.registry:
         raise unknown_choice(
