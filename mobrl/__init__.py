@@ -16,3 +16,17 @@ def _register() -> None:
 
 
 _register()
+
+
+def __getattr__(name: str):
+    """The Python API (`mobrl.parallel_env`, `mobrl.UserError`), imported when first used:
+    `import mobrl` stays light."""
+    if name == "parallel_env":
+        from mobrl.api import parallel_env
+
+        return parallel_env
+    if name == "UserError":
+        from mobrl.errors import UserError
+
+        return UserError
+    raise AttributeError(f"module 'mobrl' has no attribute {name!r}")
