@@ -18,13 +18,15 @@ def _register() -> None:
 _register()
 
 
-def __getattr__(name: str):
-    """The Python API (`mobrl.parallel_env`, `mobrl.UserError`), imported when first used:
-    `import mobrl` stays light."""
-    if name == "parallel_env":
-        from mobrl.api import parallel_env
+#: the Python API (mobrl.api), imported when first used: `import mobrl` stays light
+_API = ("train", "resume", "evaluate", "parallel_env", "Run", "Evaluation", "TrainingStopped")
 
-        return parallel_env
+
+def __getattr__(name: str):
+    if name in _API:
+        from mobrl import api
+
+        return getattr(api, name)
     if name == "UserError":
         from mobrl.errors import UserError
 

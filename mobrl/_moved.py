@@ -12,11 +12,11 @@ from typing import Any
 
 #: old module path -> where it lives now
 MOVED = {
-    "mobrl.progress": "mobrl.train.progress",
-    "mobrl.diskspace": "mobrl.train.diskspace",
-    "mobrl.training_eval": "mobrl.train.periodic_eval",
-    "mobrl.tuning": "mobrl.train.tuning",
-    "mobrl.algos": "mobrl.train.algos",
+    "mobrl.progress": "mobrl.training.progress",
+    "mobrl.diskspace": "mobrl.training.diskspace",
+    "mobrl.training_eval": "mobrl.training.periodic_eval",
+    "mobrl.tuning": "mobrl.training.tuning",
+    "mobrl.algos": "mobrl.training.algos",
 }
 
 

@@ -50,3 +50,218 @@ def parallel_env(
         return make_env({**env_config, "kwargs": kwargs})
 
     return MobileParallelEnv(make)
+
+
+class TrainingStopped(Exception):
+    """`mobrl.train` ended without a finished run: interrupted (its state is saved: `resume`
+    continues it) or a trial failed (its error is in the run dir)."""
+
+    def __init__(self, message: str, run: Run) -> None:
+        super().__init__(message)
+        self.run = run
+
+
+class Run:
+    """A `mobrl train` run dir, read as a notebook wants it: config, manifest, summary,
+    per-trial progress (pandas), complete checkpoints, and evaluation of the best one."""
+
+    def __init__(self, path: Any) -> None:
+        from pathlib import Path
+
+        from mobrl.rundir import RunDir
+
+        self.dir = RunDir(Path(path).expanduser().absolute())
+        if not self.dir.is_run():
+            raise UserError(f"'{path}' is not a mobrl run dir (no manifest.json).")
+
+    def __repr__(self) -> str:
+        return f"mobrl.Run({str(self.path)!r})"
+
+    @property
+    def path(self) -> Any:
+        return self.dir.path
+
+    @property
+    def config(self) -> dict[str, Any]:
+        return self.dir.read_config()
+
+    @property
+    def manifest(self) -> dict[str, Any]:
+        return self.dir.read_manifest()
+
+    @property
+    def summary(self) -> dict[str, Any] | None:
+        return self.dir.read_summary()
+
+    @property
+    def progress(self) -> Any:
+        """Every trial's results per iteration (one DataFrame, a `trial` column), read as
+        `mobrl report` reads them: a cut last row dropped, a repeated iteration once."""
+        import pandas as pd
+
+        from mobrl.reporting.runs import read_progress
+        from mobrl.rundir import TRIAL_PROGRESS
+
+        frames = []
+        for trial in self.dir.trial_dirs():
+            frame = read_progress(trial / TRIAL_PROGRESS)
+            if not frame.empty:
+                frames.append(frame.assign(trial=trial.name))
+        return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+    @property
+    def checkpoints(self) -> list[Any]:
+        """The complete checkpoints of the run, oldest first within each trial."""
+        from mobrl.rundir import is_complete, list_checkpoints
+
+        return [c for c in list_checkpoints(self.path) if is_complete(c)]
+
+    def evaluate(self, *overrides: str, pick: str = "best", **options: Any) -> Evaluation:
+        """`mobrl evaluate --checkpoint RUN_DIR --pick PICK` (see `mobrl.evaluate`)."""
+        return evaluate(self.path, *overrides, pick=pick, **options)
+
+
+class Evaluation:
+    """The output dir of `mobrl evaluate`: the summary, the episodes (pandas) and the table
+    of per-policy statistics and paired differences."""
+
+    def __init__(self, path: Any) -> None:
+        from mobrl.evaluation.outputs import EvalDir
+
+        self.dir = EvalDir(path)
+        summary = self.dir.read_summary()
+        if summary is None:
+            raise UserError(f"'{path}' holds no summary.json of `mobrl evaluate`.")
+        self.summary: dict[str, Any] = summary
+
+    def __repr__(self) -> str:
+        return f"mobrl.Evaluation({str(self.path)!r})"
+
+    @property
+    def path(self) -> Any:
+        return self.dir.path
+
+    @property
+    def episodes(self) -> Any:
+        import pandas as pd
+
+        return pd.read_csv(self.dir.path / self.dir.EPISODES)
+
+    @property
+    def table(self) -> Any:
+        """Per policy (rows) the mean of every measure, service first (pandas)."""
+        import pandas as pd
+
+        policies = self.summary["policies"]
+        return pd.DataFrame(
+            {name: {col: stats["mean"] for col, stats in cols.items()}
+             for name, cols in policies.items()}
+        ).T  # fmt: skip
+
+    @property
+    def paired(self) -> Any:
+        """The paired differences (trained − each baseline, or each baseline − greedy) per
+        measure: mean and 95 % CI half-width (pandas, one row per compared policy)."""
+        import pandas as pd
+
+        ref = self.summary.get("reference")
+        gaps = self.summary.get(f"paired_vs_{ref}", {}) if ref else {}
+        rows = {
+            name: {f"{col} {part}": stats[key] for col, stats in gap["diff"].items()
+                   for part, key in (("diff", "mean"), ("ci95", "ci95"))}
+            for name, gap in gaps.items()
+        }  # fmt: skip
+        return pd.DataFrame(rows).T
+
+
+def _settings(settings: dict[str, Any]) -> list[str]:
+    return [f"{key}={value}" for key, value in settings.items()]
+
+
+def train(*overrides: str, run_dir: Any = None, **settings: Any) -> Run:
+    """`mobrl train OVERRIDES` from Python: the same config groups, overrides and checks, one
+    experiment (for sweeps, call it per value or use `mobrl train -m`). Keyword arguments are
+    more overrides with dots as double underscores, e.g. `run__stop__iterations=5`. Returns
+    the `Run`; a bad value raises `mobrl.UserError`, an interrupted or failed run
+    `mobrl.api.TrainingStopped`::
+
+        run = mobrl.train("scenario=small", "run=quick")
+        run.progress.plot(x="training_iteration", y="env_runners/episode_return_mean")
+    """
+    from datetime import datetime
+    from pathlib import Path
+
+    from mobrl.config import parse_overrides, validate_command_line
+    from mobrl.training.run import run_training
+
+    given = [*overrides, *_settings({k.replace("__", "."): v for k, v in settings.items()})]
+    for override in parse_overrides(given):
+        if override.is_sweep_override() or override.key_or_group.startswith("hydra"):
+            raise UserError(
+                f"'{override.input_line}': mobrl.train runs one experiment, without sweeps or "
+                "Hydra's settings. Call it once per value, or use `mobrl train -m` for a sweep."
+            )
+    cfg = validate_command_line(given)
+    if run_dir is None:
+        now = datetime.now()
+        name = f"{now:%H-%M-%S}_{cfg.scenario.name}_{cfg.algo.name}"
+        run_dir = Path("outputs") / f"{now:%Y-%m-%d}" / name
+    run_dir = Path(run_dir).expanduser().absolute()
+    try:
+        run_training(cfg, run_dir, overrides=given)
+    except SystemExit as stop:
+        from mobrl.training.run import INTERRUPTED_EXIT
+
+        why = (
+            "interrupted; mobrl.resume(run) continues it"
+            if stop.code == INTERRUPTED_EXIT
+            else ("a trial failed; its error is in the run dir")
+        )
+        raise TrainingStopped(f"training {why}: {run_dir}", Run(run_dir)) from None
+    return Run(run_dir)
+
+
+def resume(run: Run | Any, retry_errored: bool = False) -> Run:
+    """`mobrl train --resume RUN_DIR` from Python."""
+    from mobrl.training.run import resume_training
+
+    path = run.path if isinstance(run, Run) else run
+    resume_training(path, retry_errored=retry_errored)
+    return Run(path)
+
+
+def evaluate(
+    checkpoint: Any = None,
+    *overrides: str,
+    episodes: int = 20,
+    seed: int = 0,
+    baselines: list[str] | None = None,
+    pick: str = "best",
+    output: Any = None,
+    explore: bool = False,
+    workers: int | None = None,
+    trust_checkpoint: bool = False,
+) -> Evaluation:
+    """`mobrl evaluate --checkpoint CHECKPOINT OVERRIDES` (or, without a checkpoint, `mobrl
+    baselines OVERRIDES`) from Python, with the same options and the same numbers. Returns
+    the `Evaluation` (summary, per-episode DataFrame, tables)::
+
+        ev = mobrl.evaluate("zoo:small", episodes=100, baselines=["greedy", "oracle"])
+        ev.paired
+    """
+    from pathlib import Path
+
+    from mobrl.evaluation.evaluate import EvalOptions, evaluate_command
+
+    opts = EvalOptions(
+        episodes=episodes,
+        seed=seed,
+        baselines=None if baselines is None else ",".join(baselines),
+        pick=pick,
+        output=None if output is None else Path(output),
+        explore=explore,
+        workers=workers,
+        trust=trust_checkpoint,
+    )
+    target = None if checkpoint is None else Path(str(checkpoint))
+    return Evaluation(evaluate_command(target, list(overrides), opts))

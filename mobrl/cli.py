@@ -84,7 +84,7 @@ def train(
                 f"--resume continues a run with its own config; drop {' '.join(args)} "
                 "(start a new run to change settings)."
             )
-        from mobrl.train.run import resume_training
+        from mobrl.training.run import resume_training
 
         resume_training(resume, retry_errored=retry_errored)
         return
@@ -100,7 +100,7 @@ def train(
         validate_command_line(parsed.overrides)
     if parsed.help and not parsed.resolve:
         args.append("--resolve")  # show values, not `${...}` interpolations, in the help
-    from mobrl.train.run import train_task
+    from mobrl.training.run import train_task
 
     run_hydra(train_task, args, prog="mobrl train")
 
@@ -229,7 +229,7 @@ def render(
     rgb_array view. Extra GROUP=OPTION / KEY=VALUE overrides name the scenario for baselines
     (default scenario=small) and for checkpoints without a mobrl manifest.
     """
-    from mobrl.render.video import RenderOptions, render_command
+    from mobrl.rendering.video import RenderOptions, render_command
 
     opts = RenderOptions(
         episodes, seed, fps, max_steps, pick.value, explore, workers, overwrite, trust
@@ -266,7 +266,7 @@ def report(
     ] = False,
 ) -> None:
     """Learning curves (mean and 95 % CI over seeds), evaluation charts, report.md and .html."""
-    from mobrl.report import report_command
+    from mobrl.reporting import report_command
 
     report_command(paths, out, metric or None, x.value if x else None, group_by or None, overwrite)
 

@@ -25,7 +25,7 @@ ENV_STEPS = "num_env_steps_sampled_lifetime"
 ITERATION = "training_iteration"
 TIME_TOTAL = "time_total_s"
 
-# --- evaluation during training (mobrl.train.periodic_eval, `run.eval.*`) ---------------------------
+# --- evaluation during training (mobrl.training.periodic_eval, `run.eval.*`) ---------------------------
 #: result section of the periodic deterministic evaluation on fixed seeds
 EVALUATION = "evaluation"
 #: mean return of the evaluation episodes (the section also holds `return_ci95`, the UE

@@ -72,7 +72,7 @@ def sampling_rate(overrides: list[str], steps: int) -> float:
     from mobrl.config import compose
     from mobrl.envs import factory
     from mobrl.envs.slots import uses_slots
-    from mobrl.train.algos import build_algorithm_config
+    from mobrl.training.algos import build_algorithm_config
 
     cfg = compose(["env=ma", *overrides])
     env_config = factory.env_config_from(cfg)
@@ -100,7 +100,7 @@ def bench_training(scenarios: list[str], steps: int, copies: int) -> None:
     from rich.table import Table
 
     from mobrl.envs import factory
-    from mobrl.train.raysession import configure_ray
+    from mobrl.training.raysession import configure_ray
 
     configure_ray()
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)

@@ -42,7 +42,7 @@ def _timed_callback_class():
 def make_runner(scenario: str, mode: str, metrics_on: bool):
     from mobrl.config import compose
     from mobrl.envs import factory
-    from mobrl.train.algos import build_algorithm_config
+    from mobrl.training.algos import build_algorithm_config
 
     cfg = compose(
         [

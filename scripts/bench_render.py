@@ -37,7 +37,7 @@ def reference(scenario: str, steps: int, out: Path) -> float:
 
 def mobrl_render(scenario: str, steps: int, out: Path, workers: int) -> float:
     """Seconds for mobrl's render of the same episode (env=central, greedy, seed 0)."""
-    from mobrl.render.video import RenderOptions, render_command
+    from mobrl.rendering.video import RenderOptions, render_command
 
     start = time.perf_counter()
     opts = RenderOptions(seed=0, fps=10, max_steps=steps, workers=workers)

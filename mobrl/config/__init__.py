@@ -104,7 +104,8 @@ def _translate_compose_error(err: Exception, overrides: Sequence[str]) -> UserEr
     return UserError(f"{first}. See `mobrl train --help`.")
 
 
-def _parse_overrides(overrides: Sequence[str]) -> list[Any]:
+def parse_overrides(overrides: Sequence[str]) -> list[Any]:
+    """Hydra's parsed overrides, or a one-line error for a malformed one."""
     from hydra.core.override_parser.overrides_parser import OverridesParser
     from hydra.errors import OverrideParseException
 
@@ -145,7 +146,7 @@ def validate_command_line(overrides: Sequence[str]) -> DictConfig:
     one-line message on unknown groups, options or keys, bad values and unsupported algorithm
     and scenario combinations.
     """
-    parsed = _parse_overrides(overrides)
+    parsed = parse_overrides(overrides)
     for ov in parsed:
         if ov.key_or_group.startswith("hydra"):
             continue
@@ -215,7 +216,7 @@ def _compose_checked(overrides: list[str]) -> DictConfig:
 
 def _check_keys_exist(overrides: list[str]) -> None:
     """Name the closest existing key when an override sets a key the config does not have."""
-    parsed = _parse_overrides(overrides)
+    parsed = parse_overrides(overrides)
     plain = [ov for ov in parsed if not ov.is_add() and not ov.is_delete()]
     key_ovs = [
         ov

@@ -22,7 +22,7 @@ from mobrl.envs.factory import SAMPLERS, env_config_from
 from mobrl.errors import UserError, unknown_choice
 from mobrl.files import check_writable
 from mobrl.kinds import kind_of
-from mobrl.train.algos import ALGORITHMS
+from mobrl.training.algos import ALGORITHMS
 
 TUNE_MODES = ("max", "min")
 
@@ -70,7 +70,7 @@ def check_settings(cfg: DictConfig) -> None:
         raise UserError("run.resources.num_env_runners must be >= 0.")
     if cfg.tune.mode not in TUNE_MODES:
         raise unknown_choice("tune.mode", cfg.tune.mode, TUNE_MODES, "Use tune.mode=max or min.")
-    from mobrl.train.tuning import check_tune_config
+    from mobrl.training.tuning import check_tune_config
 
     check_tune_config(cfg)
     stop = cfg.run.stop
@@ -80,7 +80,7 @@ def check_settings(cfg: DictConfig) -> None:
             "Set one, e.g. run.stop.iterations=100."
         )
     check_numbers(cfg)
-    from mobrl.train.periodic_eval import check_eval_config
+    from mobrl.training.periodic_eval import check_eval_config
 
     check_eval_config(cfg)
     if cfg.run.checkpoint.frequency < 0:

@@ -82,7 +82,7 @@ class StopConf:
 @dataclass
 class EvalConf:
     """Evaluation during training: deterministic episodes on fixed seeds, paired with the
-    heuristic baselines on the same seeds (mobrl.train.periodic_eval)."""
+    heuristic baselines on the same seeds (mobrl.training.periodic_eval)."""
 
     #: evaluate at the first iteration and every N-th (and at each periodic checkpoint);
     #: 0: never

@@ -91,7 +91,7 @@ class MobileKind(ScenarioKind):
     default_policies = "shared"
     eval_metric = "utility"  # mobile-env's central reward: its return can be gamed
     transferable = True
-    draws_own_frames = True  # mobrl.render.frames draws the network, not mobile-env's view
+    draws_own_frames = True  # mobrl.rendering.frames draws the network, not mobile-env's view
 
     def check(self, cfg: Any) -> None:
         from mobrl.errors import UserError, unknown_choice

@@ -85,7 +85,7 @@ def plot(name: str, out: Path, width_px: int, height_px: int, dpi: int = 100) ->
     from mobrl.envs import channel
     from mobrl.files import check_writable
     from mobrl.kinds.mobile import make_mobile_core
-    from mobrl.render.frames import isolines
+    from mobrl.rendering.frames import isolines
 
     if width_px < 100 or height_px < 100:
         raise UserError(f"--size {width_px}x{height_px} is too small. Use at least 100x100.")

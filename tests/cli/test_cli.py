@@ -115,7 +115,7 @@ def test_unreachable_ray_address_fails_within_seconds() -> None:
     import time
 
     from mobrl.errors import UserError
-    from mobrl.train.raysession import probe_ray_address
+    from mobrl.training.raysession import probe_ray_address
 
     with socket.socket() as listening:
         listening.bind(("127.0.0.1", 0))

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from mobrl.errors import UserError
-from mobrl.report import build_report, discover, report_command
+from mobrl.reporting import build_report, discover, report_command
 
 
 def test_bad_input_is_a_one_line_error(multirun, tmp_path: Path, mobrl_cli) -> None:
@@ -39,7 +39,7 @@ def test_report_imports_neither_ray_nor_torch(multirun, tmp_path: Path) -> None:
 
     root, _ = multirun
     probe = (
-        "import sys; from pathlib import Path; from mobrl.report import build_report; "
+        "import sys; from pathlib import Path; from mobrl.reporting import build_report; "
         f"build_report([Path({str(root)!r})], Path({str(tmp_path / 'r')!r})); "
         "heavy = [m for m in ('ray', 'torch') if m in sys.modules]; assert not heavy, heavy"
     )

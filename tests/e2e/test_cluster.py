@@ -199,7 +199,7 @@ def test_a_cluster_too_small_for_one_trial_is_refused_within_seconds(
 _LOCAL_RAY = """
 import sys
 from mobrl.config import compose
-from mobrl.train.raysession import configure_ray, init_ray, ray_address
+from mobrl.training.raysession import configure_ray, init_ray, ray_address
 
 configure_ray()
 init_ray(compose(["run=smoke"]))

@@ -155,7 +155,7 @@ def test_mobrl_rollout_equals_rllibs_own_evaluation(obs: str) -> None:
     from mobrl.config import validate_command_line
     from mobrl.envs import factory
     from mobrl.policies import TrainedPolicy
-    from mobrl.train.algos import build_algorithm_config
+    from mobrl.training.algos import build_algorithm_config
 
     cfg = validate_command_line(
         ["scenario=small", f"env.obs={obs}", "env.sampler=multi_agent", "run=smoke",

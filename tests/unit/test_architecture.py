@@ -74,9 +74,9 @@ def test_moved_modules_still_unpickle_under_their_old_paths() -> None:
     import pickle
 
     from mobrl._moved import MOVED
-    from mobrl.train.diskspace import DiskGuard
-    from mobrl.train.periodic_eval import PeriodicEvaluation
-    from mobrl.train.progress import ProgressCallback
+    from mobrl.training.diskspace import DiskGuard
+    from mobrl.training.periodic_eval import PeriodicEvaluation
+    from mobrl.training.progress import ProgressCallback
 
     for old, cls in (
         ("mobrl.progress", ProgressCallback),

@@ -6,7 +6,7 @@ import pytest
 
 from mobrl.config import GROUPS, compose, group_options, validate_command_line
 from mobrl.errors import UserError
-from mobrl.train.algos import ALGORITHMS
+from mobrl.training.algos import ALGORITHMS
 
 # extra overrides an option needs to be runnable (the generic Gymnasium option needs an id)
 NEEDS = {("scenario", "gym"): ["scenario.id=MountainCar-v0"]}

@@ -35,7 +35,7 @@ def test_a_run_that_sampled_nothing_is_an_error_not_exit_0() -> None:
 
     from mobrl.config import validate_command_line
     from mobrl.errors import UserError
-    from mobrl.train.run import _check_sampled
+    from mobrl.training.run import _check_sampled
 
     cfg = validate_command_line(["scenario=small"])
     empty = SimpleNamespace(

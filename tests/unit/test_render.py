@@ -10,8 +10,8 @@ import pytest
 
 from mobrl.errors import UserError
 from mobrl.kinds.mobile import make_mobile_core
-from mobrl.render import frames as dashboard
-from mobrl.render.video import RenderOptions, render_command
+from mobrl.rendering import frames as dashboard
+from mobrl.rendering.video import RenderOptions, render_command
 
 
 def read_video(path: Path) -> np.ndarray:

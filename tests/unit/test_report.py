@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from mobrl import metrics as keys
-from mobrl.report import build_report, discover, group_trials
+from mobrl.reporting import build_report, discover, group_trials
 
 RETURN = keys.RETURN_MEAN
 UTILITY = keys.result_key(keys.UTILITY_MEAN)
@@ -189,7 +189,7 @@ def test_generalisation_matrix_dirs_get_a_heat_map(tmp_path: Path) -> None:
 def test_progress_with_a_cut_last_row_and_repeated_iterations(tmp_path) -> None:
     """A cut last row ("-20.48" written as "-2") never becomes a number in a report, and
     iterations that a resumed run wrote twice count once (the later rows)."""
-    from mobrl.report.runs import read_progress
+    from mobrl.reporting.runs import read_progress
 
     path = tmp_path / "progress.csv"
     path.write_text(
@@ -213,7 +213,7 @@ def test_progress_csv_is_repaired_after_a_resume(tmp_path) -> None:
 
     import pandas as pd
 
-    from mobrl.train.raysession import repair_progress_csv
+    from mobrl.training.raysession import repair_progress_csv
 
     trial = tmp_path / "PPO_x"
     trial.mkdir()

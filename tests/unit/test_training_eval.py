@@ -9,7 +9,7 @@ from mobrl import metrics
 from mobrl.config import validate_command_line
 from mobrl.errors import UserError
 from mobrl.evaluation.paired import mean_ci
-from mobrl.train.tuning import rank_by_evaluation, stop_criteria
+from mobrl.training.tuning import rank_by_evaluation, stop_criteria
 
 
 @pytest.mark.parametrize(
@@ -49,7 +49,7 @@ def test_beat_stops_on_the_evaluations_verdict_and_ranking_uses_evaluation() -> 
 
 def test_evaluation_is_due_at_start_every_interval_at_checkpoints_and_at_the_end() -> None:
     from mobrl.envs.factory import env_config_from
-    from mobrl.train.periodic_eval import PeriodicEvaluation, periodic_evaluation
+    from mobrl.training.periodic_eval import PeriodicEvaluation, periodic_evaluation
 
     ev = PeriodicEvaluation({"kind": "gym"}, 4, 2, 0, [], [], checkpoint_frequency=10)
     assert [i for i in range(1, 21) if ev.due(i)] == [1, 4, 8, 10, 12, 16, 20]
@@ -75,7 +75,7 @@ def test_callback_reports_paired_gaps_that_match_evaluate(monkeypatch) -> None:
     from mobrl.envs.factory import env_config_from
     from mobrl.policies import FullPolicy, GreedyPolicy
     from mobrl.rollout import run_episode
-    from mobrl.train.periodic_eval import PeriodicEvaluation
+    from mobrl.training.periodic_eval import PeriodicEvaluation
 
     cfg = validate_command_line(["scenario=small", "env.sampler=multi_agent"])
     env_config = env_config_from(cfg)
@@ -110,7 +110,7 @@ def test_evaluation_scores_by_mean_ue_utility_on_mobile_layouts(monkeypatch) -> 
     from mobrl.envs.factory import env_config_from
     from mobrl.policies import CappedPolicy, GreedyPolicy
     from mobrl.rollout import run_episode
-    from mobrl.train.periodic_eval import PeriodicEvaluation, eval_metric, periodic_evaluation
+    from mobrl.training.periodic_eval import PeriodicEvaluation, eval_metric, periodic_evaluation
 
     cfg = validate_command_line(["scenario=small", "run.eval.interval=5"])
     assert eval_metric(cfg) == "utility"
@@ -149,7 +149,7 @@ def test_evaluation_scores_by_mean_ue_utility_on_mobile_layouts(monkeypatch) -> 
 )
 def test_bad_eval_metric_is_one_line(overrides: list[str], message: str) -> None:
     from mobrl.errors import UserError
-    from mobrl.train.periodic_eval import check_eval_config
+    from mobrl.training.periodic_eval import check_eval_config
 
     with pytest.raises(UserError, match=message):
         check_eval_config(validate_command_line(overrides))  # (or validation itself)

@@ -9,8 +9,8 @@ from ray.tune.search.sample import Categorical, Float, Integer
 from mobrl.config import compose, validate_command_line
 from mobrl.envs.factory import ENV_NAME, env_config_from
 from mobrl.errors import UserError
-from mobrl.train import tuning
-from mobrl.train.algos import build_algorithm_config
+from mobrl.training import tuning
+from mobrl.training.algos import build_algorithm_config
 
 
 def _space(*overrides: str):

@@ -17,7 +17,7 @@ from typing import Any
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
-from mobrl.train.raysession import SHARED_RAY_ENV, shared_ray_address
+from mobrl.training.raysession import SHARED_RAY_ENV, shared_ray_address
 
 #: launchers whose jobs run side by side on this machine
 PARALLEL_LAUNCHERS = ("JoblibLauncher",)
@@ -39,7 +39,7 @@ class SharedRay(Callback):
             return
         import ray
 
-        from mobrl.train.raysession import configure_ray, ray_init_kwargs
+        from mobrl.training.raysession import configure_ray, ray_init_kwargs
 
         configure_ray()
         context = ray.init(

@@ -197,7 +197,7 @@ def param_space(cfg: DictConfig, algo_config: Any) -> tuple[dict[str, Any], dict
     "fcnet_hiddens")}."""
     import dataclasses
 
-    from mobrl.train.algos import check_algo_keys
+    from mobrl.training.algos import check_algo_keys
 
     entries = space_entries(cfg)
     base = algo_config.to_dict()

@@ -1,7 +1,7 @@
 """`mobrl render`: roll out a trained policy or a baseline and write the frames to MP4 or GIF.
 
 Headless: mobile-env scenarios are drawn as mobile-env's network dashboard by
-`mobrl.render.frames` (recorded during the rollout, drawn afterwards, in parallel processes for
+`mobrl.rendering.frames` (recorded during the rollout, drawn afterwards, in parallel processes for
 long videos); Gymnasium tasks render through their own `rgb_array` mode. The video is written
 to a temporary file next to the target and renamed at the end, so a failed render never
 leaves a broken file behind.
@@ -74,7 +74,7 @@ def _rollout(
     progress: Any,
 ) -> Recording:
     from mobrl.envs.wrappers import find_core
-    from mobrl.render.frames import record_state, scene_of
+    from mobrl.rendering.frames import record_state, scene_of
     from mobrl.rollout import run_episode
 
     recording = Recording()
@@ -99,7 +99,7 @@ def _rollout(
 
 
 def _draw_task(args: tuple[Any, list[Any]]) -> list[np.ndarray]:
-    from mobrl.render.frames import draw_frames
+    from mobrl.rendering.frames import draw_frames
 
     scene, states = args
     return draw_frames(scene, states)
@@ -110,7 +110,7 @@ def _frames(recording: Recording, workers: int) -> Iterator[np.ndarray]:
     if recording.frames:
         yield from recording.frames
         return
-    from mobrl.render.frames import draw_frames
+    from mobrl.rendering.frames import draw_frames
 
     states = recording.states
     if workers <= 1:

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from mobrl import metrics as keys
-from mobrl.report.runs import Trial
+from mobrl.reporting.runs import Trial
 
 GRID_POINTS = 100
 

@@ -123,7 +123,7 @@ def build_algorithm_config(
     if metrics_callback is not None:
         algo.callbacks(metrics_callback)
 
-    from mobrl.train.periodic_eval import periodic_evaluation
+    from mobrl.training.periodic_eval import periodic_evaluation
 
     on_result = [periodic_evaluation(cfg, env_config), faults.trial_callback(fault)]
     on_result = [callback for callback in on_result if callback is not None]

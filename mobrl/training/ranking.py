@@ -17,7 +17,7 @@ from omegaconf import DictConfig
 from mobrl import metrics
 from mobrl.errors import error_summary
 from mobrl.rundir import RunDir
-from mobrl.train.periodic_eval import eval_metric
+from mobrl.training.periodic_eval import eval_metric
 
 
 def _metric_history(result: Any, metric: str) -> list[float]:
@@ -32,7 +32,7 @@ def trial_rows(
 ) -> list[dict[str, Any]]:
     """One dict per trial, best first (trials without the metric last). A trial's score
     ("best") is its best value over all iterations (`scope="all"`) or its last one."""
-    from mobrl.train.tuning import sampled
+    from mobrl.training.tuning import sampled
 
     better = max if mode == "max" else min
     rows = []

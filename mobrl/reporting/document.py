@@ -11,15 +11,15 @@ from typing import Any
 from mobrl import metrics as keys
 from mobrl.errors import UserError
 from mobrl.files import atomic_write_csv, atomic_write_text
-from mobrl.report.figures import (
+from mobrl.reporting.figures import (
     plot_aggregate,
     plot_curves,
     plot_evaluation,
     plot_matrix,
     plot_service,
 )
-from mobrl.report.runs import discover, group_trials
-from mobrl.report.stats import (
+from mobrl.reporting.runs import discover, group_trials
+from mobrl.reporting.stats import (
     BOOTSTRAP_RESAMPLES,
     IQM_MIN_TRIALS,
     cell,

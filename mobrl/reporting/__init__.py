@@ -7,7 +7,7 @@ that differ between them, computes curves, intervals and IQMs (`stats.py`), draw
 (`document.py`).
 """
 
-from mobrl.report.document import build_report, report_command
-from mobrl.report.runs import discover, group_trials
+from mobrl.reporting.document import build_report, report_command
+from mobrl.reporting.runs import discover, group_trials
 
 __all__ = ["build_report", "discover", "group_trials", "report_command"]

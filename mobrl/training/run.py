@@ -16,7 +16,7 @@ from mobrl.console import make_console
 from mobrl.errors import USER_ERROR_EXIT, UserError
 from mobrl.files import check_writable
 from mobrl.rundir import RunDir, build_manifest
-from mobrl.train.raysession import (
+from mobrl.training.raysession import (
     configure_ray,
     probe_ray_address,
     ray_address,
@@ -69,16 +69,19 @@ def _drop_empty_job_dir() -> None:
         folder.rmdir()
 
 
-def run_training(cfg: DictConfig, run_dir: Path | None = None) -> float | None:
+def run_training(
+    cfg: DictConfig, run_dir: Path | None = None, overrides: list[str] | None = None
+) -> float | None:
     """Train as configured; return the best value of the ranking metric reached (None if no
-    trial reported it)."""
+    trial reported it). Inside a Hydra job the run dir and overrides are Hydra's; the Python
+    API gives its own."""
     from hydra.core.hydra_config import HydraConfig
 
     check_config(cfg)
-    from mobrl.train.tuning import rank_by_evaluation
+    from mobrl.training.tuning import rank_by_evaluation
 
     rank_by_evaluation(cfg)
-    overrides: list[str] = []
+    overrides = list(overrides or [])
     if run_dir is None:
         hydra_cfg = HydraConfig.get()
         run_dir = Path(hydra_cfg.runtime.output_dir)
@@ -88,7 +91,7 @@ def run_training(cfg: DictConfig, run_dir: Path | None = None) -> float | None:
         Path(cfg.run.storage_path).expanduser().absolute() if cfg.run.storage_path else run.path
     )
     check_writable(storage, "run.storage_path")
-    from mobrl.train.diskspace import FULL, check_free
+    from mobrl.training.diskspace import FULL, check_free
 
     check_free(storage, cfg.run.checkpoint.min_free_mb)
     FULL.reason = None
@@ -97,8 +100,8 @@ def run_training(cfg: DictConfig, run_dir: Path | None = None) -> float | None:
     configure_ray()
     from mobrl import faults
     from mobrl.envs import factory
-    from mobrl.train import tuning
-    from mobrl.train.algos import build_algorithm_config
+    from mobrl.training import tuning
+    from mobrl.training.algos import build_algorithm_config
 
     env_config = factory.env_config_from(cfg)
     factory.check_env(env_config)
@@ -125,8 +128,8 @@ def resume_training(run_dir: Path, retry_errored: bool = False) -> float | None:
     checkpoints, finished ones stay as they are, errored ones restart only if asked."""
     from mobrl import faults
     from mobrl.envs import factory
-    from mobrl.train import tuning
-    from mobrl.train.algos import build_algorithm_config
+    from mobrl.training import tuning
+    from mobrl.training.algos import build_algorithm_config
 
     run = RunDir(run_dir)
     cfg, manifest = run.load()
@@ -138,7 +141,7 @@ def resume_training(run_dir: Path, retry_errored: bool = False) -> float | None:
             "is missing): the run stopped before its first trial started. Start it again."
         )
     _check_resumable(run, experiment_dir)
-    from mobrl.train.diskspace import FULL, check_free
+    from mobrl.training.diskspace import FULL, check_free
 
     storage = experiment_dir.parent
     check_free(storage, cfg.run.checkpoint.min_free_mb)
@@ -158,7 +161,7 @@ def resume_training(run_dir: Path, retry_errored: bool = False) -> float | None:
 
     from ray import tune
 
-    from mobrl.train.progress import INTERRUPTED
+    from mobrl.training.progress import INTERRUPTED
 
     with ray_session(cfg), _full_disk_as_one_line(storage, run, experiment_dir):
         INTERRUPTED.clear()
@@ -209,7 +212,7 @@ def _check_resumable(run: RunDir, experiment_dir: Path) -> None:
 @contextmanager
 def _full_disk_as_one_line(storage: Path, run: RunDir, experiment_dir: Path) -> Iterator[None]:
     """A run that failed or stopped for lack of room ends with mobrl's one line."""
-    from mobrl.train.diskspace import FULL, MB, free_bytes, full_disk_error, is_full
+    from mobrl.training.diskspace import FULL, MB, free_bytes, full_disk_error, is_full
 
     try:
         yield
@@ -237,9 +240,9 @@ def _finish(
 ) -> float | None:
     """Report the experiment; an interrupted one tells how to continue it (exit 130), one
     stopped on a full disk how to free space and continue (exit 2)."""
-    from mobrl.train.diskspace import FULL, full_disk_error
-    from mobrl.train.progress import INTERRUPTED
-    from mobrl.train.ranking import report
+    from mobrl.training.diskspace import FULL, full_disk_error
+    from mobrl.training.progress import INTERRUPTED
+    from mobrl.training.ranking import report
 
     with _full_disk_as_one_line(storage, run, experiment_dir):
         summary = report(cfg, results, locations, run, experiment_dir, console)
@@ -286,9 +289,9 @@ def _fit(
 ) -> Any:
     from ray import tune
 
-    from mobrl.train import tuning
-    from mobrl.train.diskspace import DiskGuard
-    from mobrl.train.progress import INTERRUPTED, ProgressCallback, trial_name
+    from mobrl.training import tuning
+    from mobrl.training.diskspace import DiskGuard
+    from mobrl.training.progress import INTERRUPTED, ProgressCallback, trial_name
 
     ckpt = cfg.run.checkpoint
     checkpoint_config = tune.CheckpointConfig(

@@ -8,8 +8,8 @@ from typing import Any
 
 import numpy as np
 
-from mobrl.report.runs import Trial
-from mobrl.report.stats import Curve, cell, group_curve, matrix_table
+from mobrl.reporting.runs import Trial
+from mobrl.reporting.stats import Curve, cell, group_curve, matrix_table
 
 
 def _pyplot() -> Any:
