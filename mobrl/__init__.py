@@ -19,7 +19,10 @@ _register()
 
 
 #: the Python API (mobrl.api), imported when first used: `import mobrl` stays light
-_API = ("train", "resume", "evaluate", "parallel_env", "Run", "Evaluation", "TrainingStopped")
+_API = (
+    "train", "resume", "evaluate", "render", "parallel_env", "Run", "Evaluation", "Video",
+    "TrainingStopped",
+)  # fmt: skip
 
 
 def __getattr__(name: str):

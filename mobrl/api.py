@@ -265,3 +265,53 @@ def evaluate(
     )
     target = None if checkpoint is None else Path(str(checkpoint))
     return Evaluation(evaluate_command(target, list(overrides), opts))
+
+
+class Video:
+    """A rendered video file; in Jupyter it plays inline."""
+
+    def __init__(self, path: Any) -> None:
+        from pathlib import Path
+
+        self.path = Path(path)
+
+    def __repr__(self) -> str:
+        return f"mobrl.Video({str(self.path)!r})"
+
+    def _repr_html_(self) -> str:
+        import base64
+
+        data = base64.b64encode(self.path.read_bytes()).decode()
+        kind = "gif" if self.path.suffix == ".gif" else "mp4"
+        if kind == "gif":
+            return f'<img src="data:image/gif;base64,{data}"/>'
+        return f'<video controls src="data:video/mp4;base64,{data}"></video>'
+
+
+def render(
+    checkpoint: Any = None,
+    *overrides: str,
+    policy: str | None = None,
+    video: Any = "rollout.mp4",
+    episodes: int = 1,
+    seed: int = 0,
+    max_steps: int | None = None,
+    pick: str = "best",
+    overwrite: bool = False,
+    trust_checkpoint: bool = False,
+) -> Video:
+    """`mobrl render --checkpoint CHECKPOINT --video VIDEO` (or `--policy BASELINE` with
+    overrides naming the scenario) from Python; the `Video` plays inline in Jupyter::
+
+        mobrl.render("zoo:small", video="small.mp4")
+    """
+    from pathlib import Path
+
+    from mobrl.rendering.video import RenderOptions, render_command
+
+    opts = RenderOptions(
+        episodes=episodes, seed=seed, max_steps=max_steps, pick=pick, overwrite=overwrite,
+        trust=trust_checkpoint,
+    )  # fmt: skip
+    target = None if checkpoint is None else Path(str(checkpoint))
+    return Video(render_command(target, policy, Path(video), list(overrides), opts))

@@ -51,9 +51,13 @@ class EvalDir:
     @classmethod
     def new(cls, output: Path | None, label: str) -> EvalDir:
         """`--output`, or `evaluations/DATE/TIME_LABEL`; refused if it holds results."""
-        if output is None:
+        if output is None:  # two evaluations in one second (from Python, say) get two dirs
             now = datetime.now()
-            output = Path("evaluations") / now.strftime("%Y-%m-%d") / f"{now:%H-%M-%S}_{label}"
+            base = Path("evaluations") / now.strftime("%Y-%m-%d") / f"{now:%H-%M-%S}_{label}"
+            output, n = base, 1
+            while output.exists():
+                n += 1
+                output = base.with_name(f"{base.name}_{n}")
         folder = cls(output)
         folder.check_new()
         return folder
