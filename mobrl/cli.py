@@ -328,12 +328,14 @@ app.add_typer(zoo_app, name="zoo")
 @zoo_app.command("list")
 def zoo_list(
     markdown: Annotated[bool, typer.Option("--markdown", help="Print a Markdown table.")] = False,
+    wide: Annotated[bool, typer.Option("--wide", help="Every column in the table.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Records with numbers, as JSON.")] = False,
 ) -> None:
     """Every zoo policy: its scenario, held-out evaluation against the heuristics, training
     cost and the command that trained it. Use one with --checkpoint zoo:<name>."""
     from mobrl.zoo.commands import list_command
 
-    list_command(markdown)
+    list_command(markdown, wide=wide, as_json=as_json)
 
 
 @zoo_app.command("export")

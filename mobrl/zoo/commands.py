@@ -203,11 +203,50 @@ def rows() -> list[dict[str, str]]:
     return out
 
 
-def list_command(markdown: bool) -> None:
+#: the columns `mobrl zoo list` shows by default (80 columns); --wide shows every one
+NARROW = ("policy", "UE utility − greedy", "gap to oracle closed", "connected", "p5 utility")
+
+
+def records() -> list[dict[str, Any]]:
+    """One record per zoo entry with its numbers as numbers (`mobrl zoo list --json`)."""
+    out = []
+    for name in zoo.names():
+        meta = zoo.entry(name)
+        ev = meta.get("evaluation") or {}
+        gap = ((ev.get("paired_vs_trained") or {}).get("greedy")) or {}
+        out.append(
+            {
+                "policy": f"zoo:{name}",
+                "scenario": meta["scenario"],
+                "trained_on": meta.get("trained_on") or meta["scenario"],
+                "obs": meta.get("obs"),
+                "reward": meta.get("reward"),
+                "vs_greedy": gap.get("diff") or {},
+                "gap_to_oracle_closed": ev.get("gap_closed"),
+                "service": ev.get("ue_metrics") or {},
+                "episodes": ev.get("episodes"),
+                "seeds": ev.get("seeds"),
+                "training": meta.get("training") or {},
+                "size_bytes": (zoo.entries_dir() / f"{name}.npz").stat().st_size,
+                "command": meta.get("command") or "",
+            }
+        )
+    return out
+
+
+def list_command(
+    markdown: bool = False, wide: bool = False, as_json: bool = False, width: int | None = None
+) -> None:
+    """`mobrl zoo list`: the results table (the columns that fit 80 columns, every column with
+    `wide`), then per policy where it learned, its evaluation, cost and command."""
+    from rich.console import Console
     from rich.table import Table
 
     from mobrl.console import make_console
 
+    if as_json:
+        print(json.dumps(records(), indent=2))
+        return
     table_rows = rows()
     if markdown:
         if not table_rows:
@@ -222,12 +261,13 @@ def list_command(markdown: bool) -> None:
         for r in table_rows:
             print(f"- `{r['policy']}`: `{r['command']}`")
         return
-    console = make_console()
+    console = make_console() if width is None else Console(width=width, highlight=False)
     table = Table(
-        title="mobrl zoo on held-out seeds: gaps paired by seed (mean ± 95 % CI), "
-        "service as trained / greedy"
+        title="mobrl zoo on held-out seeds: paired gaps (mean ± 95 % CI); service as trained / "
+        "greedy"
     )
-    cols = [c for c in (table_rows[0] if table_rows else {}) if c != "command"]
+    every = [c for c in (table_rows[0] if table_rows else {}) if c != "command"]
+    cols = every if wide else [c for c in every if c in NARROW]
     for c in cols:
         left = c in ("policy", "trained on")
         table.add_column(c, justify="left" if left else "right", no_wrap=c == "policy")
@@ -235,4 +275,11 @@ def list_command(markdown: bool) -> None:
         table.add_row(*(r[c] for c in cols))
     console.print(table)
     for r in table_rows:
-        console.print(f"{r['policy']}: {r['command']}", markup=False)  # [greedy,full] is text
+        if not wide:
+            console.print(
+                f"{r['policy']}: trained on {r['trained on']}; {r['episodes (seeds)']} "
+                f"episodes (seeds); return − greedy {r['return − greedy']}; "
+                f"{r['training']}; {r['size']}",
+                markup=False,
+            )
+        console.print(f"  {r['command']}", markup=False)  # [greedy,full] is text

@@ -99,3 +99,19 @@ def test_readme_zoo_table_is_what_mobrl_prints(capsys) -> None:
     block = readme[start : readme.index("<!-- end zoo table -->")].split("\n", 1)[1]
     list_command(markdown=True)
     assert block.strip() == capsys.readouterr().out.strip()
+
+
+def test_zoo_list_reads_at_80_columns_and_as_json(capsys) -> None:
+    from mobrl.zoo.commands import list_command
+
+    list_command(width=80)
+    out = capsys.readouterr().out
+    assert max(len(line) for line in out.splitlines()) <= 80
+    assert "…" not in out  # nothing cut
+    for name in zoo.names():
+        assert f"│ zoo:{name} " in out  # whole names in the table
+    list_command(as_json=True)
+    records = json.loads(capsys.readouterr().out)
+    assert {r["policy"] for r in records} == {f"zoo:{n}" for n in zoo.names()}
+    for r in records:
+        assert r["vs_greedy"]["ue/utility/mean"]["mean"] > 0 and 0 < r["gap_to_oracle_closed"]
