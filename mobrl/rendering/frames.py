@@ -36,6 +36,8 @@ class Scene:
     upper: float
     max_time: int
     num_users: int
+    #: the scaled utility's range (mobile-env's reward scale, the "mean utility" plotted)
+    scaled_range: tuple[float, float] = (-1.0, 1.0)
 
 
 @dataclass
@@ -100,6 +102,10 @@ def scene_of(core: Any) -> Scene:
         upper=float(core.utility.upper),
         max_time=int(core.EP_MAX_TIME),
         num_users=len(core.users),
+        scaled_range=(
+            float(core.utility.scale(core.utility.lower)),
+            float(core.utility.scale(core.utility.upper)),
+        ),
     )
 
 
@@ -185,7 +191,8 @@ class DashboardRenderer:
             )[0]
             for _, x, y in scene.stations
         ]
-        for bs_id, x, y in scene.stations:
+        # station names drawn last, over UEs passing by, on a light box
+        self.station_names = [
             sim.annotate(
                 string.ascii_uppercase[bs_id % 26],
                 xy=(x, y),
@@ -193,10 +200,17 @@ class DashboardRenderer:
                 ha="center",
                 va="bottom",
                 textcoords="offset points",
+                fontweight="bold",
+                bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.8},
+                zorder=4,
+                animated=True,
             )
+            for bs_id, x, y in scene.stations
+        ]
         for (cx, cy), (rx, ry) in zip(scene.conn_isolines, scene.rate_isolines):
             sim.scatter(cx, cy, color="gray", s=3)
             sim.scatter(rx, ry, color="black", s=3)
+        self._legend(sim, BS_SYMBOL)
         self.links = LineCollection(
             [],
             linewidths=3,
@@ -235,9 +249,10 @@ class DashboardRenderer:
             text.set_animated(True)
 
         (self.utility_line,) = qoe.plot([], [], linewidth=1, color="black", animated=True)
-        qoe.set_ylabel("Avg. Utility")
+        qoe.set_ylabel("Avg. Utility\n(scaled)")
         qoe.set_xlim([0.0, scene.max_time])
-        qoe.set_ylim([scene.lower, scene.upper])
+        low, high = scene.scaled_range
+        qoe.set_ylim([low - 0.05 * (high - low), high + 0.05 * (high - low)])
         (self.connected_line,) = conn.plot([], [], linewidth=1, color="black", animated=True)
         conn.set_xlabel("Time")
         conn.set_ylabel("#Conn. UEs")
@@ -250,11 +265,38 @@ class DashboardRenderer:
             self.links,
             *self.stations,
             self.ue_dots,
+            *self.station_names,
             self.title,
             *self.table_texts.values(),
             self.utility_line,
             self.connected_line,
         ]
+
+    def _legend(self, sim: Any, bs_symbol: Any) -> None:
+        """What the colours and marks mean, under the map: a colour bar of UE utility (a link
+        is shaded by its share of its UE's utility) and a key of the other marks."""
+        from matplotlib.cm import ScalarMappable
+        from matplotlib.lines import Line2D
+
+        cax = sim.inset_axes([0.0, -0.075, 0.32, 0.022])
+        bar = self.fig.colorbar(
+            ScalarMappable(self.norm, self.cmap), cax=cax, orientation="horizontal"
+        )
+        bar.set_label("UE utility; link: its share", fontsize=7, labelpad=1)
+        bar.ax.tick_params(labelsize=6, length=2, pad=1)
+        dot = {"linestyle": "none", "markersize": 4}
+        handles = [
+            Line2D([], [], marker=bs_symbol, color="black", markersize=9, linestyle="none",
+                   label="base station (A, B, ...)"),
+            Line2D([], [], marker="o", color="gold", markersize=7, linestyle="none",
+                   label="UE (its id; colour: utility)"),
+            Line2D([], [], marker=".", color="gray", label="edge of coverage (SNR threshold)", **dot),
+            Line2D([], [], marker=".", color="black", label="1 MB/s reach", **dot),
+        ]  # fmt: skip
+        self.legend = sim.legend(
+            handles=handles, loc="upper left", bbox_to_anchor=(0.36, -0.005), ncol=2,
+            fontsize=7, frameon=False, handletextpad=0.3, columnspacing=1.0,
+        )  # fmt: skip
 
     def _ue_label(self, ue_id: int) -> Any:
         if ue_id not in self.ue_labels:

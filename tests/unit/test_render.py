@@ -90,6 +90,15 @@ def test_dashboard_frame_shows_the_recorded_state() -> None:
     assert sorted(labels) == [u[0] for u in state.ues]
     for ue_id, x, y, _ in state.ues:
         np.testing.assert_allclose(labels[ue_id].get_offsets(), [[x, y]])
+    # a reader can tell what is drawn: a key of the marks and a colour bar of UE utility;
+    # the mean utility plotted on its own scale (mobile-env's scaled utility, -1...1); the
+    # station names drawn over the UEs
+    texts = [t.get_text() for t in renderer.legend.get_texts()]
+    assert len(texts) == 4 and any("coverage" in t for t in texts) and any("UE" in t for t in texts)
+    low, high = renderer.utility_line.axes.get_ylim()
+    assert low < -1.0 < 1.0 < high and high - low < 3
+    moving = renderer.moving
+    assert all(moving.index(n) > moving.index(renderer.ue_dots) for n in renderer.station_names)
     fewer = renderer.draw(dashboard.FrameState(0, 3, -1.0, state.ues[1:], []))
     assert not np.array_equal(fewer, no_links)  # the first UE's dot and id are gone
     assert np.array_equal(renderer.draw(dashboard.FrameState(0, 3, -1.0, state.ues, [])), no_links)
