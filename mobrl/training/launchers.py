@@ -23,8 +23,9 @@ from mobrl.training.raysession import SHARED_RAY_ENV, shared_ray_address
 PARALLEL_LAUNCHERS = ("JoblibLauncher",)
 
 
-def runs_in_parallel_here(config: DictConfig) -> bool:
-    target = str(config.hydra.launcher.get("_target_", ""))
+def runs_in_parallel_here(config: Any) -> bool:
+    launcher = config["hydra"]["launcher"] if isinstance(config, dict) else config.hydra.launcher
+    target = str(launcher.get("_target_", ""))
     return target.rsplit(".", 1)[-1] in PARALLEL_LAUNCHERS
 
 
@@ -58,3 +59,66 @@ class SharedRay(Callback):
         os.environ.pop(SHARED_RAY_ENV, None)
         ray.shutdown()
         self.started = False
+
+
+class MultirunReport(Callback):
+    """Hydra callback: a multirun says where its jobs went once they are done, and keeps the
+    launcher's own long start-up line out of the output."""
+
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        import logging
+
+        # e.g. "Joblib.Parallel(n_jobs=2,backend=loky,...) is launching 4 jobs"
+        for name in ("hydra_plugins.hydra_joblib_launcher._core", "hydra.core.utils"):
+            logging.getLogger(name).setLevel(logging.WARNING)
+
+    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        from pathlib import Path
+
+        from mobrl.console import make_console
+
+        folder = Path(config.hydra.sweep.dir).absolute()
+        make_console().print(
+            f"[bold]mobrl[/bold] multirun dir: {folder}\n  compare the jobs: mobrl report {folder}"
+        )
+
+
+class JobPrefix:
+    """Prefixes every line a job of a parallel multirun writes (`[job 3] ...`), so lines of
+    jobs running side by side can be told apart."""
+
+    def __init__(self, stream: Any, prefix: str) -> None:
+        self.stream, self.prefix, self.at_start = stream, prefix, True
+
+    def write(self, text: str) -> int:
+        out = []
+        for piece in text.splitlines(keepends=True):
+            if self.at_start and piece.strip():
+                out.append(self.prefix)
+            out.append(piece)
+            self.at_start = piece.endswith("\n")
+        self.stream.write("".join(out))
+        return len(text)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.stream, name)
+
+
+def prefix_job_output() -> None:
+    """Inside a job of a parallel multirun: prefix its stdout and stderr lines with its number."""
+    import sys
+
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.types import RunMode
+
+    try:
+        hydra = HydraConfig.get()
+    except ValueError:  # not inside a Hydra job
+        return
+    if hydra.mode != RunMode.MULTIRUN or not runs_in_parallel_here({"hydra": hydra}):
+        return
+    prefix = f"[job {hydra.job.num}] "
+    for name in ("stdout", "stderr"):
+        stream = getattr(sys, name)
+        if not isinstance(stream, JobPrefix):
+            setattr(sys, name, JobPrefix(stream, prefix))

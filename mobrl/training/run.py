@@ -32,6 +32,9 @@ INTERRUPTED_EXIT = 130
 
 def train_task(cfg: DictConfig) -> float | None:
     """Hydra task function: one experiment per call (Hydra calls it once per multirun job)."""
+    from mobrl.training.launchers import prefix_job_output
+
+    prefix_job_output()
     try:
         return run_training(cfg)
     except UserError as err:

@@ -26,7 +26,11 @@ def test_joblib_jobs_run_side_by_side_on_one_shared_ray(tmp_path: Path) -> None:
         cwd=tmp_path,
     )
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "Joblib.Parallel(n_jobs=2" in result.stdout + result.stderr
+    out = result.stdout + result.stderr
+    assert "Joblib.Parallel(" not in out  # the launcher's long start-up line is kept out
+    for job in range(3):  # lines of jobs running side by side say whose they are
+        assert f"[job {job}] " in result.stdout
+    assert f"multirun dir: {tmp_path}" in result.stdout and f"mobrl report {tmp_path}" in out
     job_dirs = sorted(p.parent for p in tmp_path.glob("*/summary.json"))
     assert [d.name.split("_")[0] for d in job_dirs] == ["0", "1", "2"]
     seeds, addresses = set(), set()
