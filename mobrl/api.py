@@ -282,8 +282,7 @@ class Video:
         import base64
 
         data = base64.b64encode(self.path.read_bytes()).decode()
-        kind = "gif" if self.path.suffix == ".gif" else "mp4"
-        if kind == "gif":
+        if self.path.suffix == ".gif":
             return f'<img src="data:image/gif;base64,{data}"/>'
         return f'<video controls src="data:video/mp4;base64,{data}"></video>'
 
