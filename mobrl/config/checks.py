@@ -68,6 +68,12 @@ def check_settings(cfg: DictConfig) -> None:
         )
     if runners < 0:
         raise UserError("run.resources.num_env_runners must be >= 0.")
+    from mobrl.training.raysession import LOG_LEVELS
+
+    if cfg.ray.log_level not in LOG_LEVELS:
+        raise unknown_choice(
+            "ray.log_level", str(cfg.ray.log_level), LOG_LEVELS, "Use ray.log_level=warning."
+        )
     if cfg.tune.mode not in TUNE_MODES:
         raise unknown_choice("tune.mode", cfg.tune.mode, TUNE_MODES, "Use tune.mode=max or min.")
     from mobrl.training.tuning import check_tune_config

@@ -230,6 +230,9 @@ class RayConf:
     object_store_memory: Optional[int] = None
     #: stream worker logs to the terminal (useful for debugging an env)
     log_to_driver: bool = False
+    #: what Ray, Tune and RLlib print themselves: `error` (mobrl reports what matters in
+    #: its own lines), `warning` or `info` to see more
+    log_level: str = "error"
 
 
 @dataclass

@@ -42,7 +42,7 @@ class SharedRay(Callback):
 
         from mobrl.training.raysession import configure_ray, ray_init_kwargs
 
-        configure_ray()
+        configure_ray(config.ray.log_level)
         context = ray.init(
             num_cpus=config.ray.num_cpus or os.cpu_count() or 1,
             object_store_memory=config.ray.object_store_memory,

@@ -30,8 +30,13 @@ def shared_ray_address() -> str | None:
     return os.environ.get(SHARED_RAY_ENV) or None
 
 
-def configure_ray() -> None:
-    """Environment and loggers for Ray and Tune, before they start."""
+#: values of `ray.log_level`
+LOG_LEVELS = ("error", "warning", "info")
+
+
+def configure_ray(log_level: str = "error") -> None:
+    """Environment and loggers for Ray and Tune, before they start; `log_level`: what Ray,
+    Tune and RLlib print themselves (`ray.log_level`)."""
     # Tune saves its experiment state every 10+ s by default; every second instead, so that
     # `--resume` after a crash or kill -9 re-runs nothing that had finished (the file is small)
     os.environ.setdefault("TUNE_GLOBAL_CHECKPOINT_S", "1")
@@ -42,8 +47,9 @@ def configure_ray() -> None:
     # error of a trial that failed for good in its summary (the traceback is in error.txt)
     os.environ.setdefault("TUNE_PRINT_ALL_TRIAL_ERRORS", "0")
     os.environ.setdefault("PYTHONWARNINGS", "ignore::DeprecationWarning")
+    level = getattr(logging, log_level.upper(), logging.ERROR)
     for name in ("ray", "ray.tune", "ray.rllib", "ray.train"):
-        logging.getLogger(name).setLevel(logging.WARNING)
+        logging.getLogger(name).setLevel(level)
     # known, harmless notices on every start (local single-user Ray; the new API stack is the
     # one mobrl uses on purpose)
     for name in (
@@ -190,7 +196,7 @@ def ray_init_kwargs(cfg: DictConfig) -> dict[str, Any]:
     """`ray.init` settings every Ray of mobrl's shares: no dashboard, quiet logs."""
     return {
         "log_to_driver": cfg.ray.log_to_driver,
-        "logging_level": logging.WARNING,
+        "logging_level": getattr(logging, str(cfg.ray.get("log_level", "error")).upper()),
         "include_dashboard": False,
     }
 

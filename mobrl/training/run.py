@@ -100,7 +100,7 @@ def run_training(
     FULL.reason = None
     experiment_name = RunDir.TUNE if storage == run.path else run.path.name
     experiment_dir = storage / experiment_name
-    configure_ray()
+    configure_ray(cfg.ray.log_level)
     from mobrl import faults
     from mobrl.envs import factory
     from mobrl.training import tuning
@@ -149,7 +149,7 @@ def resume_training(run_dir: Path, retry_errored: bool = False) -> float | None:
     storage = experiment_dir.parent
     check_free(storage, cfg.run.checkpoint.min_free_mb)
     FULL.reason = None
-    configure_ray()
+    configure_ray(cfg.ray.log_level)
     check_config(cfg)
     probe_ray_address(cfg.ray.address)
     algo_config = build_algorithm_config(

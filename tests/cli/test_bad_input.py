@@ -53,6 +53,7 @@ CASES = [
     ("unknown baseline to beat", "train run.eval.interval=5 run.stop.beat=greed", "greedy"),
     ("unknown fault", "train run.fault.inject.what=crash", "run.fault.inject.what"),
     ("negative free space", "train run.checkpoint.min_free_mb=-1", "min_free_mb"),
+    ("unknown Ray log level", "train ray.log_level=loud", "ray.log_level"),
     ("interval sweep", "train -m run.seed=interval(0,1)", "sweeps a range"),
     ("malformed override", "train run.seed=[1", "malformed override"),
     (
