@@ -20,8 +20,8 @@ _register()
 
 #: the Python API (mobrl.api), imported when first used: `import mobrl` stays light
 _API = (
-    "train", "resume", "evaluate", "render", "parallel_env", "Run", "Evaluation", "Video",
-    "TrainingStopped",
+    "train", "resume", "evaluate", "render", "report", "parallel_env", "Run", "Evaluation",
+    "Video", "Report", "TrainingStopped",
 )  # fmt: skip
 
 

@@ -314,3 +314,60 @@ def render(
     )  # fmt: skip
     target = None if checkpoint is None else Path(str(checkpoint))
     return Video(render_command(target, policy, Path(video), list(overrides), opts))
+
+
+class Report:
+    """The output dir of `mobrl report`: its figures (shown inline in Jupyter), the per-group
+    table (pandas) and the Markdown report."""
+
+    def __init__(self, path: Any) -> None:
+        from pathlib import Path
+
+        self.path = Path(path)
+
+    def __repr__(self) -> str:
+        return f"mobrl.Report({str(self.path)!r})"
+
+    @property
+    def figures(self) -> list[Any]:
+        return sorted(self.path.glob("*.png"))
+
+    @property
+    def groups(self) -> Any:
+        import pandas as pd
+
+        table = self.path / "groups.csv"
+        return pd.read_csv(table) if table.is_file() else pd.DataFrame()
+
+    def _repr_html_(self) -> str:
+        import base64
+
+        images = "".join(
+            f'<img src="data:image/png;base64,{base64.b64encode(f.read_bytes()).decode()}"/>'
+            for f in self.figures
+        )
+        return f"<p>{self.path / 'report.md'}</p>{images}"
+
+
+def report(
+    *paths: Any,
+    out: Any = None,
+    metrics: list[str] | None = None,
+    x: str | None = None,
+    group_by: list[str] | None = None,
+    overwrite: bool = False,
+) -> Report:
+    """`mobrl report PATHS...` from Python (runs, multiruns, evaluations, `Run`s); the `Report`
+    shows its figures inline in Jupyter::
+
+        mobrl.report(run_a, run_b)
+    """
+    from pathlib import Path
+
+    from mobrl.reporting import report_command
+
+    folders = [Path(str(p.path if isinstance(p, (Run, Evaluation)) else p)) for p in paths]
+    if not folders:
+        raise UserError("mobrl.report needs run, multirun or evaluation dirs (or Runs).")
+    out_path = None if out is None else Path(out)
+    return Report(report_command(folders, out_path, metrics, x, group_by, overwrite))
