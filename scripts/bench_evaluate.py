@@ -20,6 +20,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -41,6 +43,48 @@ def timed(argv: list[str], source: Path | None, workdir: Path) -> float:
     return elapsed
 
 
+@contextmanager
+def sources_of(tmp: Path, ref: str | None) -> Iterator[dict[str, Path | None]]:
+    """{"ref COMMIT": its worktree, "this checkout": None}, the worktree removed afterwards."""
+    if not ref:
+        yield {"this checkout": None}
+        return
+    ref_dir = tmp / "ref"
+    subprocess.run(
+        ["git", "-C", str(ROOT), "worktree", "add", "--detach", str(ref_dir), ref],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    try:
+        yield {f"ref {ref}": ref_dir, "this checkout": None}
+    finally:
+        subprocess.run(
+            ["git", "-C", str(ROOT), "worktree", "remove", "--force", str(ref_dir)],
+            capture_output=True,
+        )
+
+
+def print_medians(
+    title: str, times: dict[tuple[str, str], list[float]], sources: list[str]
+) -> None:
+    """A table of median seconds per command and source, and ref / this with two sources."""
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=title)
+    table.add_column("command")
+    for name in sources:
+        table.add_column(name, justify="right")
+    if len(sources) == 2:
+        table.add_column("ref / this", justify="right")
+    for label in dict.fromkeys(label for label, _ in times):
+        medians = [statistics.median(times[label, name]) for name in sources]
+        cells = [f"{m:.1f}" for m in medians]
+        if len(sources) == 2:
+            cells.append(f"{medians[0] / medians[1]:.2f}×")
+        table.add_row(label, *cells)
+    Console().print(table)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--ref", help="commit to compare with (default: this checkout only)")
@@ -49,20 +93,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2)
     args = parser.parse_args()
 
-    from rich.console import Console
-    from rich.table import Table
-
     with tempfile.TemporaryDirectory(prefix="mobrl-bench-") as tmp:
         tmp = Path(tmp)
-        sources: dict[str, Path | None] = {"this checkout": None}
-        if args.ref:
-            ref_dir = tmp / "ref"
-            subprocess.run(
-                ["git", "-C", str(ROOT), "worktree", "add", "--detach", str(ref_dir), args.ref],
-                check=True,
-                capture_output=True,
-            )
-            sources = {f"ref {args.ref}": ref_dir, **sources}
         checkpoint = args.checkpoint
         if not checkpoint.startswith("zoo:"):
             checkpoint = str(Path(checkpoint).expanduser().absolute())
@@ -87,7 +119,7 @@ def main() -> None:
             ],
         }
         times: dict[tuple[str, str], list[float]] = {}
-        try:
+        with sources_of(tmp, args.ref) as sources:
             for _ in range(args.rounds):
                 for label, argv in commands.items():
                     for name, source in sources.items():
@@ -96,26 +128,7 @@ def main() -> None:
                         seconds = timed(argv, source, tmp)
                         times.setdefault((label, name), []).append(seconds)
                         print(f"{label} [{name}]: {seconds:.1f} s", flush=True)
-        finally:
-            if args.ref:
-                subprocess.run(
-                    ["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tmp / "ref")],
-                    capture_output=True,
-                )
-
-    table = Table(title=f"wall time, median of {args.rounds} rounds (s)")
-    table.add_column("command")
-    for name in sources:
-        table.add_column(name, justify="right")
-    if args.ref:
-        table.add_column("speed-up", justify="right")
-    for label in commands:
-        medians = [statistics.median(times[label, name]) for name in sources]
-        cells = [f"{m:.1f}" for m in medians]
-        if args.ref:
-            cells.append(f"{medians[0] / medians[1]:.1f}×")
-        table.add_row(label, *cells)
-    Console().print(table)
+    print_medians(f"wall time, median of {args.rounds} rounds (s)", times, list(sources))
 
 
 if __name__ == "__main__":
