@@ -44,6 +44,6 @@ def test_train_from_python_returns_a_run_to_read_and_evaluate(tmp_path: Path) ->
     assert got["iterations"] == [1, 2] and len(got["trials"]) == 1
     assert got["checkpoints"] and got["summary_best"] in got["checkpoints"]
     assert got["policies"] == ["trained", "greedy"] and got["episodes"] == 4
-    assert got["command"] == ["mobrl", "train", "scenario=small", "run=smoke"]
+    assert got["command"] == "mobrl train scenario=small run=smoke"  # as the CLI records it
     assert (run_dir / "manifest.json").is_file() and (out / "summary.json").is_file()
     assert ray_process_count() == 0
