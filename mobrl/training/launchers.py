@@ -120,5 +120,7 @@ def prefix_job_output() -> None:
     prefix = f"[job {hydra.job.num}] "
     for name in ("stdout", "stderr"):
         stream = getattr(sys, name)
-        if not isinstance(stream, JobPrefix):
+        if isinstance(stream, JobPrefix):  # a worker process runs one job after another
+            stream.prefix = prefix
+        else:
             setattr(sys, name, JobPrefix(stream, prefix))
