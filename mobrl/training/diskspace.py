@@ -126,12 +126,24 @@ class DiskGuard(Callback):
         path = Path(getattr(checkpoint, "path", "") or "")
         if path.is_dir():
             self.checkpoint_bytes = max(self.checkpoint_bytes, _size(path))
+        self.check()
+
+    def on_trial_result(self, iteration: int, trials: list, trial: Any, result: dict, **info):
+        # before Tune schedules this result's checkpoint and the next iteration: at most one
+        # more checkpoint and the final state save are written after a stop is asked for
+        self.check()
 
     def on_step_end(self, iteration: int, trials: list, **info: Any) -> None:
         now = time.monotonic()
-        if self.stopping or now - self.checked < 1.0:
+        if now - self.checked >= 1.0:  # between results too (a long iteration, Tune's saves)
+            self.check()
+
+    def check(self) -> None:
+        """Stop the experiment when the storage has less room than `need`, or a write there
+        failed for lack of room."""
+        self.checked = time.monotonic()
+        if self.stopping:
             return
-        self.checked = now
         free = free_bytes(self.storage)
         need = self.need()
         if free < need:
