@@ -59,6 +59,8 @@ def check_settings(cfg: DictConfig) -> None:
     if algo not in ALGORITHMS:
         raise unknown_choice("algorithm", algo, ALGORITHMS, "Use algo=<name>.")
     info = ALGORITHMS[algo]
+    if cfg.run.resources.num_env_runners is None:  # the fewest the algorithm allows
+        cfg.run.resources.num_env_runners = info.min_env_runners
     runners = cfg.run.resources.num_env_runners
     if runners < info.min_env_runners:
         raise UserError(

@@ -114,7 +114,9 @@ class CheckpointConf:
 
 @dataclass
 class ResourcesConf:
-    num_env_runners: int = 1
+    #: env-runner actors (0: the trial's own process samples); null: the fewest the
+    #: algorithm allows (0 for PPO and DQN, 1 for APPO and IMPALA)
+    num_env_runners: Optional[int] = 1
     num_envs_per_env_runner: int = 1
     num_cpus_per_env_runner: int = 1
     num_learners: int = 0

@@ -25,6 +25,7 @@ def test_a_failed_env_runner_is_restarted_and_training_finishes(tmp_path: Path, 
     run_dir = tmp_path / "run"
     summary = train_smoke(
         run_dir,
+        "run.resources.num_env_runners=1",  # a runner actor to fail and restart
         "run.stop.iterations=null",
         "run.stop.env_steps=600",
         f"run.fault.inject.what={what}",

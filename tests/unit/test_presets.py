@@ -54,8 +54,15 @@ def test_overrides_and_smoke_budget_win_over_the_preset() -> None:
     assert cfg.algo.training.lr == 0.123 and cfg.run.batch.num_epochs == 7
     smoke = compose(["scenario=small", "run=smoke"])
     assert smoke.run.batch.train_batch_size == 200
-    assert smoke.run.resources.num_env_runners == 1
+    assert smoke.run.resources.num_env_runners is None  # the fewest the algorithm allows:
     assert smoke.preset.name == "ppo/small/ma"  # the rest of the preset still applies
+    from mobrl.config.checks import check_config
+
+    check_config(smoke)
+    assert smoke.run.resources.num_env_runners == 0  # PPO samples in the trial's process
+    appo = compose(["scenario=small", "run=smoke", "algo=appo"])
+    check_config(appo)
+    assert appo.run.resources.num_env_runners == 1  # APPO needs a runner actor
 
 
 def test_other_algorithms_do_not_inherit_ppo_presets() -> None:
