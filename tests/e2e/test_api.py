@@ -47,3 +47,17 @@ def test_train_from_python_returns_a_run_to_read_and_evaluate(tmp_path: Path) ->
     assert got["command"] == "mobrl train scenario=small run=smoke"  # as the CLI records it
     assert (run_dir / "manifest.json").is_file() and (out / "summary.json").is_file()
     assert ray_process_count() == 0
+
+
+def test_another_library_trains_on_the_pettingzoo_env() -> None:
+    """Stable-Baselines3's PPO through SuperSuit on `mobrl.parallel_env`, as the docs show."""
+    ss = pytest.importorskip("supersuit")
+    sb3 = pytest.importorskip("stable_baselines3")
+    import mobrl
+
+    env = mobrl.parallel_env("small", obs="topk", reward="marginal")
+    vec = ss.concat_vec_envs_v1(
+        ss.pettingzoo_env_to_vec_env_v1(env), 1, num_cpus=0, base_class="stable_baselines3"
+    )
+    model = sb3.PPO("MlpPolicy", vec, n_steps=100, batch_size=250).learn(total_timesteps=1000)
+    assert model.num_timesteps >= 1000 and vec.num_envs == len(env.possible_agents) == 5
