@@ -22,7 +22,7 @@ from mobrl.envs.factory import SAMPLERS, env_config_from
 from mobrl.errors import UserError, unknown_choice
 from mobrl.files import check_writable
 from mobrl.kinds import kind_of
-from mobrl.training.algos import ALGORITHMS
+from mobrl.training.algos import ALGORITHMS, env_runners
 
 TUNE_MODES = ("max", "min")
 
@@ -59,9 +59,8 @@ def check_settings(cfg: DictConfig) -> None:
     if algo not in ALGORITHMS:
         raise unknown_choice("algorithm", algo, ALGORITHMS, "Use algo=<name>.")
     info = ALGORITHMS[algo]
-    if cfg.run.resources.num_env_runners is None:  # the fewest the algorithm allows
-        cfg.run.resources.num_env_runners = info.min_env_runners
-    runners = cfg.run.resources.num_env_runners
+    # null: the fewest the algorithm allows, written into the config the run records
+    runners = cfg.run.resources.num_env_runners = env_runners(cfg)
     if runners < info.min_env_runners:
         raise UserError(
             f"algo={algo} needs at least {info.min_env_runners} env runner(s), got "

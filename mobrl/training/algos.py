@@ -41,6 +41,15 @@ ALGORITHMS: dict[str, AlgoInfo] = {
 }
 
 
+def env_runners(cfg: Any) -> int:
+    """`run.resources.num_env_runners`, null meaning the fewest the algorithm allows."""
+    runners = cfg.run.resources.num_env_runners
+    if runners is None:
+        info = ALGORITHMS.get(cfg.algo.name)
+        return info.min_env_runners if info is not None else 1
+    return int(runners)
+
+
 def config_class(name: str) -> type[AlgorithmConfig]:
     module, _, attr = ALGORITHMS[name].config_class.partition(":")
     return getattr(importlib.import_module(module), attr)
@@ -67,7 +76,7 @@ def build_algorithm_config(
         algo.environment(env_name, env_config=runner_env_config)
         .framework("torch")
         .env_runners(
-            num_env_runners=res.num_env_runners,
+            num_env_runners=env_runners(cfg),
             num_envs_per_env_runner=res.num_envs_per_env_runner * per_env,
             num_cpus_per_env_runner=res.num_cpus_per_env_runner,
         )

@@ -132,9 +132,11 @@ def ray_address() -> str | None:
 
 
 def trial_cpus(cfg: DictConfig) -> int:
+    from mobrl.training.algos import env_runners
+
     res = cfg.run.resources
     learners = max(res.num_learners, 0)
-    return 1 + learners + res.num_env_runners * res.num_cpus_per_env_runner
+    return 1 + learners + env_runners(cfg) * res.num_cpus_per_env_runner
 
 
 #: a local trial may ask for up to this many times the machine's cores (more: refused)
