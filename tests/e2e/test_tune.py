@@ -59,6 +59,7 @@ def test_resume_after_sigkill_continues_from_checkpoints(tmp_path: Path) -> None
     args = [
         "train", "scenario=cartpole", "run=smoke", "tune=lr_grid", "run.stop.iterations=5",
         "run.batch.train_batch_size=1000", "run.batch.minibatch_size=250",
+        "run.resources.num_env_runners=1",  # 2 CPUs a trial: one trial after the other
         f"hydra.run.dir={run_dir}",
     ]  # fmt: skip
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
