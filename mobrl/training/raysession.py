@@ -203,69 +203,10 @@ def ray_init_kwargs(cfg: DictConfig) -> dict[str, Any]:
     }
 
 
-class _EarlyStart:
-    """A local Ray started in a background thread (`start_early`) while the driver imports
-    RLlib and torch and builds the algorithm config: the two overlap instead of adding up."""
-
-    def __init__(self) -> None:
-        self.thread: Any = None
-        self.error: BaseException | None = None
-
-    def run(self, kwargs: dict[str, Any]) -> None:
-        import ray
-
-        try:
-            ray.init(**kwargs)
-        except BaseException as err:  # raised where the run waits for Ray (`init_ray`)
-            self.error = err
-
-    def wait(self) -> bool:
-        """Wait for the early start; True if it started Ray (its error is raised here)."""
-        thread, self.thread = self.thread, None
-        if thread is None:
-            return False
-        thread.join()
-        error, self.error = self.error, None
-        if error is not None:
-            raise error
-        return True
-
-
-_EARLY = _EarlyStart()
-
-
-def start_early(cfg: DictConfig) -> None:
-    """Start the local Ray of the run now, in the background (a cluster or a multirun's
-    shared Ray is joined later, as before); `init_ray` waits for it."""
-    import threading
-
-    import ray
-
-    if cfg.ray.address or shared_ray_address() or ray.is_initialized() or _EARLY.thread:
-        return
-    kwargs = {**_local_init_kwargs(cfg), **ray_init_kwargs(cfg)}
-    _EARLY.thread = threading.Thread(target=_EARLY.run, args=(kwargs,), daemon=True)
-    _EARLY.thread.start()
-
-
-def stop_early() -> None:
-    """After a failure before the run's Ray session: leave no Ray running."""
-    import ray
-
-    try:
-        started = _EARLY.wait()
-    except BaseException:
-        started = False
-    if started and ray.is_initialized():
-        ray.shutdown()
-
-
 def init_ray(cfg: DictConfig) -> bool:
     """Start a local Ray sized to the run, or join `ray.address`; True if mobrl started it."""
     import ray
 
-    if _EARLY.wait():
-        return True
     if ray.is_initialized():
         return False
     kwargs = ray_init_kwargs(cfg)
@@ -297,14 +238,6 @@ def init_ray(cfg: DictConfig) -> bool:
                 "num_cpus_per_env_runner). Add nodes, or lower run.resources.num_env_runners."
             )
         return True
-    ray.init(**_local_init_kwargs(cfg), **kwargs)
-    return True
-
-
-def _local_init_kwargs(cfg: DictConfig) -> dict[str, Any]:
-    """`ray.init` sizes of a local Ray for the run, or a one-line error when the machine
-    cannot hold one trial."""
-    needed = trial_cpus(cfg)
     cores = os.cpu_count() or 1
     if not cfg.ray.num_cpus and needed > LOCAL_OVERSUBSCRIBE * cores:
         # each env runner is a process with its own copy of RLlib and torch: hundreds on a
@@ -322,4 +255,9 @@ def _local_init_kwargs(cfg: DictConfig) -> dict[str, Any]:
             f"num_cpus_per_env_runner) but ray.num_cpus={num_cpus}. Raise ray.num_cpus or "
             "lower run.resources.num_env_runners."
         )
-    return {"num_cpus": num_cpus, "object_store_memory": cfg.ray.object_store_memory}
+    ray.init(
+        num_cpus=num_cpus,
+        object_store_memory=cfg.ray.object_store_memory,
+        **kwargs,
+    )
+    return True

@@ -22,8 +22,6 @@ from mobrl.training.raysession import (
     ray_address,
     ray_session,
     repair_progress_csv,
-    start_early,
-    stop_early,
     trial_cpus,
 )
 
@@ -103,23 +101,18 @@ def run_training(
     experiment_name = RunDir.TUNE if storage == run.path else run.path.name
     experiment_dir = storage / experiment_name
     configure_ray(cfg.ray.log_level)
-    start_early(cfg)  # a local Ray starts while RLlib and torch are imported below
-    try:
-        from mobrl import faults
-        from mobrl.envs import factory
-        from mobrl.training import tuning
-        from mobrl.training.algos import build_algorithm_config
+    from mobrl import faults
+    from mobrl.envs import factory
+    from mobrl.training import tuning
+    from mobrl.training.algos import build_algorithm_config
 
-        env_config = factory.env_config_from(cfg)
-        factory.check_env(env_config)
-        probe_ray_address(cfg.ray.address)
-        fault = faults.plan(cfg.run.fault.inject, run.path)
-        algo_config = build_algorithm_config(cfg, factory.ENV_NAME, env_config, fault)
-        space, locations = tuning.param_space(cfg, algo_config)
-        policy_ids = factory.policy_ids(env_config)
-    except BaseException:
-        stop_early()
-        raise
+    env_config = factory.env_config_from(cfg)
+    factory.check_env(env_config)
+    probe_ray_address(cfg.ray.address)
+    fault = faults.plan(cfg.run.fault.inject, run.path)
+    algo_config = build_algorithm_config(cfg, factory.ENV_NAME, env_config, fault)
+    space, locations = tuning.param_space(cfg, algo_config)
+    policy_ids = factory.policy_ids(env_config)
 
     with ray_session(cfg):  # before the run dir is written: a cluster too small fails here
         run.write_config(cfg)

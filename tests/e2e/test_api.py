@@ -61,31 +61,3 @@ def test_another_library_trains_on_the_pettingzoo_env() -> None:
     )
     model = sb3.PPO("MlpPolicy", vec, n_steps=100, batch_size=250).learn(total_timesteps=1000)
     assert model.num_timesteps >= 1000 and vec.num_envs == len(env.possible_agents) == 5
-
-
-FAIL_AFTER_RAY_START = """
-import sys
-import mobrl
-import mobrl.training.algos as algos
-
-def broken(*args, **kwargs):
-    raise mobrl.UserError("broken on purpose")
-
-algos.build_algorithm_config = broken  # fails while the local Ray starts in the background
-try:
-    mobrl.train("scenario=cartpole", "run=smoke", run_dir=sys.argv[1])
-except mobrl.UserError as err:
-    import ray
-    print("refused:", err, "ray running:", ray.is_initialized())
-"""
-
-
-def test_a_failure_while_ray_starts_early_leaves_no_ray(tmp_path: Path) -> None:
-    """The local Ray starts while the driver imports RLlib and builds the config; a failure
-    there stops it again."""
-    done = subprocess.run(
-        [sys.executable, "-c", FAIL_AFTER_RAY_START, str(tmp_path / "run")],
-        capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
-    assert "refused: broken on purpose ray running: False" in done.stdout, done.stderr
-    assert ray_process_count() == 0 and not (tmp_path / "run").exists()
