@@ -207,8 +207,9 @@ def report_command(
             f"--out '{out}' already holds a report. Choose another --out or add --overwrite."
         )
     check_writable(out, "--out", example="./reports/mine")
-    result = build_report(paths, out, metrics, x, group_by)
     console = make_console()
+    with console.status("reading the runs and drawing the report ..."):  # terminals only
+        result = build_report(paths, out, metrics, x, group_by)
     for metric, rows in result["tables"].items():
         table = Table(title=f"{metric}: last and best value per group, mean ± 95 % CI over trials")
         iqm = has_iqm(rows)
