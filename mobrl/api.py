@@ -112,9 +112,9 @@ class Run:
     @property
     def checkpoints(self) -> list[Any]:
         """The complete checkpoints of the run, oldest first within each trial."""
-        from mobrl.rundir import is_complete, list_checkpoints
+        from mobrl.rundir import complete_checkpoints
 
-        return [c for c in list_checkpoints(self.path) if is_complete(c)]
+        return complete_checkpoints(self.path)
 
     def evaluate(self, *overrides: str, pick: str = "best", **options: Any) -> Evaluation:
         """`mobrl evaluate --checkpoint RUN_DIR --pick PICK` (see `mobrl.evaluate`)."""

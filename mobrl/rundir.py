@@ -279,6 +279,11 @@ def is_complete(checkpoint: Path) -> bool:
     return True
 
 
+def complete_checkpoints(path: Path) -> list[Path]:
+    """The checkpoints at or below `path` that were written to the end (`is_complete`)."""
+    return [c for c in list_checkpoints(path) if is_complete(c)]
+
+
 def list_checkpoints(path: Path) -> list[Path]:
     """All RLlib algorithm checkpoints at or below `path`, oldest first within each trial."""
     path = Path(path)

@@ -137,6 +137,7 @@ class EpisodeLog:
         self.parts = [output / f".{name}.{os.getpid()}.{j}.part" for j in range(parts)]
         self.fields: list[str] | None = None
         self.handles: dict[int, Any] = {}
+        self.writers: dict[int, Any] = {}
 
     def add(self, part: int, rows: list[dict[str, Any]], extra: dict | None = None) -> None:
         """Append `rows` to `part`, each after the columns of `extra` (e.g. its layout)."""
@@ -149,7 +150,8 @@ class EpisodeLog:
                     self.fields = list(row)
                 if part not in self.handles:
                     self.handles[part] = open(self.parts[part], "w", newline="")
-                csv.DictWriter(self.handles[part], self.fields, restval="").writerow(row)
+                    self.writers[part] = csv.DictWriter(self.handles[part], self.fields, restval="")
+                self.writers[part].writerow(row)
         except OSError as err:
             raise disk_error(self.path, err) from None
 

@@ -188,8 +188,6 @@ def _check_resumable(run: RunDir, experiment_dir: Path) -> None:
     process) Tune would silently start the trials over from iteration 1."""
     import json
 
-    from mobrl.rundir import is_complete, list_checkpoints
-
     for state in sorted(experiment_dir.glob("*state-*.json")):
         try:
             data = state.read_bytes()
@@ -199,10 +197,10 @@ def _check_resumable(run: RunDir, experiment_dir: Path) -> None:
             else:
                 json.loads(data)
         except (OSError, ValueError) as err:
-            kept = [c for c in list_checkpoints(run.path) if is_complete(c)]
+            kept = _last_complete(experiment_dir)
             hint = (
                 f"evaluate its last complete checkpoint with mobrl evaluate --checkpoint "
-                f"{kept[-1]}, or start the run again"
+                f"{kept}, or start the run again"
                 if kept
                 else "start the run again"
             )
@@ -227,9 +225,9 @@ def _full_disk_as_one_line(storage: Path, run: RunDir, experiment_dir: Path) -> 
 
 
 def _last_complete(experiment_dir: Path) -> Path | None:
-    from mobrl.rundir import is_complete, list_checkpoints
+    from mobrl.rundir import complete_checkpoints
 
-    kept = [c for c in list_checkpoints(experiment_dir) if is_complete(c)]
+    kept = complete_checkpoints(experiment_dir)
     return max(kept, key=lambda c: c.stat().st_mtime) if kept else None
 
 
