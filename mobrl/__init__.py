@@ -6,13 +6,13 @@ __version__ = "0.1.0"
 def _register() -> None:
     # Gymnasium ids of the fast engine, e.g. gymnasium.make("mobrl/mobile-small-ma-v0");
     # entry points are strings, so mobile-env is imported only when such an env is made
-    from mobrl.kinds.mobile import register_gym_ids
+    from mobrl.scenarios.kinds.mobile import register_gym_ids
 
     register_gym_ids()
     # modules that moved stay importable under their old paths (earlier runs' pickles)
-    from mobrl import _moved
+    from mobrl.core import moved
 
-    _moved.install()
+    moved.install()
 
 
 _register()
@@ -31,7 +31,7 @@ def __getattr__(name: str):
 
         return getattr(api, name)
     if name == "UserError":
-        from mobrl.errors import UserError
+        from mobrl.core.errors import UserError
 
         return UserError
     raise AttributeError(f"module 'mobrl' has no attribute {name!r}")

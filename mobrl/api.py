@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mobrl.errors import UserError
+from mobrl.core.errors import UserError
 
 
 def parallel_env(
@@ -25,10 +25,10 @@ def parallel_env(
         env = mobrl.parallel_env("dense_urban", obs="topk")
         observations, infos = env.reset(seed=0)
     """
-    from mobrl.config import validate_command_line
     from mobrl.envs.factory import env_config_from, make_env
     from mobrl.envs.parallel import MobileParallelEnv
-    from mobrl.kinds import kind_of
+    from mobrl.scenarios.kinds import kind_of
+    from mobrl.training.checks import validate_command_line
 
     given = [f"scenario={scenario}", "env=ma", *overrides]
     for key, value in (("obs", obs), ("reward", reward), ("team_reward", team_reward)):
@@ -68,7 +68,7 @@ class Run:
     def __init__(self, path: Any) -> None:
         from pathlib import Path
 
-        from mobrl.rundir import RunDir
+        from mobrl.core.rundir import RunDir
 
         self.dir = RunDir(Path(path).expanduser().absolute())
         if not self.dir.is_run():
@@ -99,8 +99,8 @@ class Run:
         `mobrl report` reads them: a cut last row dropped, a repeated iteration once."""
         import pandas as pd
 
+        from mobrl.core.rundir import TRIAL_PROGRESS
         from mobrl.reporting.runs import read_progress
-        from mobrl.rundir import TRIAL_PROGRESS
 
         frames = []
         for trial in self.dir.trial_dirs():
@@ -112,7 +112,7 @@ class Run:
     @property
     def checkpoints(self) -> list[Any]:
         """The complete checkpoints of the run, oldest first within each trial."""
-        from mobrl.rundir import complete_checkpoints
+        from mobrl.core.rundir import complete_checkpoints
 
         return complete_checkpoints(self.path)
 
@@ -191,7 +191,8 @@ def train(*overrides: str, run_dir: Any = None, **settings: Any) -> Run:
     from datetime import datetime
     from pathlib import Path
 
-    from mobrl.config import parse_overrides, validate_command_line
+    from mobrl.config import parse_overrides
+    from mobrl.training.checks import validate_command_line
     from mobrl.training.run import run_training
 
     given = [*overrides, *_settings({k.replace("__", "."): v for k, v in settings.items()})]

@@ -21,7 +21,7 @@ import numpy as np
 
 def make(scenario: str, mode: str, engine: str):
     """The bare mobile-env core (no RLlib wrapper) of a scenario with the given engine."""
-    from mobrl.kinds.mobile import make_mobile_core
+    from mobrl.scenarios.kinds.mobile import make_mobile_core
 
     return make_mobile_core(scenario, mode, engine, {}, None)
 

@@ -20,7 +20,7 @@ class _Clock:
 
 def _timed_callback_class():
     """mobrl's callback with a stopwatch around each hook (to report its share of sampling)."""
-    from mobrl.callbacks import EpisodeMetricsCallback
+    from mobrl.envs.callbacks import EpisodeMetricsCallback
 
     class Timed(EpisodeMetricsCallback):
         pass

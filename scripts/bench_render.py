@@ -20,8 +20,8 @@ def reference(scenario: str, steps: int, out: Path) -> float:
     """Seconds for stock mobile-env: step, env.render() per frame, encode."""
     import imageio.v2 as imageio
 
-    from mobrl.kinds.mobile import make_mobile_core
-    from mobrl.policies import GreedyPolicy
+    from mobrl.evaluation.policies import GreedyPolicy
+    from mobrl.scenarios.kinds.mobile import make_mobile_core
 
     start = time.perf_counter()
     env = make_mobile_core(scenario, "central", "stock", {"seed": 0}, "rgb_array")

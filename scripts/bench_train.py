@@ -98,8 +98,8 @@ def baseline_return(layout: str, mode: str, policy: str, episodes: int = 30) -> 
     """Mean return of a heuristic baseline on seeds 0..episodes-1 (as `mobrl baselines`)."""
     from mobrl.config import compose
     from mobrl.envs.factory import env_config_from
-    from mobrl.policies import BASELINES
-    from mobrl.rollout import run_episode
+    from mobrl.evaluation.policies import BASELINES
+    from mobrl.evaluation.rollout import run_episode
 
     env_config = env_config_from(compose([f"scenario={layout}", f"env={mode}"]))
     returns = [

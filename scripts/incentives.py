@@ -19,8 +19,8 @@ import numpy as np
 def play(env_config: dict, seed: int, deviator: str | None) -> tuple[dict[str, float], float]:
     """Per-UE returns and the team return of one episode: greedy UEs, `deviator` plays full."""
     from mobrl.envs.wrappers import find_core, ue_id
-    from mobrl.policies import FullPolicy, GreedyPolicy
-    from mobrl.rollout import episode_env
+    from mobrl.evaluation.policies import FullPolicy, GreedyPolicy
+    from mobrl.evaluation.rollout import episode_env
 
     greedy, full = GreedyPolicy(), FullPolicy()
     env = episode_env(env_config, seed)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Callable, Sequence
 from importlib import resources
 from typing import Any
@@ -10,22 +9,20 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from mobrl.config.schema import GROUPS, MobrlConfig, register_schema
-from mobrl.errors import UserError, closest_first, first_line, unknown_choice
+from mobrl.core.errors import UserError, closest_first, first_line, unknown_choice
 
 CONFIG_MODULE = "mobrl.conf"
 CONFIG_NAME = "config"
 VERSION_BASE = "1.3"
-
-#: composing the Cartesian product of group sweeps is cheap, but not unbounded
-_MAX_VALIDATED_COMBINATIONS = 64
 
 __all__ = [
     "GROUPS",
     "MobrlConfig",
     "compose",
     "group_options",
+    "check_keys_exist",
+    "load_run",
     "run_hydra",
-    "validate_command_line",
 ]
 
 
@@ -127,7 +124,7 @@ def parse_overrides(overrides: Sequence[str]) -> list[Any]:
     return parsed
 
 
-def _choices(override: Any) -> list[Any]:
+def choices(override: Any) -> list[Any]:
     """The values an override takes: one for a plain override, several for a sweep."""
     if override.is_sweep_override():
         if override.is_discrete_sweep():
@@ -139,82 +136,7 @@ def _choices(override: Any) -> list[Any]:
     return [override.value()]
 
 
-def validate_command_line(overrides: Sequence[str]) -> DictConfig:
-    """Check every override (every value of a sweep) without running anything.
-
-    Returns the config composed from the first value of each sweep. Raises `UserError` with a
-    one-line message on unknown groups, options or keys, bad values and unsupported algorithm
-    and scenario combinations.
-    """
-    parsed = parse_overrides(overrides)
-    for ov in parsed:
-        if ov.key_or_group.startswith("hydra"):
-            continue
-        if ov.key_or_group in GROUPS and not ov.is_delete():
-            for value in _choices(ov):
-                if str(value) not in group_options(ov.key_or_group):
-                    raise unknown_choice(
-                        ov.key_or_group,
-                        str(value),
-                        group_options(ov.key_or_group),
-                        f"Use {ov.key_or_group}=<option>.",
-                    )
-        elif "." not in ov.key_or_group and not ov.is_add() and ov.key_or_group != "ray":
-            if ov.key_or_group not in MobrlConfig.__dataclass_fields__:
-                raise unknown_choice(
-                    "config group",
-                    ov.key_or_group,
-                    GROUPS,
-                    "Use group=option or key.path=value.",
-                )
-
-    plain = [ov.input_line for ov in parsed if not ov.is_sweep_override()]
-    sweeps = [ov for ov in parsed if ov.is_sweep_override()]
-    group_sweeps = [ov for ov in sweeps if ov.key_or_group in GROUPS]
-    key_sweeps = [ov for ov in sweeps if ov.key_or_group not in GROUPS]
-
-    def line(ov: Any, value: Any) -> str:
-        prefix = "++" if ov.is_force_add() else ("+" if ov.is_add() else "")
-        return f"{prefix}{ov.key_or_group}={_format_value(value)}"
-
-    first_keys = [line(ov, _choices(ov)[0]) for ov in key_sweeps]
-    combos = list(
-        itertools.islice(
-            itertools.product(*[[line(ov, v) for v in _choices(ov)] for ov in group_sweeps]),
-            _MAX_VALIDATED_COMBINATIONS,
-        )
-    )
-    first_cfg = None
-    for combo in combos:
-        cfg = _compose_checked(plain + list(combo) + first_keys)
-        first_cfg = first_cfg if first_cfg is not None else cfg
-    base_groups = [line(ov, _choices(ov)[0]) for ov in group_sweeps]
-    for i, ov in enumerate(key_sweeps):
-        for value in _choices(ov)[1:]:
-            others = first_keys[:i] + first_keys[i + 1 :]
-            _compose_checked(plain + base_groups + others + [line(ov, value)])
-    assert first_cfg is not None
-    return first_cfg
-
-
-def _format_value(value: Any) -> str:
-    if isinstance(value, str):
-        return value
-    if value is None:
-        return "null"
-    return str(value).replace("'", "") if isinstance(value, (list, dict)) else repr(value)
-
-
-def _compose_checked(overrides: list[str]) -> DictConfig:
-    _check_keys_exist(overrides)
-    cfg = compose(overrides)
-    from mobrl.config.checks import check_config
-
-    check_config(cfg)
-    return cfg
-
-
-def _check_keys_exist(overrides: list[str]) -> None:
+def check_keys_exist(overrides: list[str]) -> None:
     """Name the closest existing key when an override sets a key the config does not have."""
     parsed = parse_overrides(overrides)
     plain = [ov for ov in parsed if not ov.is_add() and not ov.is_delete()]
@@ -257,3 +179,29 @@ def run_hydra(task: Callable[[DictConfig], Any], argv: Sequence[str], prog: str)
         main()
     finally:
         sys.argv = saved
+
+
+def load_run(run: Any) -> tuple[DictConfig, dict[str, Any]]:
+    """A run dir's (`core.rundir.RunDir`) resolved config, checked against the schema, and its
+    manifest; one-line errors for a folder that is not a run dir or holds damaged files."""
+    import json
+
+    if not run.path.is_dir():
+        raise UserError(
+            f"--resume '{run.path}' is not a directory. Give the run dir printed at start."
+        )
+    if not run.is_run():
+        raise UserError(
+            f"'{run.path}' is not a mobrl run dir (no {run.CONFIG} and {run.MANIFEST}). "
+            "Give the run dir that `mobrl train` printed at its start."
+        )
+    try:
+        loaded = OmegaConf.load(run.config_file)
+        cfg = OmegaConf.merge(OmegaConf.structured(MobrlConfig), loaded)
+        manifest = json.loads(run.manifest_file.read_text())
+    except Exception as err:  # YAML, schema or JSON errors of an edited or damaged file
+        raise UserError(
+            f"cannot read the run's config or manifest in '{run.path}': "
+            f"{first_line(err)}. Restore the files or start a new run."
+        ) from err
+    return cfg, manifest

@@ -12,7 +12,7 @@ import gymnasium as gym
 import numpy as np
 from ray.rllib.env.multi_agent_env import MultiAgentEnv
 
-from mobrl import metrics
+from mobrl.core import metrics
 from mobrl.envs.arena_rules import AGENTS, CHASER, EXPLORER, MOVES, observation_size
 
 _CELL_PX = 40

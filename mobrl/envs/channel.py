@@ -35,3 +35,34 @@ def max_rate(bandwidth: Any, snr_value: Any, threshold: Any) -> Any:
     """A link's data rate with all of a BS's resources: bw * log2(1 + snr) above the UE's
     SNR threshold, else 0."""
     return np.where(snr_value > threshold, bandwidth * np.log2(1 + snr_value), 0.0)
+
+
+def isolines(core: Any, rate: float, num: int = 32) -> list[tuple[list[float], list[float]]]:
+    """Per BS (in id order), the points where a default UE still gets more than `rate`: the
+    same points as mobile-env's `bs_isolines`, computed on arrays for its Okumura-Hata channel."""
+    from mobile_env.core.channels import OkumuraHata
+
+    stations = sorted(core.stations.values(), key=lambda bs: bs.bs_id)
+    if type(core.channel) is not OkumuraHata:  # another channel model: mobile-env's own loop
+        lines = core.bs_isolines(rate)
+        return [(list(lines[bs][0]), list(lines[bs][1])) for bs in stations]
+    # the scenario's UEs (mobile-env's own dashboard assumes its default UE here)
+    ue = next(iter(core.users.values()))
+    out = []
+    for bs in stations:
+        xs_all, ys_all = [], []
+        for theta in np.linspace(EPSILON, 2 * np.pi, num=num):
+            x1, y1 = core.channel.boundary_collison(theta, bs.x, bs.y, core.width, core.height)
+            slope = (y1 - bs.y) / (x1 - bs.x)
+            xs = np.linspace(bs.x, x1, num=100)
+            xs_all.append(xs)
+            ys_all.append(slope * (xs - bs.x) + bs.y)
+        xs, ys = np.array(xs_all), np.array(ys_all)
+        t1, t2 = loss_terms(bs.frequency, bs.height, ue.height)
+        dx, dy = int(bs.x) - np.trunc(xs), int(bs.y) - np.trunc(ys)
+        snrs = snr(t1, t2, bs.tx_power, ue.noise, dx, dy)
+        rates = max_rate(bs.bw, snrs, ue.snr_threshold)
+        last = np.array([np.flatnonzero(row > rate).max() for row in rates])
+        rows = np.arange(num)
+        out.append((xs[rows, last].tolist(), ys[rows, last].tolist()))
+    return out

@@ -24,7 +24,7 @@ def env_config_from(cfg: Any, render_mode: str | None = None) -> dict[str, Any]:
     machines rebuild the env without the scenario file."""
     from omegaconf import OmegaConf
 
-    from mobrl.kinds import kind_of
+    from mobrl.scenarios.kinds import kind_of
 
     env_config = {
         "scenario": cfg.scenario.name,
@@ -54,7 +54,7 @@ def retarget(env_config: dict[str, Any], scenario: str) -> dict[str, Any]:
     """`env_config` (of a policy shared by every agent) on another layout of its kind: the
     kind's settings kept (mode, engine, observation, reward), agents, policy mapping and
     sampler redone for that layout."""
-    from mobrl.kinds import kind_of
+    from mobrl.scenarios.kinds import kind_of
 
     moved = kind_of(env_config).retarget(env_config, scenario)
     for key in ("policies", "sampler", "seed", "ue_metrics"):
@@ -66,8 +66,8 @@ def retarget(env_config: dict[str, Any], scenario: str) -> dict[str, Any]:
 def resolve_sampler(env_config: dict[str, Any], requested: str) -> str | None:
     """`ue_slots` or `multi_agent` for multi-agent mobile scenarios (`env.sampler`), None for
     the others; a `ue_slots` request that cannot apply is a one-line error naming why."""
-    from mobrl.errors import UserError, unknown_choice
-    from mobrl.kinds import kind_of
+    from mobrl.core.errors import UserError, unknown_choice
+    from mobrl.scenarios.kinds import kind_of
 
     if requested not in SAMPLERS:
         raise unknown_choice("env.sampler", str(requested), SAMPLERS, "Use env.sampler=auto.")
@@ -92,10 +92,10 @@ def make_env(env_config: dict[str, Any], rllib: bool = False) -> Any:
     for RLlib's runners, whose multi-agent envs must subclass its `MultiAgentEnv` (and so
     import Ray); evaluation and rendering get the same env without that import."""
     from mobrl.envs.slots import uses_slots
-    from mobrl.kinds import kind_of
+    from mobrl.scenarios.kinds import kind_of
 
     if uses_slots(env_config) and "num_envs" in env_config:  # RLlib's vector entry point
-        from mobrl.kinds.mobile import make_slot_env
+        from mobrl.scenarios.kinds.mobile import make_slot_env
 
         return make_slot_env(env_config, env_config["num_envs"])
     return kind_of(env_config).make_env(env_config, rllib)
@@ -107,7 +107,7 @@ def is_multi_agent(env_config: dict[str, Any]) -> bool:
 
 def agent_ids(env_config: dict[str, Any]) -> list[str]:
     """The agents of a multi-agent scenario (empty for single-agent ones)."""
-    from mobrl.kinds import kind_of
+    from mobrl.scenarios.kinds import kind_of
 
     return kind_of(env_config).agents(env_config) if is_multi_agent(env_config) else []
 
@@ -119,8 +119,8 @@ def policy_spec(env_config: dict[str, Any], requested: Any) -> dict[str, str] | 
     """Agent id -> policy id for `env.policies`: `shared` (one policy, id "shared"),
     `per_agent` (one policy per agent, named like it) or {policy: [agent ids]}; None for
     single-agent scenarios."""
-    from mobrl.errors import UserError, unknown_choice
-    from mobrl.kinds import kind_of
+    from mobrl.core.errors import UserError, unknown_choice
+    from mobrl.scenarios.kinds import kind_of
 
     agents = agent_ids(env_config)
     if not agents:
@@ -200,7 +200,7 @@ def check_env(env_config: dict[str, Any], rllib: bool = True) -> None:
     not a traceback from inside a Ray worker later."""
     import warnings
 
-    from mobrl.errors import UserError, first_line
+    from mobrl.core.errors import UserError, first_line
 
     name = env_config.get("scenario") or env_config["id"]
     problem = None
@@ -261,6 +261,6 @@ def register() -> None:
 
 def make_rllib_env(env_config: dict[str, Any]) -> Any:
     """The env creator mobrl registers with Tune: `make_env` for RLlib's runners."""
-    from mobrl.faults import arm_env
+    from mobrl.core.faults import arm_env
 
     return arm_env(make_env(env_config, rllib=True), env_config.get("fault"))

@@ -41,7 +41,7 @@ import numpy as np
 from mobile_env.handlers.central import MComCentralHandler
 from mobile_env.handlers.multi_agent import MComMAHandler
 
-from mobrl.protocols import StationArrays, implements
+from mobrl.core.protocols import StationArrays, implements
 
 #: per-station features `extended` adds after mobile-env's own
 EXTRA_FEATURES = ("reachable", "load")

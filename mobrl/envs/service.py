@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from mobrl.protocols import LinkArrays, implements
+from mobrl.core.protocols import LinkArrays, implements
 
 #: improvements smaller than this are rounding, not gains
 _EPS = 1e-12

@@ -19,7 +19,7 @@ from ray.rllib.utils.metrics import (
     EPISODE_RETURN_MIN,
 )
 
-from mobrl.callbacks import log_episode_summary
+from mobrl.envs.callbacks import log_episode_summary
 from mobrl.envs.slots import copy_seed
 
 

@@ -21,8 +21,8 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.vector.utils import batch_space
 
+from mobrl.envs.netstats import ArrayEpisodeTracker
 from mobrl.envs.wrappers import share_rewards
-from mobrl.netstats import ArrayEpisodeTracker
 
 #: mobile-env seeds of training copies start here, far from the seeds `mobrl evaluate` uses
 TRAIN_SEED_BASE = 1_000_000

@@ -10,12 +10,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mobrl import metrics as keys
-from mobrl.errors import UserError
+from mobrl.core import metrics as keys
+from mobrl.core.errors import UserError
 from mobrl.evaluation.outputs import EvalDir
 from mobrl.evaluation.paired import TRAINED, Tally, ci_text
+from mobrl.evaluation.policies import check_baselines
 from mobrl.evaluation.targets import Target, check_pick, target_for
-from mobrl.policies import check_baselines
 
 # --- running episodes (in worker processes when there is more than one CPU) ---------------
 
@@ -34,13 +34,13 @@ class Job:
     @property
     def heavy(self) -> bool:
         """Whether loading the policy restores an RLlib checkpoint (imports Ray and torch)."""
-        from mobrl import zoo
+        from mobrl.evaluation import zoo
 
         return self.checkpoint is not None and not zoo.is_ref(self.checkpoint)
 
 
 def _make_policy(name: str, checkpoint: str | None, env_config: dict, explore: bool) -> Any:
-    from mobrl.policies import BASELINES, load_policy
+    from mobrl.evaluation.policies import BASELINES, load_policy
 
     if name == TRAINED:
         return load_policy(checkpoint, env_config, explore)
@@ -58,7 +58,7 @@ def set_main_policy(checkpoint: str, env_config: dict, explore: bool, policy: An
 
 
 def _run(name: str, seed: int, checkpoint: str | None, env_config: dict, explore: bool) -> dict:
-    from mobrl.rollout import run_episode
+    from mobrl.evaluation.rollout import run_episode
 
     key = _policy_key(name, checkpoint, env_config, explore)
     if key not in _POLICIES:
@@ -254,13 +254,13 @@ def evaluate_command(checkpoint: Path | None, overrides: list[str], opts: EvalOp
     from rich.progress import Progress
     from rich.table import Table
 
-    from mobrl.console import make_console
+    from mobrl.core.console import make_console
 
     console = make_console()
     opts.check()
     episodes, explore, workers = opts.episodes, opts.explore, opts.workers
     target = target_for(checkpoint, overrides, opts.pick)
-    from mobrl.policies import baselines_for
+    from mobrl.evaluation.policies import baselines_for
 
     names = opts.baseline_names(baselines_for(target.env_config))
     check_baselines(names, target.env_config)
@@ -273,7 +273,7 @@ def evaluate_command(checkpoint: Path | None, overrides: list[str], opts: EvalOp
     def restore() -> None:
         """Restore the checkpoint (and check its spaces) while workers play the baselines;
         episodes run in this process reuse it."""
-        from mobrl.policies import policy_for_env
+        from mobrl.evaluation.policies import policy_for_env
 
         trained = policy_for_env(target.checkpoint, target.env_config, explore, opts.trust)
         set_main_policy(str(target.checkpoint), target.env_config, explore, trained)

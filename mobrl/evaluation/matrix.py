@@ -19,13 +19,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from mobrl import metrics as keys
-from mobrl.errors import UserError
+from mobrl.core import metrics as keys
+from mobrl.core.errors import UserError
 from mobrl.evaluation.evaluate import EvalOptions, Job, play_blocks, set_main_policy
 from mobrl.evaluation.outputs import EvalDir
 from mobrl.evaluation.paired import TRAINED, Tally, ci_text
+from mobrl.evaluation.policies import check_baselines
 from mobrl.evaluation.targets import Target
-from mobrl.policies import check_baselines
 
 #: baselines of the matrix unless --baselines names others (the gap to the first is shown)
 DEFAULT_BASELINES = ("greedy", "full", "oracle")
@@ -35,9 +35,9 @@ def transfer_env(source: dict[str, Any], scenario: str) -> dict[str, Any]:
     """The env of `source` (a checkpoint's env_config) on the layout of `scenario`."""
     from mobrl import scenarios
     from mobrl.config import group_options
+    from mobrl.core.errors import unknown_choice
     from mobrl.envs.factory import check_env, retarget
-    from mobrl.errors import unknown_choice
-    from mobrl.kinds import kind_of
+    from mobrl.scenarios.kinds import kind_of
 
     if not kind_of(source).transferable:
         raise UserError(
@@ -68,7 +68,7 @@ def transfer_env(source: dict[str, Any], scenario: str) -> dict[str, Any]:
 
 def _bind(policy: Any, env_config: dict[str, Any]) -> Any:
     """The same weights acting in the env of `env_config` (its agents and policy mapping)."""
-    from mobrl.policies import TrainedPolicy
+    from mobrl.evaluation.policies import TrainedPolicy
 
     if isinstance(policy, TrainedPolicy):
         return TrainedPolicy(policy.modules, env_config, explore=policy.explore)
@@ -82,7 +82,7 @@ def _check_fits(policy: Any, env_config: dict[str, Any], label: str) -> None:
     try:
         policy.check_spaces(env)
     except UserError:
-        from mobrl.kinds.mobile import MobileSpec
+        from mobrl.scenarios.kinds.mobile import MobileSpec
 
         obs = MobileSpec.of(env_config).obs
         if obs == "topk":
@@ -124,7 +124,7 @@ def matrix(
     the episodes go to `episode_log(parts)` (an `outputs.EpisodeLog`).
 
     Baselines do not depend on the checkpoint, so each plays each env once."""
-    from mobrl.policies import load_policy
+    from mobrl.evaluation.policies import load_policy
 
     taken: set[str] = set()
     plan = []
@@ -246,7 +246,7 @@ def matrix_command(checkpoints: list[Path], scenarios: list[str], opts: EvalOpti
     """`mobrl evaluate --checkpoint X [--checkpoint Y] --scenarios a,b,...`."""
     from rich.progress import Progress
 
-    from mobrl.console import make_console
+    from mobrl.core.console import make_console
     from mobrl.evaluation.targets import target_for
 
     console = make_console()

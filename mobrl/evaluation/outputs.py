@@ -12,8 +12,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from mobrl.errors import UserError
-from mobrl.files import (
+from mobrl.core.errors import UserError
+from mobrl.core.files import (
     atomic_write_csv,
     atomic_write_json,
     atomic_writer,

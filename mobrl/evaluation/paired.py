@@ -8,9 +8,9 @@ from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
 
-from mobrl import metrics as keys
-from mobrl.metrics import EPISODE_METRICS
-from mobrl.rollout import RETURN_OF
+from mobrl.core import metrics as keys
+from mobrl.core.metrics import EPISODE_METRICS
+from mobrl.evaluation.rollout import RETURN_OF
 
 TRAINED = "trained"
 #: service first (mean UE utility, connected fraction, p5, Jain), then mobile-env's return

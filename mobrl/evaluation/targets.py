@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mobrl.errors import UserError, unknown_choice
-from mobrl.rundir import RunDir, find_manifest, is_complete, list_checkpoints
+from mobrl.core.errors import UserError, unknown_choice
+from mobrl.core.rundir import RunDir, find_manifest, is_complete, list_checkpoints
 
 #: how `--pick` chooses among a run's checkpoints
 PICKS = ("best", "last")
@@ -86,7 +86,7 @@ def _pick(path: Path, found: list[Path], pick: str) -> tuple[Path, str]:
 
 def _ranked_by(summary: dict) -> str:
     """How a run's summary ranked its checkpoints, in words."""
-    from mobrl.metrics import EVAL_RETURN_MEAN, EVAL_SCORE, RETURN_MEAN
+    from mobrl.core.metrics import EVAL_RETURN_MEAN, EVAL_SCORE, RETURN_MEAN
 
     metric = summary.get("metric")
     if metric == EVAL_SCORE:
@@ -133,8 +133,8 @@ def target_for(checkpoint: Path | None, overrides: list[str], pick: str) -> Targ
     or from scenario overrides (required without a checkpoint)."""
     override_env = None
     if overrides:
-        from mobrl.config import validate_command_line
         from mobrl.envs.factory import check_env, env_config_from
+        from mobrl.training.checks import validate_command_line
 
         override_env = env_config_from(validate_command_line(overrides))
         check_env(override_env, rllib=False)  # a scenario that may never have been trained on
@@ -148,7 +148,7 @@ def resolve_target(
         if override_env is None:
             raise UserError("name a scenario, e.g. `mobrl baselines scenario=small env=ma`.")
         return Target(None, override_env, "baselines only")
-    from mobrl import zoo
+    from mobrl.evaluation import zoo
 
     if zoo.is_ref(checkpoint):
         meta = zoo.entry(str(checkpoint))

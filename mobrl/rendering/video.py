@@ -18,8 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from mobrl.errors import UserError
-from mobrl.kinds import kind_of
+from mobrl.core.errors import UserError
+from mobrl.scenarios.kinds import kind_of
 
 VIDEO_SUFFIXES = (".mp4", ".gif")
 #: frames per second when neither --fps nor the env's metadata says
@@ -46,7 +46,7 @@ class Recording:
 
 def check_video_path(video: Path, overwrite: bool) -> Path:
     """The absolute output path, or a one-line error (format, existing file, not writable)."""
-    from mobrl.files import check_writable
+    from mobrl.core.files import check_writable
 
     video = Path(video).expanduser().absolute()
     if video.suffix.lower() not in VIDEO_SUFFIXES:
@@ -74,8 +74,8 @@ def _rollout(
     progress: Any,
 ) -> Recording:
     from mobrl.envs.wrappers import find_core
+    from mobrl.evaluation.rollout import run_episode
     from mobrl.rendering.frames import record_state, scene_of
-    from mobrl.rollout import run_episode
 
     recording = Recording()
     mobile = kind_of(env_config).draws_own_frames
@@ -175,8 +175,8 @@ def _policy(
 ) -> tuple[Any, dict[str, Any], str]:
     """(policy, env_config, description) for a checkpoint or a named baseline."""
     from mobrl.evaluation.paired import TRAINED
+    from mobrl.evaluation.policies import BASELINES, check_baselines, policy_for_env
     from mobrl.evaluation.targets import target_for
-    from mobrl.policies import BASELINES, check_baselines, policy_for_env
 
     if checkpoint is not None and policy_name not in (None, TRAINED):
         raise UserError(
@@ -248,7 +248,7 @@ def render_command(
     os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
-    from mobrl.console import make_console
+    from mobrl.core.console import make_console
 
     console = make_console()
     opts = opts or RenderOptions()

@@ -8,9 +8,9 @@ import re
 from pathlib import Path
 from typing import Any
 
-from mobrl import metrics as keys
-from mobrl.errors import UserError
-from mobrl.files import atomic_write_csv, atomic_write_text
+from mobrl.core import metrics as keys
+from mobrl.core.errors import UserError
+from mobrl.core.files import atomic_write_csv, atomic_write_text
 from mobrl.reporting.figures import (
     plot_aggregate,
     plot_curves,
@@ -70,7 +70,7 @@ def build_report(
     import pandas as pd
 
     if x is not None and x not in keys.X_AXES:
-        from mobrl.errors import unknown_choice
+        from mobrl.core.errors import unknown_choice
 
         raise unknown_choice(
             "--x", x, list(keys.X_AXES), "Use --x env_steps, time_s or iterations."
@@ -198,8 +198,8 @@ def report_command(
 
     from rich.table import Table
 
-    from mobrl.console import make_console
-    from mobrl.files import check_writable
+    from mobrl.core.console import make_console
+    from mobrl.core.files import check_writable
 
     out = Path(out) if out else Path("reports") / datetime.now().strftime("%Y-%m-%d/%H-%M-%S")
     if (out / "report.md").exists() and not overwrite:

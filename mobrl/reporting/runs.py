@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mobrl.errors import UserError
-from mobrl.rundir import TRIAL_PROGRESS, RunDir
+from mobrl.core.errors import UserError
+from mobrl.core.rundir import TRIAL_PROGRESS, RunDir
 
 #: composed-config keys that never tell runs apart in a meaningful way
 _IGNORED = ("run.name", "run.storage_path", "scenario.path", "preset.found_by", "preset.notes")
@@ -56,7 +56,7 @@ def read_progress(path: Path, notes: list[str] | None = None) -> Any:
 
     import pandas as pd
 
-    from mobrl import metrics
+    from mobrl.core import metrics
 
     try:
         text = path.read_text(errors="replace")
@@ -145,7 +145,7 @@ def group_trials(trials: list[Trial], group_by: list[str] | None = None) -> dict
         unknown = [k for k in group_by if not any(k in t.settings for t in trials)]
         if unknown:
             names = sorted({k for t in trials for k in t.settings})
-            from mobrl.errors import unknown_choice
+            from mobrl.core.errors import unknown_choice
 
             raise unknown_choice(
                 "--group-by", unknown[0], names, "Use a config key, e.g. algo.name."

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from mobrl import metrics as keys
+from mobrl.core import metrics as keys
 from mobrl.reporting.runs import Trial
 
 GRID_POINTS = 100

@@ -18,7 +18,7 @@ from typing import Any
 
 import yaml
 
-from mobrl.errors import UserError, closest_first, unknown_choice
+from mobrl.core.errors import UserError, closest_first, unknown_choice
 
 #: the folder of a user's own scenario files, relative to the working directory
 USER_DIR = Path("scenarios")

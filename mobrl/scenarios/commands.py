@@ -8,8 +8,8 @@ from typing import Any
 import yaml
 
 from mobrl import scenarios
-from mobrl.errors import UserError
-from mobrl.kinds import kind_of
+from mobrl.core.errors import UserError
+from mobrl.scenarios.kinds import kind_of
 
 
 def _other_scenarios() -> dict[str, dict[str, Any]]:
@@ -82,10 +82,10 @@ def plot(name: str, out: Path, width_px: int, height_px: int, dpi: int = 100) ->
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
+    from mobrl.core.files import check_writable
     from mobrl.envs import channel
-    from mobrl.files import check_writable
-    from mobrl.kinds.mobile import make_mobile_core
-    from mobrl.rendering.frames import isolines
+    from mobrl.envs.channel import isolines
+    from mobrl.scenarios.kinds.mobile import make_mobile_core
 
     if width_px < 100 or height_px < 100:
         raise UserError(f"--size {width_px}x{height_px} is too small. Use at least 100x100.")

@@ -6,8 +6,8 @@ import importlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from mobrl import metrics
-from mobrl.errors import UserError, closest_first, first_line
+from mobrl.core import metrics
+from mobrl.core.errors import UserError, closest_first, first_line
 
 if TYPE_CHECKING:
     from omegaconf import DictConfig
@@ -59,10 +59,10 @@ def build_algorithm_config(
     cfg: DictConfig, env_name: str, env_config: dict, fault: dict | None = None
 ) -> AlgorithmConfig:
     """Translate the composed mobrl config into an RLlib AlgorithmConfig (new API stack);
-    `fault`: a fault to make on purpose (`mobrl.faults.plan`)."""
+    `fault`: a fault to make on purpose (`mobrl.core.faults.plan`)."""
     from omegaconf import OmegaConf
 
-    from mobrl import faults
+    from mobrl.core import faults
     from mobrl.envs.factory import num_ues, policy_setup
     from mobrl.envs.slots import uses_slots
 
@@ -126,7 +126,7 @@ def build_algorithm_config(
     check_algo_keys(algo, "model", model)  # type: ignore[arg-type]
     algo.rl_module(model_config=DefaultModelConfig(**model))
 
-    from mobrl.kinds import kind_of
+    from mobrl.scenarios.kinds import kind_of
 
     metrics_callback = kind_of(env_config).callbacks(cfg, env_config)
     if metrics_callback is not None:

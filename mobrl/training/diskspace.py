@@ -17,7 +17,7 @@ from typing import Any
 
 from ray.tune import Callback
 
-from mobrl.errors import UserError
+from mobrl.core.errors import UserError
 
 MB = 2**20
 #: disk errors that mean "no room", not a bug

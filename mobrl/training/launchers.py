@@ -75,7 +75,7 @@ class MultirunReport(Callback):
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         from pathlib import Path
 
-        from mobrl.console import make_console
+        from mobrl.core.console import make_console
 
         folder = Path(config.hydra.sweep.dir).absolute()
         make_console().print(

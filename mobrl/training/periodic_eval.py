@@ -3,7 +3,7 @@ fixed episode seeds with deterministic actions, through the same rollout as `mob
 and is compared, seed by seed, with the heuristic baselines on those seeds.
 
 The baselines' returns are computed once, at the first evaluation. Results go under
-`evaluation/...` (see mobrl.metrics): Tune writes them to progress.csv and TensorBoard, the
+`evaluation/...` (see mobrl.core.metrics): Tune writes them to progress.csv and TensorBoard, the
 ranking of checkpoints uses them, and `run.stop.beat` stops a trial once the 95 % CI of the
 paired gap to a baseline lies above 0.
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mobrl import metrics as keys
+from mobrl.core import metrics as keys
 
 #: first episode seed of evaluation during training: apart from training copies (1,000,000+,
 #: mobrl.envs.slots) and from `mobrl evaluate`'s default test seeds (0, 1, ...)
@@ -22,7 +22,7 @@ EVAL_SEED_BASE = 100_000
 def eval_baselines(cfg: Any) -> list[str]:
     """The baselines evaluation during training compares with (`run.eval.baselines`, or all
     that apply to the scenario)."""
-    from mobrl.policies import baselines_for
+    from mobrl.evaluation.policies import baselines_for
 
     if cfg.run.eval.baselines is not None:
         return list(cfg.run.eval.baselines)
@@ -31,7 +31,7 @@ def eval_baselines(cfg: Any) -> list[str]:
 
 def eval_metric(cfg: Any) -> str:
     """`run.eval.metric`, or the scenario kind's default (mobile-env layouts: utility)."""
-    from mobrl.kinds import kind_of
+    from mobrl.scenarios.kinds import kind_of
 
     return cfg.run.eval.get("metric") or kind_of(_scenario(cfg)).eval_metric
 
@@ -43,9 +43,9 @@ def _scenario(cfg: Any) -> dict[str, str]:
 
 def check_eval_config(cfg: Any) -> None:
     """One-line errors for `run.eval.*` and `run.stop.beat` (no Ray, no env built)."""
-    from mobrl.errors import UserError, unknown_choice
-    from mobrl.kinds import kind_of
-    from mobrl.policies import check_baselines
+    from mobrl.core.errors import UserError, unknown_choice
+    from mobrl.evaluation.policies import check_baselines
+    from mobrl.scenarios.kinds import kind_of
 
     ev, beat = cfg.run.eval, cfg.run.stop.beat
     metric = eval_metric(cfg)
@@ -179,10 +179,10 @@ class PeriodicEvaluation:
     def evaluate(self, modules: dict[str, Any]) -> dict[str, Any]:
         """Returns, episode metrics, the score (mean of `metric`) and the paired gaps in
         `metric` of the policy made of `modules`."""
+        from mobrl.core.metrics import EPISODE_METRICS
         from mobrl.evaluation.paired import mean_ci
-        from mobrl.metrics import EPISODE_METRICS
-        from mobrl.policies import TrainedPolicy
-        from mobrl.rollout import run_episode
+        from mobrl.evaluation.policies import TrainedPolicy
+        from mobrl.evaluation.rollout import run_episode
 
         policy = TrainedPolicy(modules, self.env_config, explore=False)
         rows = [run_episode(self.env_config, policy, seed) for seed in self.seeds]
@@ -208,8 +208,8 @@ class PeriodicEvaluation:
     def baseline_values(self) -> dict[str, list[float]]:
         """Each baseline's `metric` on the evaluation seeds (computed once)."""
         if self._baseline_values is None:
-            from mobrl.policies import BASELINES
-            from mobrl.rollout import run_episode
+            from mobrl.evaluation.policies import BASELINES
+            from mobrl.evaluation.rollout import run_episode
 
             self._baseline_values = {
                 name: [

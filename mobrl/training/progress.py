@@ -13,9 +13,9 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
-from mobrl import metrics
-from mobrl.console import make_console
-from mobrl.errors import error_summary
+from mobrl.core import metrics
+from mobrl.core.console import make_console
+from mobrl.core.errors import error_summary
 
 _get = metrics.result_value
 

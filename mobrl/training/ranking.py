@@ -14,9 +14,9 @@ from typing import Any
 
 from omegaconf import DictConfig
 
-from mobrl import metrics
-from mobrl.errors import error_summary
-from mobrl.rundir import RunDir
+from mobrl.core import metrics
+from mobrl.core.errors import error_summary
+from mobrl.core.rundir import RunDir
 from mobrl.training.periodic_eval import eval_metric
 
 

@@ -15,9 +15,9 @@ from typing import Any
 
 from omegaconf import DictConfig
 
-from mobrl.console import make_console
-from mobrl.errors import UserError
-from mobrl.files import atomic_write_csv
+from mobrl.core.console import make_console
+from mobrl.core.errors import UserError
+from mobrl.core.files import atomic_write_csv
 
 console = make_console()
 #: how a job of a parallel multirun finds the Ray it shares (set by `launchers.SharedRay` in
@@ -78,8 +78,8 @@ def repair_progress_csv(trial_dir: Path) -> None:
     the later rows are the ones the checkpoints continue)."""
     import pandas as pd
 
-    from mobrl.metrics import ITERATION
-    from mobrl.rundir import TRIAL_PROGRESS, TRIAL_RESULT
+    from mobrl.core.metrics import ITERATION
+    from mobrl.core.rundir import TRIAL_PROGRESS, TRIAL_RESULT
 
     csv, results = trial_dir / TRIAL_PROGRESS, trial_dir / TRIAL_RESULT
     if not csv.is_file():

@@ -11,11 +11,12 @@ from typing import Any
 
 from omegaconf import DictConfig
 
-from mobrl.config.checks import check_config
-from mobrl.console import make_console
-from mobrl.errors import USER_ERROR_EXIT, UserError
-from mobrl.files import check_writable
-from mobrl.rundir import RunDir, build_manifest
+from mobrl.config import load_run
+from mobrl.core.console import make_console
+from mobrl.core.errors import USER_ERROR_EXIT, UserError
+from mobrl.core.files import check_writable
+from mobrl.core.rundir import RunDir, build_manifest
+from mobrl.training.checks import check_config
 from mobrl.training.raysession import (
     configure_ray,
     probe_ray_address,
@@ -101,9 +102,8 @@ def run_training(
     experiment_name = RunDir.TUNE if storage == run.path else run.path.name
     experiment_dir = storage / experiment_name
     configure_ray(cfg.ray.log_level)
-    from mobrl import faults
+    from mobrl.core import faults, tuning
     from mobrl.envs import factory
-    from mobrl.training import tuning
     from mobrl.training.algos import build_algorithm_config
 
     env_config = factory.env_config_from(cfg)
@@ -129,13 +129,12 @@ def run_training(
 def resume_training(run_dir: Path, retry_errored: bool = False) -> float | None:
     """Continue an interrupted `mobrl train` run: unfinished trials restart from their latest
     checkpoints, finished ones stay as they are, errored ones restart only if asked."""
-    from mobrl import faults
+    from mobrl.core import faults, tuning
     from mobrl.envs import factory
-    from mobrl.training import tuning
     from mobrl.training.algos import build_algorithm_config
 
     run = RunDir(run_dir)
-    cfg, manifest = run.load()
+    cfg, manifest = load_run(run)
     experiment_dir = run.experiment_dir(manifest)
     if not (experiment_dir / RunDir.TUNER_STATE).is_file():
         raise UserError(
@@ -225,7 +224,7 @@ def _full_disk_as_one_line(storage: Path, run: RunDir, experiment_dir: Path) -> 
 
 
 def _last_complete(experiment_dir: Path) -> Path | None:
-    from mobrl.rundir import complete_checkpoints
+    from mobrl.core.rundir import complete_checkpoints
 
     kept = complete_checkpoints(experiment_dir)
     return max(kept, key=lambda c: c.stat().st_mtime) if kept else None
@@ -263,7 +262,7 @@ def _finish(
 
 def _check_sampled(cfg: DictConfig, results: Any) -> None:
     """A run whose trials sampled no env step learned nothing: say so, do not exit 0."""
-    from mobrl import metrics
+    from mobrl.core import metrics
 
     sampled, iterations, seconds = 0.0, 0, 0.0
     for result in results:

@@ -20,8 +20,8 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from mobrl import metrics
-from mobrl.errors import UserError, closest_first, unknown_choice
+from mobrl.core import metrics
+from mobrl.core.errors import UserError, closest_first, unknown_choice
 
 #: search-space types and the arguments each takes
 SPACE_TYPES = {

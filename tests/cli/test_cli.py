@@ -114,7 +114,7 @@ def test_unreachable_ray_address_fails_within_seconds() -> None:
     import socket
     import time
 
-    from mobrl.errors import UserError
+    from mobrl.core.errors import UserError
     from mobrl.training.raysession import probe_ray_address
 
     with socket.socket() as listening:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from mobrl.errors import UserError
+from mobrl.core.errors import UserError
 from mobrl.reporting import build_report, discover, report_command
 
 

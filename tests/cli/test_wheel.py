@@ -37,7 +37,7 @@ def wheel_env(tmp_path_factory: pytest.TempPathFactory) -> Path:
     assert "mobrl/conf/config.yaml" in names
     assert "mobrl/conf/preset/ppo/small/ma.yaml" in names
     assert "mobrl/layouts/highway.yaml" in names
-    assert "mobrl/zoo/entries/" in "".join(names)
+    assert "mobrl/evaluation/zoo/entries/" in "".join(names)
     for init in (REPO / "mobrl").rglob("__init__.py"):  # every subpackage (pyproject lists them)
         assert f"{init.relative_to(REPO).as_posix()}" in names, init
     venv = root / "venv"

@@ -7,21 +7,21 @@ import sys
 
 import pytest
 
-from mobrl import zoo
+from mobrl.evaluation import zoo
 
 
 @pytest.mark.parametrize("name", zoo.names())
 def test_entry_and_baselines_play_without_ray_or_torch(name: str) -> None:
     probe = f"""
 import sys, numpy as np
-from mobrl import zoo
+from mobrl.evaluation import zoo
 policy = zoo.ZooPolicy.load("zoo:{name}")
 width = policy.layers[0][1][0].shape[1]
 obs = np.zeros((7, width), dtype=np.float32)
 assert policy.actions(obs).shape[0] == 7
 # a whole episode of the entry and of a baseline, as `mobrl evaluate` plays them
-from mobrl.policies import GreedyPolicy
-from mobrl.rollout import run_episode
+from mobrl.evaluation.policies import GreedyPolicy
+from mobrl.evaluation.rollout import run_episode
 for player in (policy, GreedyPolicy()):
     assert run_episode(policy.env_config, player, 0, max_steps=3)["length"] == 3
 heavy = [m for m in sys.modules if m.split('.')[0] in ('ray', 'torch')]

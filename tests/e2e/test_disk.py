@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from mobrl.rundir import is_complete, list_checkpoints
+from mobrl.core.rundir import is_complete, list_checkpoints
 from tests.conftest import run_mobrl, small_tmpfs
 
 pytestmark = __import__("pytest").mark.slow

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from mobrl.faults import made
+from mobrl.core.faults import made
 from tests.e2e.conftest import train_smoke
 
 pytestmark = pytest.mark.slow
@@ -71,6 +71,6 @@ def test_a_crashed_trial_without_retries_fails_the_run_with_its_error(tmp_path: 
     )
     assert result.returncode == 1, result.stdout + result.stderr
     printed = result.stdout + result.stderr
-    assert "trial failed: mobrl.faults.InjectedFault: run.fault.inject: env_error" in printed
+    assert "trial failed: mobrl.core.faults.InjectedFault: run.fault.inject: env_error" in printed
     assert "Traceback" not in printed and "Trials did not complete" not in printed
     assert json.loads((run_dir / "summary.json").read_text())["failed"]

@@ -7,7 +7,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from mobrl import metrics as keys
+from mobrl.core import metrics as keys
 from tests.conftest import run_mobrl
 
 pytestmark = pytest.mark.slow

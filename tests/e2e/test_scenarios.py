@@ -8,8 +8,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from mobrl import metrics, scenarios
 from mobrl.config import group_options
+from mobrl.core import metrics, scenarios
 from tests.conftest import run_mobrl
 
 pytestmark = pytest.mark.slow

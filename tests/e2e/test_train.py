@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from mobrl import metrics
+from mobrl.core import metrics
 from tests.conftest import run_mobrl
 
 pytestmark = pytest.mark.slow
@@ -80,7 +80,7 @@ RESTORE = """
 import json, sys
 import numpy as np
 from mobrl.envs.factory import make_env
-from mobrl.policies import TrainedPolicy
+from mobrl.evaluation.policies import TrainedPolicy
 policy = TrainedPolicy.from_checkpoint(sys.argv[1])
 env = make_env(policy.env_config)
 obs, _ = env.reset(seed=7)

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mobrl import metrics
+from mobrl.core import metrics
 from tests.conftest import run_mobrl
 
 pytestmark = pytest.mark.slow
@@ -107,7 +107,7 @@ def test_zoo_export_acts_like_the_checkpoint_without_ray(small_eval_run: Path, t
     probe = f"""
 import json, sys, numpy as np
 from pathlib import Path
-from mobrl import zoo
+from mobrl.evaluation import zoo
 layers = zoo.load_layers(Path({str(tmp_path / "smoke.npz")!r}))
 obs = np.random.default_rng(0).uniform(-1, 1, size=(64, 19)).astype(np.float32)
 np.save({str(tmp_path / "logits.npy")!r}, zoo.logits(layers, obs))
@@ -118,7 +118,7 @@ assert 'torch' not in sys.modules, 'torch imported'
     assert done.returncode == 0, done.stderr
     import torch
 
-    from mobrl.checkpoints import load_rl_modules
+    from mobrl.core.checkpoints import load_rl_modules
 
     module = load_rl_modules(Path(summary["last_checkpoint"]))["default_policy"]
     obs = np.random.default_rng(0).uniform(-1, 1, size=(64, 19)).astype(np.float32)
@@ -152,10 +152,10 @@ def test_mobrl_rollout_equals_rllibs_own_evaluation(obs: str) -> None:
     deterministic evaluation of the algorithm: same episode, same return."""
     import ray
 
-    from mobrl.config import validate_command_line
     from mobrl.envs import factory
-    from mobrl.policies import TrainedPolicy
+    from mobrl.evaluation.policies import TrainedPolicy
     from mobrl.training.algos import build_algorithm_config
+    from mobrl.training.checks import validate_command_line
 
     cfg = validate_command_line(
         ["scenario=small", f"env.obs={obs}", "env.sampler=multi_agent", "run=smoke",
@@ -182,7 +182,7 @@ def test_mobrl_rollout_equals_rllibs_own_evaluation(obs: str) -> None:
             # copy of that env, taken now, plays the same episode in mobrl's rollout
             import copy
 
-            from mobrl.rollout import play
+            from mobrl.evaluation.rollout import play
 
             env = copy.deepcopy(algo.eval_env_runner.env.envs[0])
             rllib = algo.evaluate()["env_runners"]["episode_return_mean"]

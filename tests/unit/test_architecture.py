@@ -1,5 +1,5 @@
-"""The package's structure holds: the layering contracts in pyproject.toml (import-linter)
-and no import circle between modules (imports inside functions count too)."""
+"""The package's structure holds: the layering contracts in pyproject.toml (import-linter),
+no import circle between modules (imports inside functions count too) and a short top level."""
 
 from __future__ import annotations
 
@@ -73,7 +73,10 @@ def test_moved_modules_still_unpickle_under_their_old_paths() -> None:
     module paths; `--resume` and restores must still find them."""
     import pickle
 
-    from mobrl._moved import MOVED
+    from mobrl.core.faults import TrialExit
+    from mobrl.core.moved import MOVED
+    from mobrl.envs.callbacks import EpisodeMetricsCallback
+    from mobrl.scenarios.kinds.mobile import MobileSpec
     from mobrl.training.diskspace import DiskGuard
     from mobrl.training.periodic_eval import PeriodicEvaluation
     from mobrl.training.progress import ProgressCallback
@@ -82,6 +85,18 @@ def test_moved_modules_still_unpickle_under_their_old_paths() -> None:
         ("mobrl.progress", ProgressCallback),
         ("mobrl.diskspace", DiskGuard),
         ("mobrl.training_eval", PeriodicEvaluation),
+        ("mobrl.callbacks", EpisodeMetricsCallback),
+        ("mobrl.faults", TrialExit),
+        ("mobrl.kinds.mobile", MobileSpec),
     ):
         assert MOVED[old] == cls.__module__
         assert pickle.loads(f"c{old}\n{cls.__name__}\n.".encode()) is cls  # GLOBAL opcode
+
+
+def test_the_top_level_is_a_short_list_of_floors() -> None:
+    """`mobrl/` holds the package's entry points and its floors, nothing loose."""
+    entries = sorted(p.name for p in (REPO / "mobrl").iterdir() if p.name != "__pycache__")
+    assert entries == [
+        "__init__.py", "__main__.py", "api.py", "cli", "config", "core", "envs", "evaluation",
+        "rendering", "reporting", "scenarios", "training",
+    ]  # fmt: skip

@@ -7,7 +7,13 @@ import numpy as np
 import pytest
 
 from mobrl.envs.factory import make_env
-from mobrl.policies import BASELINES, FullPolicy, GreedyPolicy, PoleAnglePolicy, baselines_for
+from mobrl.evaluation.policies import (
+    BASELINES,
+    FullPolicy,
+    GreedyPolicy,
+    PoleAnglePolicy,
+    baselines_for,
+)
 
 
 def _small(mode: str = "ma", engine: str = "fast"):

@@ -8,11 +8,11 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from mobrl import metrics as keys
-from mobrl.callbacks import EpisodeMetricsCallback
+from mobrl.core import metrics as keys
+from mobrl.envs.callbacks import EpisodeMetricsCallback
 from mobrl.envs.factory import make_env
+from mobrl.envs.netstats import EpisodeTracker, core_step_snapshot
 from mobrl.envs.wrappers import find_core
-from mobrl.netstats import EpisodeTracker, core_step_snapshot
 
 
 def _env(mode: str):

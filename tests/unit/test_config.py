@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from mobrl.config import GROUPS, compose, group_options, validate_command_line
-from mobrl.errors import UserError
+from mobrl.config import GROUPS, compose, group_options
+from mobrl.core.errors import UserError
 from mobrl.training.algos import ALGORITHMS
+from mobrl.training.checks import validate_command_line
 
 # extra overrides an option needs to be runnable (the generic Gymnasium option needs an id)
 NEEDS = {("scenario", "gym"): ["scenario.id=MountainCar-v0"]}
@@ -109,7 +110,7 @@ def test_unknown_engine_is_a_user_error() -> None:
     ],
 )
 def test_impossible_numbers_are_user_errors(override: str, message: str) -> None:
-    from mobrl.errors import UserError
+    from mobrl.core.errors import UserError
 
     with pytest.raises(UserError, match=message):  # before Hydra starts a job
         validate_command_line(["run=smoke", override])

@@ -18,8 +18,8 @@ import numpy as np
 import pytest
 
 from mobrl.envs.engine import FastEngine, UnsupportedByEngine
-from mobrl.kinds.mobile import make_mobile_core
-from mobrl.policies import GreedyPolicy
+from mobrl.evaluation.policies import GreedyPolicy
+from mobrl.scenarios.kinds.mobile import make_mobile_core
 
 SEEDS = 20
 REL_TOL = 1e-9

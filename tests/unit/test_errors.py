@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mobrl.errors import closest_first, unknown_choice
+from mobrl.core.errors import closest_first, unknown_choice
 
 
 def test_closest_first_orders_by_similarity() -> None:
@@ -20,7 +20,7 @@ def test_unknown_choice_message() -> None:
 
 
 def test_first_line_never_fails_on_an_empty_message() -> None:
-    from mobrl.errors import first_line
+    from mobrl.core.errors import first_line
 
     assert first_line(ValueError("\n  bad value \nmore")) == "bad value"
     assert first_line(KeyError()) == "KeyError"
@@ -33,8 +33,8 @@ def test_a_run_that_sampled_nothing_is_an_error_not_exit_0() -> None:
     the sample wait) end in one line, not in a run that 'succeeded' on nothing."""
     from types import SimpleNamespace
 
-    from mobrl.config import validate_command_line
-    from mobrl.errors import UserError
+    from mobrl.core.errors import UserError
+    from mobrl.training.checks import validate_command_line
     from mobrl.training.run import _check_sampled
 
     cfg = validate_command_line(["scenario=small"])

@@ -37,7 +37,7 @@ def test_summarize_pairs_by_seed() -> None:
 
 
 def _rows(policy: str, returns: list[float], connected: list[float]) -> list[dict]:
-    from mobrl import metrics
+    from mobrl.core import metrics
 
     return [
         {"policy": policy, "episode": i, "seed": i, "return": r, metrics.NET_CONNECTED: c}
@@ -59,7 +59,7 @@ def test_a_gain_bought_with_unconnected_ues_is_named() -> None:
 
 
 def test_mixed_scenarios_under_one_path_are_refused(tmp_path) -> None:
-    from mobrl.errors import UserError
+    from mobrl.core.errors import UserError
     from mobrl.evaluation.targets import pick_checkpoint
 
     for job, scenario in (("0_small_ppo", "small"), ("1_cartpole_ppo", "cartpole")):
@@ -94,7 +94,7 @@ def test_evaluation_reproduces_recorded_episodes(workers: int) -> None:
     import csv
     from pathlib import Path
 
-    from mobrl import zoo
+    from mobrl.evaluation import zoo
     from mobrl.evaluation.evaluate import run_all
     from mobrl.evaluation.targets import Target
 
@@ -116,7 +116,7 @@ def test_paired_service_statistics_are_recomputed_from_episodes_csv(tmp_path) ->
     import pandas as pd
     from scipy import stats
 
-    from mobrl import metrics
+    from mobrl.core import metrics
     from mobrl.evaluation.outputs import EvalDir
 
     def write_results(folder, rows, summary, meta) -> None:
@@ -169,7 +169,7 @@ def test_baselines_alone_are_paired_with_greedy() -> None:
 
 
 def test_a_return_gain_that_serves_worse_is_named() -> None:
-    from mobrl import metrics
+    from mobrl.core import metrics
 
     rows = [
         {"policy": p, "episode": i, "seed": i, "return": r + i, metrics.NET_CONNECTED: 1.0,
@@ -186,7 +186,7 @@ def test_blocks_give_what_one_pass_gives(tmp_path) -> None:
     --episodes) give the rows, summary and episodes.csv of one pass over all of them."""
     import pandas as pd
 
-    from mobrl import zoo
+    from mobrl.evaluation import zoo
     from mobrl.evaluation.evaluate import play_blocks, policy_jobs, run_all
     from mobrl.evaluation.outputs import EvalDir
 

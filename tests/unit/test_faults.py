@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from mobrl.config import validate_command_line
-from mobrl.errors import error_summary
-from mobrl.faults import InjectedFault, TrialExit, arm_env, claim, made, plan
+from mobrl.core.errors import error_summary
+from mobrl.core.faults import InjectedFault, TrialExit, arm_env, claim, made, plan
+from mobrl.training.checks import validate_command_line
 
 
 def _plan(tmp_path: Path, *overrides: str) -> dict:

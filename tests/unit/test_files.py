@@ -8,8 +8,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from mobrl.errors import UserError
-from mobrl.files import atomic_write_csv, atomic_write_json, atomic_write_text, check_writable
+from mobrl.core.errors import UserError
+from mobrl.core.files import atomic_write_csv, atomic_write_json, atomic_write_text, check_writable
 
 
 def test_atomic_writes_replace_the_file_and_leave_no_temporary(tmp_path: Path) -> None:
@@ -62,7 +62,7 @@ def test_a_full_disk_is_one_line_and_leaves_no_temporary(tmp_path: Path, monkeyp
 
 
 def test_an_output_dir_is_claimed_by_one_command_at_a_time(tmp_path: Path) -> None:
-    from mobrl.files import claimed
+    from mobrl.core.files import claimed
 
     out = tmp_path / "eval"
     with claimed(out):

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-import mobrl.kinds as kinds
+import mobrl.scenarios.kinds as kinds
 from mobrl.config import compose
-from mobrl.config.checks import check_config
+from mobrl.core.errors import UserError
 from mobrl.envs.factory import agent_ids, env_config_from, make_env
-from mobrl.errors import UserError
+from mobrl.training.checks import check_config
 
 
 def test_built_in_kinds_are_registered_under_their_names() -> None:
@@ -41,7 +41,7 @@ def test_each_kind_answers_for_its_scenarios() -> None:
 
 
 TOY = '''
-from mobrl.kinds.base import ScenarioKind
+from mobrl.scenarios.kinds.base import ScenarioKind
 
 
 class ToyKind(ScenarioKind):
@@ -82,13 +82,13 @@ def test_a_new_kind_is_one_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
         observation, _ = env.reset(seed=0)
         assert observation.shape == (4,)
         env.close()
-        from mobrl.policies import baselines_for
+        from mobrl.evaluation.policies import baselines_for
 
         assert baselines_for(env_config) == ["random", "pole_angle"]
     finally:
         kinds.kind_names.cache_clear()
         kinds._load.cache_clear()
-        sys.modules.pop("mobrl.kinds.toy", None)
+        sys.modules.pop("mobrl.scenarios.kinds.toy", None)
 
 
 def test_no_module_outside_the_registry_dispatches_on_the_kind() -> None:
@@ -113,7 +113,7 @@ def test_the_mobile_spec_round_trips_and_moves_to_another_layout() -> None:
     env_config and read back, is the same spec; an env_config of an older run (no obs, reward,
     team_reward) reads as the defaults; moved to another layout only the layout changes."""
     from mobrl.envs.factory import retarget
-    from mobrl.kinds.mobile import MobileSpec
+    from mobrl.scenarios.kinds.mobile import MobileSpec
 
     cfg = compose(["scenario=large", "env.obs=topk", "env.reward=marginal"])
     spec = MobileSpec.from_config(cfg)

@@ -7,8 +7,8 @@ import math
 import numpy as np
 import pytest
 
-from mobrl import metrics as keys
-from mobrl.netstats import EpisodeTracker, jain_index, percentile, utility_to_unit
+from mobrl.core import metrics as keys
+from mobrl.envs.netstats import EpisodeTracker, jain_index, percentile, utility_to_unit
 
 
 def test_jain_index_known_values() -> None:
@@ -85,8 +85,8 @@ def test_empty_steps_are_ignored() -> None:
 
 @pytest.mark.parametrize("scenario", ["small", "dense_urban"])  # dense_urban: UEs come and go
 def test_array_tracker_matches_the_dict_tracker(scenario: str) -> None:
-    from mobrl.kinds.mobile import make_mobile_core
-    from mobrl.netstats import ArrayEpisodeTracker, EpisodeTracker, core_step_snapshot
+    from mobrl.envs.netstats import ArrayEpisodeTracker, EpisodeTracker, core_step_snapshot
+    from mobrl.scenarios.kinds.mobile import make_mobile_core
 
     core = make_mobile_core(scenario, "ma")
     rng = np.random.default_rng(3)

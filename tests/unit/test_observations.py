@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mobrl.config import validate_command_line
+from mobrl.core.errors import UserError
 from mobrl.envs.factory import env_config_from, make_env
-from mobrl.errors import UserError
-from mobrl.kinds.mobile import make_mobile_core
+from mobrl.scenarios.kinds.mobile import make_mobile_core
+from mobrl.training.checks import validate_command_line
 
 
 @pytest.mark.parametrize("mode", ["ma", "central"])
@@ -164,8 +164,8 @@ def test_topk_pads_layouts_with_fewer_stations_than_slots() -> None:
 
 @pytest.mark.parametrize("layout", ["small", "medium", "large"])
 def test_greedy_plays_the_same_episode_on_topk_as_on_mobile_env_actions(layout: str) -> None:
-    from mobrl.policies import GreedyPolicy
-    from mobrl.rollout import run_episode
+    from mobrl.evaluation.policies import GreedyPolicy
+    from mobrl.evaluation.rollout import run_episode
 
     plain = env_config_from(validate_command_line([f"scenario={layout}"]))
     topk = env_config_from(validate_command_line([f"scenario={layout}", "env.obs=topk"]))

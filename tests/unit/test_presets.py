@@ -7,9 +7,10 @@ from importlib import resources
 import pytest
 import yaml
 
-from mobrl.config import compose, group_options, validate_command_line
+from mobrl.config import compose, group_options
 from mobrl.config.schema import ANY_LAYOUT
-from mobrl.errors import UserError
+from mobrl.core.errors import UserError
+from mobrl.training.checks import validate_command_line
 
 PRESETS = group_options("preset")
 
@@ -56,7 +57,7 @@ def test_overrides_and_smoke_budget_win_over_the_preset() -> None:
     assert smoke.run.batch.train_batch_size == 200
     assert smoke.run.resources.num_env_runners is None  # the fewest the algorithm allows:
     assert smoke.preset.name == "ppo/small/ma"  # the rest of the preset still applies
-    from mobrl.config.checks import check_config
+    from mobrl.training.checks import check_config
 
     check_config(smoke)
     assert smoke.run.resources.num_env_runners == 0  # PPO samples in the trial's process

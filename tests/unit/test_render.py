@@ -8,10 +8,11 @@ import imageio.v3 as iio
 import numpy as np
 import pytest
 
-from mobrl.errors import UserError
-from mobrl.kinds.mobile import make_mobile_core
+from mobrl.core.errors import UserError
+from mobrl.envs import channel
 from mobrl.rendering import frames as dashboard
 from mobrl.rendering.video import RenderOptions, render_command
+from mobrl.scenarios.kinds.mobile import make_mobile_core
 
 
 def read_video(path: Path) -> np.ndarray:
@@ -64,7 +65,7 @@ def test_dashboard_isolines_match_mobile_env() -> None:
     core.reset()
     for rate in (0.0, 1.0):
         stock = core.bs_isolines(rate)
-        ours = dashboard.isolines(core, rate)
+        ours = channel.isolines(core, rate)
         for bs, (xs, ys) in zip(sorted(stock, key=lambda b: b.bs_id), ours):
             np.testing.assert_allclose(xs, stock[bs][0], rtol=1e-12)
             np.testing.assert_allclose(ys, stock[bs][1], rtol=1e-12)

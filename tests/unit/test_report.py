@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from mobrl import metrics as keys
+from mobrl.core import metrics as keys
 from mobrl.reporting import build_report, discover, group_trials
 
 RETURN = keys.RETURN_MEAN

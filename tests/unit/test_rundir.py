@@ -8,9 +8,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from mobrl.config import compose
-from mobrl.errors import UserError
-from mobrl.rundir import RunDir, find_manifest
+from mobrl.config import compose, load_run
+from mobrl.core.errors import UserError
+from mobrl.core.rundir import RunDir, find_manifest
 
 
 def test_a_run_dir_round_trips_its_files(tmp_path: Path) -> None:
@@ -20,7 +20,7 @@ def test_a_run_dir_round_trips_its_files(tmp_path: Path) -> None:
     run.write_config(cfg)
     run.write_manifest({"scenario": "small", "experiment_dir": str(run.path / RunDir.TUNE)})
     assert run.is_run()
-    loaded, manifest = run.load()
+    loaded, manifest = load_run(run)
     assert loaded.scenario.name == "small" and manifest["scenario"] == "small"
     assert run.experiment_dir(manifest) == run.path / "tune"
     assert not (run.path / "tune" / RunDir.MANIFEST).exists()  # the run dir's copy is enough
@@ -46,7 +46,7 @@ def test_manifest_is_also_written_next_to_checkpoints_elsewhere(tmp_path: Path) 
 def test_a_run_with_storage_elsewhere_leads_to_its_trials_and_checkpoints(tmp_path: Path) -> None:
     """With run.storage_path the run dir `mobrl train` prints is no dead end: its trials,
     checkpoints and summary are found from it, and its checkpoints rank where they lie."""
-    from mobrl.rundir import RLLIB_CHECKPOINT_MARKER, list_checkpoints
+    from mobrl.core.rundir import RLLIB_CHECKPOINT_MARKER, list_checkpoints
 
     run = RunDir(tmp_path / "run")
     experiment = tmp_path / "storage" / "run"
@@ -74,14 +74,14 @@ def test_a_run_with_storage_elsewhere_leads_to_its_trials_and_checkpoints(tmp_pa
 
 def test_not_a_run_and_damaged_files_are_one_line_errors(tmp_path: Path) -> None:
     with pytest.raises(UserError, match="is not a directory"):
-        RunDir(tmp_path / "missing").load()
+        load_run(RunDir(tmp_path / "missing"))
     with pytest.raises(UserError, match="is not a mobrl run dir"):
-        RunDir(tmp_path).load()
+        load_run(RunDir(tmp_path))
     run = RunDir(tmp_path)
     run.config_file.write_text("scenario: [unclosed\n")
     run.manifest_file.write_text("{}")
     with pytest.raises(UserError, match="cannot read the run's config or manifest"):
-        run.load()
+        load_run(run)
     run.manifest_file.write_text("{not json")
     with pytest.raises(UserError, match="manifest .* is not valid JSON"):
         find_manifest(tmp_path)
@@ -92,8 +92,8 @@ def test_a_checkpoint_cut_short_is_never_picked(tmp_path: Path) -> None:
     the last complete checkpoint and says it skipped one; a lone cut one is a one-line error."""
     import pickle
 
+    from mobrl.core.rundir import RLLIB_CHECKPOINT_MARKER, is_complete
     from mobrl.evaluation.targets import pick_checkpoint
-    from mobrl.rundir import RLLIB_CHECKPOINT_MARKER, is_complete
 
     trial = tmp_path / "tune" / "PPO_x_00000"
     for i in (1, 2):

@@ -12,8 +12,8 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from mobrl.errors import UserError
-from mobrl.safe_load import check_checkpoint
+from mobrl.core.errors import UserError
+from mobrl.core.safe_load import check_checkpoint
 
 
 class _Planted:

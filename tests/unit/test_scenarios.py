@@ -9,11 +9,12 @@ import pytest
 import yaml
 
 from mobrl import scenarios
-from mobrl.config import group_options, validate_command_line
+from mobrl.config import group_options
+from mobrl.core.errors import UserError
 from mobrl.envs.engine import FastEngine
 from mobrl.envs.factory import env_config_from, make_env, policy_setup
-from mobrl.errors import UserError
-from mobrl.kinds.mobile import make_mobile_core
+from mobrl.scenarios.kinds.mobile import make_mobile_core
+from mobrl.training.checks import validate_command_line
 
 SMALL = yaml.safe_load((scenarios.builtin_dir() / "small.yaml").read_text())
 
@@ -235,8 +236,8 @@ def test_env_check_turns_a_broken_env_into_a_user_error(monkeypatch: pytest.Monk
 
 
 def test_arena_rollout_reports_each_policys_return_and_its_counts() -> None:
-    from mobrl.policies import RandomPolicy
-    from mobrl.rollout import run_episode
+    from mobrl.evaluation.policies import RandomPolicy
+    from mobrl.evaluation.rollout import run_episode
 
     env_config = env_config_from(validate_command_line(["scenario=arena"]))
     row = run_episode(env_config, RandomPolicy(), seed=3)

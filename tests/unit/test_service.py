@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 
 from mobrl.envs import service
-from mobrl.kinds.mobile import make_mobile_core
-from mobrl.policies import BASELINES, GreedyPolicy
-from mobrl.rollout import run_episode
+from mobrl.evaluation.policies import BASELINES, GreedyPolicy
+from mobrl.evaluation.rollout import run_episode
 from mobrl.scenarios import load, path_of
+from mobrl.scenarios.kinds.mobile import make_mobile_core
 
 
 def _env_config(layout: str, **extra) -> dict:

@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 from mobrl.config import compose
+from mobrl.core.errors import UserError
 from mobrl.envs import factory
 from mobrl.envs.slots import TRAIN_SEED_BASE, copy_seed
-from mobrl.errors import UserError
-from mobrl.kinds.mobile import make_slot_env
+from mobrl.scenarios.kinds.mobile import make_slot_env
 
 
 def _env_config(*overrides: str) -> dict:

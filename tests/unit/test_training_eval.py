@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from mobrl import metrics
-from mobrl.config import validate_command_line
-from mobrl.errors import UserError
+from mobrl.core import metrics
+from mobrl.core.errors import UserError
 from mobrl.evaluation.paired import mean_ci
+from mobrl.training.checks import validate_command_line
 from mobrl.training.tuning import rank_by_evaluation, stop_criteria
 
 
@@ -73,8 +73,8 @@ def test_callback_reports_paired_gaps_that_match_evaluate(monkeypatch) -> None:
     """The callback's return and gap to `full` equal those computed from `mobrl evaluate`'s
     rollout of the same policy on the same seeds; `beats` follows the CI's lower bound."""
     from mobrl.envs.factory import env_config_from
-    from mobrl.policies import FullPolicy, GreedyPolicy
-    from mobrl.rollout import run_episode
+    from mobrl.evaluation.policies import FullPolicy, GreedyPolicy
+    from mobrl.evaluation.rollout import run_episode
     from mobrl.training.periodic_eval import PeriodicEvaluation
 
     cfg = validate_command_line(["scenario=small", "env.sampler=multi_agent"])
@@ -83,7 +83,8 @@ def test_callback_reports_paired_gaps_that_match_evaluate(monkeypatch) -> None:
     ev = PeriodicEvaluation(env_config, 1, len(seeds), 500, ["full", "noop"], ["default_policy"])
     # the policy under test: greedy, through TrainedPolicy's place in the callback
     monkeypatch.setattr(
-        "mobrl.policies.TrainedPolicy", lambda modules, env_config, explore: GreedyPolicy()
+        "mobrl.evaluation.policies.TrainedPolicy",
+        lambda modules, env_config, explore: GreedyPolicy(),
     )
     result = {metrics.ITERATION: 1}
     ev(algorithm=type("A", (), {"get_module": lambda self, pid: None})(), result=result)
@@ -108,8 +109,8 @@ def test_evaluation_scores_by_mean_ue_utility_on_mobile_layouts(monkeypatch) -> 
     """mobile-env layouts rank by mean UE utility by default (their return can be gamed):
     the score and the gaps are in utility, paired with the baselines on the same seeds."""
     from mobrl.envs.factory import env_config_from
-    from mobrl.policies import CappedPolicy, GreedyPolicy
-    from mobrl.rollout import run_episode
+    from mobrl.evaluation.policies import CappedPolicy, GreedyPolicy
+    from mobrl.evaluation.rollout import run_episode
     from mobrl.training.periodic_eval import PeriodicEvaluation, eval_metric, periodic_evaluation
 
     cfg = validate_command_line(["scenario=small", "run.eval.interval=5"])
@@ -123,7 +124,8 @@ def test_evaluation_scores_by_mean_ue_utility_on_mobile_layouts(monkeypatch) -> 
         env_config, 1, len(seeds), 700, ["greedy"], ["shared"], metric=metrics.UTILITY_MEAN
     )
     monkeypatch.setattr(
-        "mobrl.policies.TrainedPolicy", lambda modules, env_config, explore: CappedPolicy()
+        "mobrl.evaluation.policies.TrainedPolicy",
+        lambda modules, env_config, explore: CappedPolicy(),
     )
     result = {metrics.ITERATION: 1}
     ev(algorithm=type("A", (), {"get_module": lambda self, pid: None})(), result=result)
@@ -148,7 +150,7 @@ def test_evaluation_scores_by_mean_ue_utility_on_mobile_layouts(monkeypatch) -> 
     ],
 )
 def test_bad_eval_metric_is_one_line(overrides: list[str], message: str) -> None:
-    from mobrl.errors import UserError
+    from mobrl.core.errors import UserError
     from mobrl.training.periodic_eval import check_eval_config
 
     with pytest.raises(UserError, match=message):

@@ -6,11 +6,12 @@ import pytest
 from ray import tune
 from ray.tune.search.sample import Categorical, Float, Integer
 
-from mobrl.config import compose, validate_command_line
+from mobrl.config import compose
+from mobrl.core.errors import UserError
 from mobrl.envs.factory import ENV_NAME, env_config_from
-from mobrl.errors import UserError
 from mobrl.training import tuning
 from mobrl.training.algos import build_algorithm_config
+from mobrl.training.checks import validate_command_line
 
 
 def _space(*overrides: str):

@@ -7,8 +7,8 @@ from types import SimpleNamespace
 import numpy as np
 from mobile_env.core.arrival import Arrival
 
-from mobrl import metrics as keys
-from mobrl.callbacks import EpisodeMetricsCallback
+from mobrl.core import metrics as keys
+from mobrl.envs.callbacks import EpisodeMetricsCallback
 from mobrl.envs.factory import make_env
 
 

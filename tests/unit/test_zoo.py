@@ -8,8 +8,8 @@ import json
 import numpy as np
 import pytest
 
-from mobrl import zoo
-from mobrl.errors import UserError
+from mobrl.core.errors import UserError
+from mobrl.evaluation import zoo
 from mobrl.evaluation.paired import mean_ci
 
 ENTRIES = zoo.names()
@@ -40,8 +40,8 @@ def test_the_zoo_ships_policies_with_their_provenance() -> None:
 @pytest.mark.parametrize("name", ENTRIES)
 def test_entry_serves_better_than_greedy_on_20_paired_episodes(name: str) -> None:
     """Inference only, no Ray: mean UE utility above greedy's on the same 20 episodes."""
-    from mobrl.policies import GreedyPolicy
-    from mobrl.rollout import run_episode
+    from mobrl.evaluation.policies import GreedyPolicy
+    from mobrl.evaluation.rollout import run_episode
 
     policy = zoo.ZooPolicy.load(f"zoo:{name}")
     env_config = policy.env_config
@@ -92,7 +92,7 @@ def test_numpy_network_matches_layers_math() -> None:
 def test_readme_zoo_table_is_what_mobrl_prints(capsys) -> None:
     from pathlib import Path
 
-    from mobrl.zoo.commands import list_command
+    from mobrl.evaluation.zoo.commands import list_command
 
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     start = readme.index("<!-- zoo table: produced by `mobrl zoo list --markdown` -->")
@@ -102,7 +102,7 @@ def test_readme_zoo_table_is_what_mobrl_prints(capsys) -> None:
 
 
 def test_zoo_list_reads_at_80_columns_and_as_json(capsys) -> None:
-    from mobrl.zoo.commands import list_command
+    from mobrl.evaluation.zoo.commands import list_command
 
     list_command(width=80)
     out = capsys.readouterr().out

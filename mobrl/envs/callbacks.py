@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ray.rllib.callbacks.callbacks import RLlibCallback
 
-from mobrl.netstats import EpisodeRecorder
+from mobrl.envs.netstats import EpisodeRecorder
 
 _RECORDER = "mobrl_recorder"
 #: mobrl's episode metrics are means over this many of the last episodes

@@ -7,21 +7,33 @@ torch), in two stages:
 2. `preflight`: what needs the scenario's env built (a Gymnasium task's action space against
    the algorithm).
 
-`check_config` runs both; `mobrl.config.validate_command_line` runs it for every value of a
-sweep before Hydra starts. Training then runs RLlib's own env checker once
+`check_config` runs both; `validate_command_line` (below) runs it for every value of a sweep
+before Hydra starts. Training then runs RLlib's own env checker once
 (`factory.check_env`), which needs Ray.
 """
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from mobrl.config import (
+    GROUPS,
+    MobrlConfig,
+    check_keys_exist,
+    choices,
+    compose,
+    group_options,
+    parse_overrides,
+)
+from mobrl.core.errors import UserError, unknown_choice
+from mobrl.core.files import check_writable
 from mobrl.envs.factory import SAMPLERS, env_config_from
-from mobrl.errors import UserError, unknown_choice
-from mobrl.files import check_writable
-from mobrl.kinds import kind_of
+from mobrl.scenarios.kinds import kind_of
 from mobrl.training.algos import ALGORITHMS, env_runners
 
 TUNE_MODES = ("max", "min")
@@ -165,6 +177,83 @@ def check_numbers(cfg: DictConfig) -> None:
             f"run.fault.max_failures={cfg.run.fault.max_failures} must be -1 (retry forever), "
             "0 (never) or a number of retries."
         )
-    from mobrl.faults import check_inject
+    from mobrl.core.faults import check_inject
 
     check_inject(cfg.run.fault.inject)
+
+
+#: composing the Cartesian product of group sweeps is cheap, but not unbounded
+_MAX_VALIDATED_COMBINATIONS = 64
+
+
+def validate_command_line(overrides: Sequence[str]) -> DictConfig:
+    """Check every override (every value of a sweep) without running anything.
+
+    Returns the config composed from the first value of each sweep. Raises `UserError` with a
+    one-line message on unknown groups, options or keys, bad values and unsupported algorithm
+    and scenario combinations.
+    """
+    parsed = parse_overrides(overrides)
+    for ov in parsed:
+        if ov.key_or_group.startswith("hydra"):
+            continue
+        if ov.key_or_group in GROUPS and not ov.is_delete():
+            for value in choices(ov):
+                if str(value) not in group_options(ov.key_or_group):
+                    raise unknown_choice(
+                        ov.key_or_group,
+                        str(value),
+                        group_options(ov.key_or_group),
+                        f"Use {ov.key_or_group}=<option>.",
+                    )
+        elif "." not in ov.key_or_group and not ov.is_add() and ov.key_or_group != "ray":
+            if ov.key_or_group not in MobrlConfig.__dataclass_fields__:
+                raise unknown_choice(
+                    "config group",
+                    ov.key_or_group,
+                    GROUPS,
+                    "Use group=option or key.path=value.",
+                )
+
+    plain = [ov.input_line for ov in parsed if not ov.is_sweep_override()]
+    sweeps = [ov for ov in parsed if ov.is_sweep_override()]
+    group_sweeps = [ov for ov in sweeps if ov.key_or_group in GROUPS]
+    key_sweeps = [ov for ov in sweeps if ov.key_or_group not in GROUPS]
+
+    def line(ov: Any, value: Any) -> str:
+        prefix = "++" if ov.is_force_add() else ("+" if ov.is_add() else "")
+        return f"{prefix}{ov.key_or_group}={_format_value(value)}"
+
+    first_keys = [line(ov, choices(ov)[0]) for ov in key_sweeps]
+    combos = list(
+        itertools.islice(
+            itertools.product(*[[line(ov, v) for v in choices(ov)] for ov in group_sweeps]),
+            _MAX_VALIDATED_COMBINATIONS,
+        )
+    )
+    first_cfg = None
+    for combo in combos:
+        cfg = _compose_checked(plain + list(combo) + first_keys)
+        first_cfg = first_cfg if first_cfg is not None else cfg
+    base_groups = [line(ov, choices(ov)[0]) for ov in group_sweeps]
+    for i, ov in enumerate(key_sweeps):
+        for value in choices(ov)[1:]:
+            others = first_keys[:i] + first_keys[i + 1 :]
+            _compose_checked(plain + base_groups + others + [line(ov, value)])
+    assert first_cfg is not None
+    return first_cfg
+
+
+def _format_value(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if value is None:
+        return "null"
+    return str(value).replace("'", "") if isinstance(value, (list, dict)) else repr(value)
+
+
+def _compose_checked(overrides: list[str]) -> DictConfig:
+    check_keys_exist(overrides)
+    cfg = compose(overrides)
+    check_config(cfg)
+    return cfg

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mobrl.kinds.base import ScenarioKind
+from mobrl.scenarios.kinds.base import ScenarioKind
 
 
 class GymKind(ScenarioKind):
@@ -63,7 +63,7 @@ def check_id_given(cfg: Any) -> None:
     """`scenario=gym` names its task with `scenario.id`, or a one-line error."""
     from omegaconf import OmegaConf
 
-    from mobrl.errors import UserError
+    from mobrl.core.errors import UserError
 
     if OmegaConf.is_missing(cfg.scenario, "id"):
         raise UserError(
@@ -77,7 +77,7 @@ def make_checked(cfg: Any) -> Any:
     import gymnasium as gym
     from omegaconf import OmegaConf
 
-    from mobrl.errors import UserError, first_line, unknown_choice
+    from mobrl.core.errors import UserError, first_line, unknown_choice
 
     check_id_given(cfg)
     env_id = cfg.scenario.id

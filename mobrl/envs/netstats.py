@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from mobrl import metrics as keys
-from mobrl.protocols import EpisodeStats, SnapshotSource, implements
+from mobrl.core import metrics as keys
+from mobrl.core.protocols import EpisodeStats, SnapshotSource, implements
 
 
 def jain_index(values: Iterable[float]) -> float:
@@ -119,7 +119,7 @@ class EpisodeTracker:
         return out
 
     def summary(self, per_ue: bool = True) -> dict[str, float]:
-        """Every metric of the episode, keyed by the tag names of `mobrl.metrics`."""
+        """Every metric of the episode, keyed by the tag names of `mobrl.core.metrics`."""
         if not self.steps:
             return {}
         ues = self.per_ue()

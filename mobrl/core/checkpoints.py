@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from mobrl.errors import UserError, first_line
+from mobrl.core.errors import UserError, first_line
 
 #: where the trained RLModules sit inside an algorithm checkpoint
 RL_MODULE_SUBDIR = Path("learner_group") / "learner" / "rl_module"
@@ -18,7 +18,7 @@ def _drop_rl_module_config_notice(record: Any) -> bool:
 def load_rl_modules(checkpoint: Path, trust: bool = False) -> dict[str, Any]:
     """Restore the trained RLModules (policy id -> module) without starting Ray. Unless
     `trust`, the checkpoint's pickles are first checked to need nothing but numpy, Gymnasium
-    spaces and RLlib's own module classes (mobrl.safe_load)."""
+    spaces and RLlib's own module classes (mobrl.core.safe_load)."""
     checkpoint = Path(checkpoint).absolute()
     if not checkpoint.exists():
         raise UserError(f"checkpoint '{checkpoint}' does not exist. Check the path.")
@@ -29,7 +29,7 @@ def load_rl_modules(checkpoint: Path, trust: bool = False) -> dict[str, Any]:
             "Point --checkpoint at a checkpoint_* dir or a run dir."
         )
     if not trust:
-        from mobrl.safe_load import check_checkpoint
+        from mobrl.core.safe_load import check_checkpoint
 
         check_checkpoint(module_dir, checkpoint)
     import logging
@@ -81,7 +81,7 @@ def check_weights(module: Any, state_file: Path, pid: str, checkpoint: Path, tru
         if trust:
             saved = pickle.load(handle)
         else:
-            from mobrl.safe_load import RestrictedUnpickler
+            from mobrl.core.safe_load import RestrictedUnpickler
 
             saved = RestrictedUnpickler(handle).load()  # already vetted by check_checkpoint
     saved = saved if isinstance(saved, dict) else {}

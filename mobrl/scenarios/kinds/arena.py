@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mobrl.kinds.base import ScenarioKind
+from mobrl.scenarios.kinds.base import ScenarioKind
 
 
 class ArenaKind(ScenarioKind):
@@ -29,7 +29,7 @@ class ArenaKind(ScenarioKind):
         return list(AGENTS)
 
     def callbacks(self, cfg: Any, env_config: dict[str, Any]) -> type | None:
-        from mobrl.callbacks import EpisodeMetricsCallback
+        from mobrl.envs.callbacks import EpisodeMetricsCallback
 
         return EpisodeMetricsCallback
 

@@ -7,11 +7,11 @@ import os
 from pathlib import Path
 from typing import Any
 
-from mobrl import metrics as keys
-from mobrl import zoo
-from mobrl.errors import UserError
-from mobrl.files import atomic_write_json
-from mobrl.rundir import TRIAL_RESULT
+from mobrl.core import metrics as keys
+from mobrl.core.errors import UserError
+from mobrl.core.files import atomic_write_json
+from mobrl.core.rundir import TRIAL_RESULT
+from mobrl.evaluation import zoo
 
 
 def _trial_progress(checkpoint: Path) -> dict[str, Any]:
@@ -39,8 +39,8 @@ def _trial_progress(checkpoint: Path) -> dict[str, Any]:
 
 def _evaluation(evaluation: Path, checkpoint: Path) -> dict[str, Any]:
     """The result of `mobrl evaluate` of this checkpoint, from its summary.json."""
+    from mobrl.core.metrics import EPISODE_METRICS
     from mobrl.evaluation.outputs import EvalDir
-    from mobrl.metrics import EPISODE_METRICS
 
     folder = EvalDir(evaluation if evaluation.is_dir() else evaluation.parent)
     summary = folder.read_summary()
@@ -88,9 +88,9 @@ def export_command(
     trust: bool = False,
 ) -> Path:
     """Write `<name>.npz` and `<name>.json` for the (picked) checkpoint."""
-    from mobrl.checkpoints import load_rl_modules
+    from mobrl.core.checkpoints import load_rl_modules
+    from mobrl.core.rundir import find_manifest, source_commit
     from mobrl.evaluation.targets import pick_checkpoint
-    from mobrl.rundir import find_manifest, source_commit
 
     if not name or not name.replace("_", "").replace("-", "").isalnum():
         raise UserError(f"--name '{name}' must be letters, digits, - and _. E.g. --name small.")
@@ -242,7 +242,7 @@ def list_command(
     from rich.console import Console
     from rich.table import Table
 
-    from mobrl.console import make_console
+    from mobrl.core.console import make_console
 
     if as_json:
         print(json.dumps(records(), indent=2))

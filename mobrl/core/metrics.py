@@ -68,7 +68,7 @@ def tensorboard_tag(key: str) -> str:
     return TENSORBOARD_PREFIX + key
 
 
-# --- coordination quality of mobile-env episodes (logged by mobrl.callbacks) ---------------
+# --- coordination quality of mobile-env episodes (logged by mobrl.envs.callbacks) ---------------
 
 
 @dataclass(frozen=True)
@@ -157,7 +157,7 @@ def result_key(tag: str) -> str:
     return f"env_runners/{tag}"
 
 
-# --- the two-agent grid arena (logged by mobrl.callbacks.EpisodeMetricsCallback) ------------
+# --- the two-agent grid arena (logged by mobrl.envs.callbacks.EpisodeMetricsCallback) ------------
 #: new cells the explorer reached in an episode
 ARENA_NEW_CELLS = "arena/explorer/cells_discovered"
 #: times the chaser caught the explorer in an episode

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from mobrl import metrics as keys
+from mobrl.core import metrics as keys
 from mobrl.envs.factory import make_env
-from mobrl.netstats import EpisodeRecorder
+from mobrl.envs.netstats import EpisodeRecorder
 
 #: column prefix of a policy's own return, e.g. "return/explorer"
 RETURN_OF = "return/"
@@ -15,7 +15,7 @@ RETURN_OF = "return/"
 
 def episode_env(env_config: dict[str, Any], seed: int) -> Any:
     """A fresh env whose episode is fixed by `seed` (with its reset seed: `play`)."""
-    from mobrl.kinds import kind_of
+    from mobrl.scenarios.kinds import kind_of
 
     return make_env(kind_of(env_config).seeded(env_config, seed))
 

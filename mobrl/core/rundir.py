@@ -13,7 +13,7 @@
     <trial>/progress.csv, result.json, events.out.tfevents.*, checkpoint_*/
 ```
 
-Everything is written atomically (`mobrl.files`); reading a damaged file is a one-line error.
+Everything is written atomically (`mobrl.core.files`); reading a damaged file is a one-line error.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from mobrl.errors import UserError, first_line
+from mobrl.core.errors import UserError
 
 #: files of a Tune trial dir
 TRIAL_PROGRESS = "progress.csv"
@@ -48,7 +48,7 @@ class RunDir:
     TUNE = "tune"
     #: Tune's experiment state inside the experiment dir
     TUNER_STATE = "tuner.pkl"
-    #: claimed faults of run.fault.inject (mobrl.faults)
+    #: claimed faults of run.fault.inject (mobrl.core.faults)
     FAULTS = ".faults"
 
     def __init__(self, path: Path | str):
@@ -110,7 +110,7 @@ class RunDir:
     def write_config(self, cfg: Any) -> Path:
         from omegaconf import OmegaConf
 
-        from mobrl.files import atomic_write_text
+        from mobrl.core.files import atomic_write_text
 
         self.path.mkdir(parents=True, exist_ok=True)
         return atomic_write_text(self.config_file, OmegaConf.to_yaml(cfg, resolve=True))
@@ -118,7 +118,7 @@ class RunDir:
     def write_manifest(self, manifest: dict[str, Any]) -> Path:
         """The manifest in the run dir, and in the experiment dir when that is elsewhere
         (run.storage_path), so checkpoints there describe themselves too."""
-        from mobrl.files import atomic_write_json
+        from mobrl.core.files import atomic_write_json
 
         self.path.mkdir(parents=True, exist_ok=True)
         experiment = self.experiment_dir(manifest)
@@ -126,33 +126,6 @@ class RunDir:
             experiment.mkdir(parents=True, exist_ok=True)
             atomic_write_json(experiment / self.MANIFEST, manifest)
         return atomic_write_json(self.manifest_file, manifest)
-
-    def load(self) -> tuple[Any, dict[str, Any]]:
-        """The resolved config (checked against the schema) and the manifest; one-line errors
-        for a folder that is not a run dir or holds damaged files."""
-        from omegaconf import OmegaConf
-
-        from mobrl.config.schema import MobrlConfig
-
-        if not self.path.is_dir():
-            raise UserError(
-                f"--resume '{self.path}' is not a directory. Give the run dir printed at start."
-            )
-        if not self.is_run():
-            raise UserError(
-                f"'{self.path}' is not a mobrl run dir (no {self.CONFIG} and {self.MANIFEST}). "
-                "Give the run dir that `mobrl train` printed at its start."
-            )
-        try:
-            loaded = OmegaConf.load(self.config_file)
-            cfg = OmegaConf.merge(OmegaConf.structured(MobrlConfig), loaded)
-            manifest = json.loads(self.manifest_file.read_text())
-        except Exception as err:  # YAML, schema or JSON errors of an edited or damaged file
-            raise UserError(
-                f"cannot read the run's config or manifest in '{self.path}': "
-                f"{first_line(err)}. Restore the files or start a new run."
-            ) from err
-        return cfg, manifest
 
     def read_config(self) -> dict[str, Any]:
         """The resolved config as plain data (no schema)."""
@@ -162,7 +135,7 @@ class RunDir:
 
     def write_summary(self, summary: dict[str, Any], trials: Any) -> list[Path]:
         """summary.json and trials.csv (`trials`: a DataFrame, one row per trial)."""
-        from mobrl.files import atomic_write_csv, atomic_write_json
+        from mobrl.core.files import atomic_write_csv, atomic_write_json
 
         written = [
             atomic_write_json(self.summary_file, summary),

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from mobrl.kinds.base import ScenarioKind
+from mobrl.scenarios.kinds.base import ScenarioKind
 
 MOBILE_MODES = ("ma", "central")
 #: `fast`: mobrl's array engine (mobrl.envs.engine); `stock`: mobile-env's own step
@@ -94,7 +94,7 @@ class MobileKind(ScenarioKind):
     draws_own_frames = True  # mobrl.rendering.frames draws the network, not mobile-env's view
 
     def check(self, cfg: Any) -> None:
-        from mobrl.errors import UserError, unknown_choice
+        from mobrl.core.errors import UserError, unknown_choice
 
         if not cfg.scenario.path:
             raise UserError(
@@ -152,7 +152,7 @@ class MobileKind(ScenarioKind):
 
         if not cfg.run.ue_metrics or uses_slots(env_config):
             return None  # the UE-slot env logs its own metrics
-        from mobrl.callbacks import EpisodeMetricsCallback
+        from mobrl.envs.callbacks import EpisodeMetricsCallback
 
         return EpisodeMetricsCallback
 
@@ -175,7 +175,7 @@ class MobileKind(ScenarioKind):
 
 def check_obs(obs: str, mode: str = "ma") -> str:
     """A known `env.obs` value that applies to `env.mode`, or a one-line error."""
-    from mobrl.errors import UserError, unknown_choice
+    from mobrl.core.errors import UserError, unknown_choice
 
     if obs not in OBSERVATIONS:
         raise unknown_choice(
@@ -191,7 +191,7 @@ def check_obs(obs: str, mode: str = "ma") -> str:
 
 def check_reward(reward: str, mode: str = "ma") -> str:
     """A known `env.reward` that applies to `env.mode`, or a one-line error."""
-    from mobrl.errors import UserError, unknown_choice
+    from mobrl.core.errors import UserError, unknown_choice
 
     if reward not in REWARDS:
         raise unknown_choice(
@@ -207,7 +207,7 @@ def check_reward(reward: str, mode: str = "ma") -> str:
 
 def check_topk(value: Any) -> int:
     """`env.topk` as a positive slot count (None: the default), or a one-line error."""
-    from mobrl.errors import UserError
+    from mobrl.core.errors import UserError
 
     if value is None:
         return TOPK_DEFAULT
@@ -221,7 +221,7 @@ def check_topk(value: Any) -> int:
 
 def check_team_reward(value: Any) -> float:
     """`env.team_reward` as a float in [0, 1], or a one-line error."""
-    from mobrl.errors import UserError
+    from mobrl.core.errors import UserError
 
     share = float(value)  # the schema has made it a float already
     if not 0.0 <= share <= 1.0:
@@ -311,7 +311,7 @@ def register_gym_ids() -> None:
             if env_id not in gym.registry:
                 gym.register(
                     env_id,
-                    entry_point="mobrl.kinds.mobile:make_gym_env",
+                    entry_point="mobrl.scenarios.kinds.mobile:make_gym_env",
                     kwargs={"layout": path.stem, "mode": mode},
                 )
 

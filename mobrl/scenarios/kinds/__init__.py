@@ -12,7 +12,7 @@ import pkgutil
 from functools import cache
 from typing import Any
 
-from mobrl.kinds.base import ScenarioKind
+from mobrl.scenarios.kinds.base import ScenarioKind
 
 __all__ = ["ScenarioKind", "kind_names", "kind_of"]
 
@@ -26,7 +26,7 @@ def kind_names() -> tuple[str, ...]:
 @cache
 def _load(name: str) -> ScenarioKind:
     kind = importlib.import_module(f"{__name__}.{name}").KIND
-    assert kind.name == name, f"mobrl.kinds.{name}.KIND is named '{kind.name}'"
+    assert kind.name == name, f"mobrl.scenarios.kinds.{name}.KIND is named '{kind.name}'"
     return kind
 
 
@@ -40,7 +40,7 @@ def kind_of(what: Any) -> ScenarioKind:
     else:
         name = what.scenario.kind
     if name not in kind_names():
-        from mobrl.errors import unknown_choice
+        from mobrl.core.errors import unknown_choice
 
         raise unknown_choice("scenario.kind", str(name), kind_names(), "Fix scenario.kind.")
     return _load(name)

@@ -7,11 +7,11 @@ from typing import Any
 
 import numpy as np
 
-from mobrl.checkpoints import load_rl_modules
+from mobrl.core.checkpoints import load_rl_modules
+from mobrl.core.errors import UserError, unknown_choice
+from mobrl.core.protocols import SnrArrays, implements
+from mobrl.core.rundir import find_manifest
 from mobrl.envs.factory import policy_setup
-from mobrl.errors import UserError, unknown_choice
-from mobrl.protocols import SnrArrays, implements
-from mobrl.rundir import find_manifest
 
 
 class TrainedPolicy:
@@ -135,7 +135,7 @@ _TIE = 1e-4
 
 
 class _NumpyActor:
-    """The argmax action of an exported MLP (`mobrl.zoo.export_layers`), or None when two
+    """The argmax action of an exported MLP (`mobrl.evaluation.zoo.export_layers`), or None when two
     logits of any row are too close to call without torch's own arithmetic."""
 
     def __init__(self, layers: list[tuple[str, Any]], nvec: list[int] | None):
@@ -143,7 +143,7 @@ class _NumpyActor:
         self.nvec = nvec
 
     def decide(self, batch: np.ndarray) -> np.ndarray | None:
-        from mobrl.zoo import logit_parts, logits
+        from mobrl.evaluation.zoo import logit_parts, logits
 
         chosen = []
         for part in logit_parts(logits(self.layers, batch), self.nvec):
@@ -158,7 +158,7 @@ def _numpy_actor(module: Any) -> _NumpyActor | None:
     """A numpy actor for RLlib's default MLP modules with discrete actions, else None."""
     from gymnasium import spaces
 
-    from mobrl.zoo import export_layers
+    from mobrl.evaluation.zoo import export_layers
 
     space = getattr(module, "action_space", None)
     if not isinstance(space, (spaces.Discrete, spaces.MultiDiscrete)):
@@ -175,7 +175,7 @@ def load_policy(
     checkpoint: Any, env_config: dict[str, Any], explore: bool = False, trust: bool = False
 ) -> Any:
     """A checkpoint's policy, or a zoo entry's for `zoo:<name>` (no Ray, no torch)."""
-    from mobrl import zoo
+    from mobrl.evaluation import zoo
 
     if zoo.is_ref(checkpoint):
         return zoo.ZooPolicy.load(str(checkpoint), explore=explore)
@@ -409,7 +409,7 @@ BASELINES: dict[str, type[Baseline]] = {
 
 def baselines_for(env_config: dict[str, Any]) -> list[str]:
     """Baselines that make sense for a scenario (the default set of `mobrl evaluate`)."""
-    from mobrl.kinds import kind_of
+    from mobrl.scenarios.kinds import kind_of
 
     return kind_of(env_config).baselines(env_config)
 

@@ -15,8 +15,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from mobrl.errors import unknown_choice
-from mobrl.rundir import RunDir
+from mobrl.core.errors import unknown_choice
+from mobrl.core.rundir import RunDir
 
 #: what `run.fault.inject.what` can name
 KINDS = ("env_error", "env_exit", "trial_exit")

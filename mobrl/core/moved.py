@@ -17,6 +17,37 @@ MOVED = {
     "mobrl.training_eval": "mobrl.training.periodic_eval",
     "mobrl.tuning": "mobrl.training.tuning",
     "mobrl.algos": "mobrl.training.algos",
+    **{
+        f"mobrl.{m}": f"mobrl.core.{m}"
+        for m in (
+            "errors",
+            "console",
+            "files",
+            "protocols",
+            "metrics",
+            "rundir",
+            "checkpoints",
+            "safe_load",
+        )
+    },  # fmt: skip
+    "mobrl.cli_options": "mobrl.cli.options",
+    "mobrl.callbacks": "mobrl.envs.callbacks",
+    "mobrl.netstats": "mobrl.envs.netstats",
+    "mobrl.faults": "mobrl.core.faults",
+    "mobrl.policies": "mobrl.evaluation.policies",
+    "mobrl.rollout": "mobrl.evaluation.rollout",
+    "mobrl.zoo": "mobrl.evaluation.zoo",
+    "mobrl.zoo.commands": "mobrl.evaluation.zoo.commands",
+    **{
+        f"mobrl.kinds{m}": f"mobrl.scenarios.kinds{m}"
+        for m in (
+            "",
+            ".base",
+            ".mobile",
+            ".gym",
+            ".arena",
+        )
+    },  # fmt: skip
 }
 
 
@@ -35,4 +66,4 @@ class _Alias(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
 def install() -> None:
     if not any(isinstance(finder, _Alias) for finder in sys.meta_path):
-        sys.meta_path.append(_Alias())
+        sys.meta_path.insert(0, _Alias())  # before the path finder, which would load a 2nd copy

@@ -1,10 +1,10 @@
-"""The shape every scenario kind follows (`mobrl.kinds`): one class, one module, one instance.
+"""The shape every scenario kind follows (`mobrl.scenarios.kinds`): one class, one module, one instance.
 
 A kind owns everything that differs between families of scenarios: which settings of the
 composed config it reads and checks, how its env is built from the plain `env_config` dict,
 its agents and their default policy mapping, the RLlib callbacks that log its metrics, how an
 episode is fixed by a seed, which heuristic baselines apply, how it is drawn and how it is
-listed. Code outside `mobrl.kinds` asks the kind (`mobrl.kinds.kind_of`) instead of testing
+listed. Code outside `mobrl.scenarios.kinds` asks the kind (`mobrl.scenarios.kinds.kind_of`) instead of testing
 its name. Methods import their heavy libraries when called: checking a config must not
 import Ray, torch or mobile-env.
 """

@@ -9,8 +9,8 @@ from typing import Annotated
 
 import typer
 
+from mobrl.core.metrics import X_AXES
 from mobrl.evaluation.targets import PICKS
-from mobrl.metrics import X_AXES
 
 #: --pick of evaluate and render
 PICK_HELP = (

@@ -1,6 +1,6 @@
 """The model zoo: trained policies shipped with mobrl, run with numpy alone (no Ray, no torch).
 
-An entry is two files in `mobrl/zoo/entries/`: `<name>.npz` holds the layers of the policy
+An entry is two files in `mobrl/evaluation/zoo/entries/`: `<name>.npz` holds the layers of the policy
 network (what acting needs: the actor's MLP and its action head; the critic is left out) as
 plain arrays, loaded with `allow_pickle=False`, so a zoo file cannot run code; `<name>.json`
 records the env to act in, how the policy was trained (command, mobrl commit, wall time, env
@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from mobrl.errors import UserError, first_line, unknown_choice
+from mobrl.core.errors import UserError, first_line, unknown_choice
 
 #: `--checkpoint zoo:<name>` names a zoo entry
 PREFIX = "zoo:"
@@ -35,7 +35,7 @@ def is_ref(checkpoint: Any) -> bool:
 
 
 def entries_dir() -> Path:
-    return Path(str(resources.files("mobrl.zoo").joinpath("entries")))
+    return Path(str(resources.files("mobrl.evaluation.zoo").joinpath("entries")))
 
 
 def names() -> list[str]:

@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from mobrl.errors import UserError
+from mobrl.core.errors import UserError
 
 
 def _can_create_file(folder: Path) -> bool:

@@ -21,7 +21,7 @@ import pickle
 from pathlib import Path
 from typing import Any
 
-from mobrl.errors import UserError
+from mobrl.core.errors import UserError
 
 #: exact (module, name) pairs admitted besides the RLlib classes below
 ALLOWED = {

@@ -13,7 +13,7 @@ from typing import Annotated
 import typer
 
 from mobrl import __version__
-from mobrl.cli_options import (
+from mobrl.cli.options import (
     Episodes,
     Explore,
     Output,
@@ -24,7 +24,7 @@ from mobrl.cli_options import (
     Workers,
     XAxis,
 )
-from mobrl.errors import USER_ERROR_EXIT, UserError, first_line
+from mobrl.core.errors import USER_ERROR_EXIT, UserError, first_line
 
 app = typer.Typer(
     name="mobrl",
@@ -92,7 +92,8 @@ def train(
         raise UserError("--retry-errored goes with --resume RUN_DIR. Add --resume RUN_DIR.")
     from hydra._internal.utils import get_args_parser
 
-    from mobrl.config import run_hydra, validate_command_line
+    from mobrl.config import run_hydra
+    from mobrl.training.checks import validate_command_line
 
     parsed = get_args_parser().parse_args(args)
     informational = parsed.help or parsed.hydra_help or parsed.shell_completion or parsed.info
@@ -281,7 +282,7 @@ app.add_typer(scenarios_app, name="scenarios")
 @scenarios_app.command("list")
 def scenarios_list() -> None:
     """Every scenario: stations, UEs, map size, and the spaces of each env mode."""
-    from mobrl.console import make_console
+    from mobrl.core.console import make_console
     from mobrl.scenarios.commands import list_scenarios
 
     list_scenarios(make_console())
@@ -333,7 +334,7 @@ def zoo_list(
 ) -> None:
     """Every zoo policy: its scenario, held-out evaluation against the heuristics, training
     cost and the command that trained it. Use one with --checkpoint zoo:<name>."""
-    from mobrl.zoo.commands import list_command
+    from mobrl.evaluation.zoo.commands import list_command
 
     list_command(markdown, wide=wide, as_json=as_json)
 
@@ -357,7 +358,7 @@ def zoo_export(
 ) -> None:
     """Write a checkpoint's policy network as plain arrays plus its provenance: a policy that
     loads without Ray or torch and cannot run code when loaded."""
-    from mobrl.zoo.commands import export_command
+    from mobrl.evaluation.zoo.commands import export_command
 
     written = export_command(checkpoint, name, evaluation, output, pick.value, trust)
     print(
