@@ -14,12 +14,21 @@ import typer
 
 from mobrl import __version__
 from mobrl.cli.options import (
+    ConfigDir,
+    ConfigName,
     Episodes,
     Explore,
+    HydraCfg,
+    HydraHelp,
+    HydraInfo,
+    Multirun,
     Output,
+    Package,
     Pick,
     PickOption,
+    Resolve,
     Seed,
+    ShowHelp,
     Trust,
     Workers,
     XAxis,
@@ -57,9 +66,14 @@ def root(
     """mobrl: one command each to configure, train, compare, evaluate, render and sweep."""
 
 
-@app.command(context_settings=_PASS_THROUGH, add_help_option=False)
+@app.command(add_help_option=False)
 def train(
-    ctx: typer.Context,
+    overrides: Annotated[
+        list[str] | None,
+        typer.Argument(
+            help="GROUP=OPTION and KEY=VALUE overrides (a,b,c sweeps with -m).", show_default=False
+        ),
+    ] = None,
     resume: Annotated[
         Path | None,
         typer.Option(
@@ -70,6 +84,15 @@ def train(
         bool,
         typer.Option("--retry-errored", help="With --resume: restart trials that failed too."),
     ] = False,
+    multirun: Multirun = False,
+    cfg: HydraCfg = None,
+    resolve: Resolve = False,
+    package: Package = None,
+    info: HydraInfo = None,
+    config_dir: ConfigDir = None,
+    config_name: ConfigName = None,
+    show_help: ShowHelp = False,
+    hydra_help: HydraHelp = False,
 ) -> None:
     """Train with RLlib through Ray Tune: mobrl train GROUP=OPTION KEY=VALUE [-m] [--cfg job].
 
@@ -77,11 +100,11 @@ def train(
     every config key; Hydra's flags (-m/--multirun, --cfg, -cd, ...) keep their meaning.
     `mobrl train --resume RUN_DIR [--retry-errored]` continues an interrupted run.
     """
-    args = list(ctx.args)
+    overrides = list(overrides or [])
     if resume is not None:
-        if args:
+        if overrides:
             raise UserError(
-                f"--resume continues a run with its own config; drop {' '.join(args)} "
+                f"--resume continues a run with its own config; drop {' '.join(overrides)} "
                 "(start a new run to change settings)."
             )
         from mobrl.training.run import resume_training
@@ -90,20 +113,36 @@ def train(
         return
     if retry_errored:
         raise UserError("--retry-errored goes with --resume RUN_DIR. Add --resume RUN_DIR.")
-    from hydra._internal.utils import get_args_parser
-
-    from mobrl.config import run_hydra
+    from mobrl.config import parse_overrides, run_hydra
     from mobrl.training.checks import validate_command_line
 
-    parsed = get_args_parser().parse_args(args)
-    informational = parsed.help or parsed.hydra_help or parsed.shell_completion or parsed.info
-    if not informational:
-        validate_command_line(parsed.overrides)
-    if parsed.help and not parsed.resolve:
-        args.append("--resolve")  # show values, not `${...}` interpolations, in the help
+    modes = [name for name, on in (("-m", multirun), ("--cfg", cfg), ("--info", info)) if on]
+    if len(modes) > 1:
+        raise UserError(f"{' and '.join(modes)} do not go together. Use one of them.")
+    if not (show_help or hydra_help or info):
+        validate_command_line(overrides)
+        sweeps = [ov.input_line for ov in parse_overrides(overrides) if ov.is_sweep_override()]
+        if sweeps and not multirun:
+            raise UserError(
+                f"{' '.join(sweeps)} sweeps over several values. Add -m to run one job per "
+                "value, or give one value."
+            )
+    flags = {
+        "--multirun": multirun, "--cfg": cfg and cfg.value, "--package": package,
+        "--info": info and info.value, "--config-dir": config_dir, "--config-name": config_name,
+        "--help": show_help, "--hydra-help": hydra_help,
+        # show values, not `${...}` interpolations, in the help
+        "--resolve": resolve or show_help,
+    }  # fmt: skip
+    argv = [*overrides]
+    for flag, value in flags.items():
+        if value is True:
+            argv.append(flag)
+        elif value:
+            argv += [flag, str(value)]
     from mobrl.training.run import train_task
 
-    run_hydra(train_task, args, prog="mobrl train")
+    run_hydra(train_task, argv, prog="mobrl train")
 
 
 @app.command(context_settings=_PASS_THROUGH)

@@ -46,3 +46,39 @@ Trust = Annotated[
         help="Load a checkpoint whose pickles need more than RLlib's own classes (runs its code).",
     ),
 ]
+
+
+# Hydra's own flags of `mobrl train`, parsed here and handed on to `hydra.main` unchanged
+HydraCfgChoice = Enum("HydraCfgChoice", {n: n for n in ("job", "hydra", "all")}, type=str)  # type: ignore[misc]
+HydraInfoTopic = Enum(  # type: ignore[misc]
+    "HydraInfoTopic",
+    {n: n for n in ("all", "config", "defaults", "defaults-tree", "plugins", "searchpath")},
+    type=str,
+)
+HydraCfg = Annotated[
+    HydraCfgChoice | None,
+    typer.Option("--cfg", "-c", help="Print the config (job, hydra or all) instead of running."),
+]
+HydraInfo = Annotated[
+    HydraInfoTopic | None,
+    typer.Option("--info", "-i", help="Hydra's information on a topic (all for everything)."),
+]
+Multirun = Annotated[
+    bool, typer.Option("--multirun", "-m", help="One job per value of each a,b,c override.")
+]
+Resolve = Annotated[
+    bool, typer.Option("--resolve", help="With --cfg or --help: values, not interpolations.")
+]
+Package = Annotated[
+    str | None, typer.Option("--package", "-p", help="With --cfg: only this part of the config.")
+]
+ConfigDir = Annotated[
+    str | None, typer.Option("--config-dir", "-cd", help="Another dir of config groups to add.")
+]
+ConfigName = Annotated[
+    str | None, typer.Option("--config-name", "-cn", help="Another primary config by name.")
+]
+ShowHelp = Annotated[
+    bool, typer.Option("--help", "-h", help="The groups, their options and every config key.")
+]
+HydraHelp = Annotated[bool, typer.Option("--hydra-help", help="Hydra's own help.")]

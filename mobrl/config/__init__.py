@@ -20,7 +20,6 @@ __all__ = [
     "MobrlConfig",
     "compose",
     "group_options",
-    "check_keys_exist",
     "load_run",
     "run_hydra",
 ]
@@ -65,6 +64,7 @@ def compose(overrides: Sequence[str] = ()) -> DictConfig:
         with initialize_config_module(CONFIG_MODULE, version_base=VERSION_BASE):
             return hydra_compose(CONFIG_NAME, overrides=list(overrides))
     except Exception as err:  # Hydra's errors are many-lined; turn them into one line
+        _check_keys_exist(overrides)  # an unknown key: name the closest ones
         raise _translate_compose_error(err, overrides) from err
     finally:
         GlobalHydra.instance().clear()
@@ -136,8 +136,9 @@ def choices(override: Any) -> list[Any]:
     return [override.value()]
 
 
-def check_keys_exist(overrides: list[str]) -> None:
-    """Name the closest existing key when an override sets a key the config does not have."""
+def _check_keys_exist(overrides: Sequence[str]) -> None:
+    """Name the closest existing key when an override sets a key the config does not have
+    (asked only when composing failed: it composes the groups alone)."""
     parsed = parse_overrides(overrides)
     plain = [ov for ov in parsed if not ov.is_add() and not ov.is_delete()]
     key_ovs = [

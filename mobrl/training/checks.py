@@ -24,7 +24,6 @@ from omegaconf import DictConfig, OmegaConf
 from mobrl.config import (
     GROUPS,
     MobrlConfig,
-    check_keys_exist,
     choices,
     compose,
     group_options,
@@ -253,7 +252,6 @@ def _format_value(value: Any) -> str:
 
 
 def _compose_checked(overrides: list[str]) -> DictConfig:
-    check_keys_exist(overrides)
     cfg = compose(overrides)
     check_config(cfg)
     return cfg

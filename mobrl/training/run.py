@@ -102,8 +102,9 @@ def run_training(
     experiment_name = RunDir.TUNE if storage == run.path else run.path.name
     experiment_dir = storage / experiment_name
     configure_ray(cfg.ray.log_level)
-    from mobrl.core import faults, tuning
+    from mobrl.core import faults
     from mobrl.envs import factory
+    from mobrl.training import tuning
     from mobrl.training.algos import build_algorithm_config
 
     env_config = factory.env_config_from(cfg)
@@ -129,8 +130,9 @@ def run_training(
 def resume_training(run_dir: Path, retry_errored: bool = False) -> float | None:
     """Continue an interrupted `mobrl train` run: unfinished trials restart from their latest
     checkpoints, finished ones stay as they are, errored ones restart only if asked."""
-    from mobrl.core import faults, tuning
+    from mobrl.core import faults
     from mobrl.envs import factory
+    from mobrl.training import tuning
     from mobrl.training.algos import build_algorithm_config
 
     run = RunDir(run_dir)

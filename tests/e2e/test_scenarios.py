@@ -8,8 +8,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from mobrl import scenarios
 from mobrl.config import group_options
-from mobrl.core import metrics, scenarios
+from mobrl.core import metrics
 from tests.conftest import run_mobrl
 
 pytestmark = pytest.mark.slow

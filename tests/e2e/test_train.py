@@ -208,3 +208,37 @@ def test_tensorboard_holds_per_ue_and_fairness_metrics(run_fixture: str, request
         for k in (metrics.UTILITY_MIN, metrics.UTILITY_MEAN, metrics.UTILITY_MAX)
     )
     assert low <= mean <= high
+
+
+def test_one_train_reads_its_layout_once_and_validates_one_composed_config(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`mobrl train` in one process: validation composes the config once (Hydra's own runner
+    then composes it for the job), and the layout file is read and checked once: everything
+    after gets it from the checked config."""
+    import hydra
+
+    from mobrl import scenarios
+    from mobrl.cli import main
+
+    reads: list[Path] = []
+    composes: list[list[str]] = []
+    read, compose = scenarios._read, hydra.compose
+    monkeypatch.setattr(scenarios, "_LOADED", {})
+    monkeypatch.setattr(scenarios, "_read", lambda path: reads.append(path) or read(path))
+
+    def counted(config_name, overrides, *args, **kwargs):  # noqa: ANN001, ANN202
+        composes.append(list(overrides))
+        return compose(config_name, overrides, *args, **kwargs)
+
+    monkeypatch.setattr(hydra, "compose", counted)
+    monkeypatch.chdir(tmp_path)
+    run_dir = tmp_path / "run"
+    argv = ["mobrl", "train", "scenario=small", "run=smoke", f"hydra.run.dir={run_dir}"]
+    monkeypatch.setattr(sys, "argv", argv)
+    with pytest.raises(SystemExit) as ended:
+        main()
+    assert ended.value.code == 0
+    assert (run_dir / "summary.json").is_file()
+    assert [p.name for p in reads] == ["small.yaml"]
+    assert composes == [argv[2:]]
