@@ -12,11 +12,11 @@ from typing import Any, Protocol, runtime_checkable
 
 
 @runtime_checkable
-class SnapshotSource(Protocol):
-    """A mobile-env core that hands over its last step itself (mobrl's fast engine):
-    utilities, rates, serving stations and serving-link SNRs by UE id."""
+class MetricArrays(Protocol):
+    """A mobile-env core that hands over its last step as `EpisodeTracker`'s arrays itself
+    (mobrl's fast engine): utilities, rates, links and SNRs, UEs in id order."""
 
-    def step_snapshot(self) -> tuple[dict, dict, dict, dict]: ...
+    def metric_arrays(self) -> tuple[Any, Any, Any, Any]: ...
 
 
 @runtime_checkable

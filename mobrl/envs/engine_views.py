@@ -130,28 +130,8 @@ class StockViews:
         """Stock code assigns it; the engine derives it."""
 
     def metric_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """The last step for mobrl's `ArrayEpisodeTracker`, UEs in id order: scaled utility
+        """The last step for mobrl's `EpisodeTracker`, UEs in id order: scaled utility
         (NaN: not active), data rate, the (BS, UE) links up and every pair's SNR in dB."""
         rate = np.where(self._connected_before, self._macro, 0.0)
         snr_db = 10.0 * np.log10(np.maximum(self._snr, 1e-30))
         return self._util, rate, self._conn, snr_db
-
-    def step_snapshot(self) -> tuple[dict, dict, dict, dict]:
-        """The last step for mobrl's metrics, straight from the arrays (see netstats)."""
-        util_idx = np.flatnonzero(~np.isnan(self._util))
-        ids = self._ue_ids
-        utilities = dict(zip(ids[util_idx].tolist(), self._util[util_idx].tolist()))
-        macro = self._macro
-        rates = {ids[i]: float(macro[i]) if self._connected_before[i] else 0.0 for i in util_idx}
-        serving: dict[int, list[int]] = {}
-        snr_db: dict[int, list[float]] = {}
-        in_util = np.zeros(len(ids), dtype=bool)
-        in_util[util_idx] = True
-        links = self._conn & in_util[None, :]
-        if links.any():
-            ue_idx, bs_idx = np.nonzero(links.T)  # grouped by UE, BS in id order
-            db = 10.0 * np.log10(np.maximum(self._snr[bs_idx, ue_idx], 1e-30))
-            for u, b, value in zip(ids[ue_idx].tolist(), bs_idx.tolist(), db.tolist()):
-                serving.setdefault(u, []).append(b)
-                snr_db.setdefault(u, []).append(value)
-        return utilities, rates, serving, snr_db

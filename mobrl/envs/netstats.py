@@ -1,19 +1,20 @@
 """Coordination-quality statistics of mobile-network episodes: per UE, across UEs, per network.
 
-Pure numpy, no RLlib: the callbacks feed it one step at a time, and evaluation reuses it.
+Pure numpy, no RLlib. One path from a step to an episode's measures: `step_arrays` reads the
+last step of either engine as arrays, `EpisodeTracker` accumulates them, and `EpisodeRecorder`
+does both for training callbacks, evaluation rollouts and the UE-slot sampler alike.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
 
 from mobrl.core import metrics as keys
-from mobrl.core.protocols import EpisodeStats, SnapshotSource, implements
+from mobrl.core.protocols import EpisodeStats, MetricArrays, implements
 
 
 def jain_index(values: Iterable[float]) -> float:
@@ -41,80 +42,65 @@ def utility_to_unit(u: float) -> float:
     return (u + 1.0) / 2.0
 
 
-@dataclass
-class _UEStats:
-    steps: int = 0
-    utility: float = 0.0
-    rate: float = 0.0
-    snr_db: float = 0.0
-    snr_links: int = 0
-    connections: int = 0
-    connected_steps: int = 0
-    changes: int = 0
-    serving: frozenset = field(default_factory=frozenset)
-
-
 class EpisodeTracker:
-    """Accumulates one episode, step by step; UEs count only on steps they are active."""
+    """Accumulates one episode from each step's arrays (`step_arrays`), UEs in `ue_ids`
+    order; a UE counts only on the steps it is active."""
 
-    def __init__(self, num_stations: int):
+    def __init__(self, num_stations: int, ue_ids: Iterable[Any]):
         self.num_stations = num_stations
-        self.ues: dict[Any, _UEStats] = {}
+        self.ue_ids = list(ue_ids)
+        n = len(self.ue_ids)
         self.steps = 0
+        self._sums = {k: np.zeros(n) for k in ("steps", "utility", "rate", "snr_db", "snr_links",
+                                                "connections", "connected", "changes")}  # fmt: skip
+        self._serving = np.zeros((num_stations, n), dtype=bool)
         self._utility_sum = 0.0
         self._connected_fraction_sum = 0.0
         self._connections_per_bs_sum = 0.0
         self._busy_bs_fraction_sum = 0.0
 
-    def record_step(
-        self,
-        utilities: Mapping[Any, float],
-        rates: Mapping[Any, float],
-        serving: Mapping[Any, Iterable[Any]],
-        snr_db: Mapping[Any, Iterable[float]] | None = None,
+    def record(
+        self, utility: np.ndarray, rate: np.ndarray, links: np.ndarray, snr_db: np.ndarray
     ) -> None:
-        """One step of the active UEs: their scaled utility, data rate, the base stations
-        serving them and the SNR (dB) of each serving link."""
-        if not utilities:
+        """One step: each UE's scaled utility (NaN: not active), data rate, the (BS, UE) links
+        serving it and every link's SNR (dB)."""
+        active = ~np.isnan(utility)
+        n = int(np.count_nonzero(active))
+        if not n:
             return
         self.steps += 1
-        busy: set[Any] = set()
-        connected = 0
-        links = 0
-        for ue, utility in utilities.items():
-            stats = self.ues.setdefault(ue, _UEStats())
-            now = frozenset(serving.get(ue, ()))
-            stats.steps += 1
-            stats.utility += float(utility)
-            stats.rate += float(rates.get(ue, 0.0))
-            stats.connections += len(now)
-            if now:
-                stats.connected_steps += 1
-                connected += 1
-            stats.changes += len(now ^ stats.serving)
-            stats.serving = now
-            for value in (snr_db or {}).get(ue, ()):
-                stats.snr_db += float(value)
-                stats.snr_links += 1
-            busy |= now
-            links += len(now)
-        n = len(utilities)
-        self._utility_sum += sum(float(u) for u in utilities.values()) / n
-        self._connected_fraction_sum += connected / n
-        self._connections_per_bs_sum += links / max(self.num_stations, 1)
-        self._busy_bs_fraction_sum += len(busy) / max(self.num_stations, 1)
+        links = links & active[None, :]
+        per_ue = links.sum(axis=0)
+        sums = self._sums
+        sums["steps"] += active
+        sums["utility"] += np.where(active, utility, 0.0)
+        sums["rate"] += np.where(active, rate, 0.0)
+        sums["connections"] += per_ue
+        sums["connected"] += per_ue > 0
+        sums["snr_db"] += np.where(links, snr_db, 0.0).sum(axis=0)
+        sums["snr_links"] += per_ue
+        changed = (links ^ self._serving).sum(axis=0)
+        sums["changes"] += np.where(active, changed, 0)
+        self._serving[:, active] = links[:, active]
+        self._utility_sum += float(utility[active].sum()) / n
+        self._connected_fraction_sum += int(np.count_nonzero(per_ue[active])) / n
+        stations = max(self.num_stations, 1)
+        self._connections_per_bs_sum += int(per_ue.sum()) / stations
+        self._busy_bs_fraction_sum += int(np.count_nonzero(links.any(axis=1))) / stations
 
     def per_ue(self) -> dict[Any, dict[str, float]]:
         """Episode means per UE (over the steps it was active)."""
+        s = self._sums
         out = {}
-        for ue, s in self.ues.items():
-            out[ue] = {
-                keys.UE_UTILITY: s.utility / s.steps,
-                keys.UE_RATE: s.rate / s.steps,
-                keys.UE_SNR: s.snr_db / s.snr_links if s.snr_links else math.nan,
-                keys.UE_CONNECTIONS: s.connections / s.steps,
-                keys.UE_CONNECTED: s.connected_steps / s.steps,
-                keys.UE_CHANGES: float(s.changes),
+        for i in np.flatnonzero(s["steps"]).tolist():
+            steps = s["steps"][i]
+            out[self.ue_ids[i]] = {
+                keys.UE_UTILITY: s["utility"][i] / steps,
+                keys.UE_RATE: s["rate"][i] / steps,
+                keys.UE_SNR: s["snr_db"][i] / s["snr_links"][i] if s["snr_links"][i] else math.nan,
+                keys.UE_CONNECTIONS: s["connections"][i] / steps,
+                keys.UE_CONNECTED: s["connected"][i] / steps,
+                keys.UE_CHANGES: float(s["changes"][i]),
             }
         return out
 
@@ -146,95 +132,41 @@ class EpisodeTracker:
         return out
 
 
-class ArrayEpisodeTracker(EpisodeTracker):
-    """An `EpisodeTracker` fed with whole arrays per step (mobrl's fast engine, see
-    `FastEngine.metric_arrays`): the same metrics without building per-UE dicts each step."""
-
-    def __init__(self, num_stations: int, ue_ids: Iterable[Any]):
-        super().__init__(num_stations)
-        self.ue_ids = list(ue_ids)
-        n = len(self.ue_ids)
-        self._sums = {k: np.zeros(n) for k in ("steps", "utility", "rate", "snr_db", "snr_links",
-                                                "connections", "connected", "changes")}  # fmt: skip
-        self._serving = np.zeros((num_stations, n), dtype=bool)
-
-    def record_arrays(
-        self, utility: np.ndarray, rate: np.ndarray, links: np.ndarray, snr_db: np.ndarray
-    ) -> None:
-        """One step: each UE's scaled utility (NaN: not active), data rate, the (BS, UE) links
-        serving it and every link's SNR (dB), UEs in `ue_ids` order."""
-        active = ~np.isnan(utility)
-        n = int(np.count_nonzero(active))
-        if not n:
-            return
-        self.steps += 1
-        links = links & active[None, :]
-        per_ue = links.sum(axis=0)
-        sums = self._sums
-        sums["steps"] += active
-        sums["utility"] += np.where(active, utility, 0.0)
-        sums["rate"] += np.where(active, rate, 0.0)
-        sums["connections"] += per_ue
-        sums["connected"] += per_ue > 0
-        sums["snr_db"] += np.where(links, snr_db, 0.0).sum(axis=0)
-        sums["snr_links"] += per_ue
-        changed = (links ^ self._serving).sum(axis=0)
-        sums["changes"] += np.where(active, changed, 0)
-        self._serving[:, active] = links[:, active]
-        self._utility_sum += float(utility[active].sum()) / n
-        self._connected_fraction_sum += int(np.count_nonzero(per_ue[active])) / n
-        stations = max(self.num_stations, 1)
-        self._connections_per_bs_sum += int(per_ue.sum()) / stations
-        self._busy_bs_fraction_sum += int(np.count_nonzero(links.any(axis=1))) / stations
-
-    def per_ue(self) -> dict[Any, dict[str, float]]:
-        s = self._sums
-        out = {}
-        for i in np.flatnonzero(s["steps"]).tolist():
-            steps = s["steps"][i]
-            out[self.ue_ids[i]] = {
-                keys.UE_UTILITY: s["utility"][i] / steps,
-                keys.UE_RATE: s["rate"][i] / steps,
-                keys.UE_SNR: s["snr_db"][i] / s["snr_links"][i] if s["snr_links"][i] else math.nan,
-                keys.UE_CONNECTIONS: s["connections"][i] / steps,
-                keys.UE_CONNECTED: s["connected"][i] / steps,
-                keys.UE_CHANGES: float(s["changes"][i]),
-            }
-        return out
-
-
-def core_step_snapshot(core: Any) -> tuple[dict, dict, dict, dict]:
-    """Read the last step of a mobile-env core: utilities, data rates, serving BSs and
-    serving-link SNRs (dB), keyed by UE id, for the UEs that were active in that step.
+def step_arrays(core: Any, ue_ids: list[Any]) -> tuple[np.ndarray, ...]:
+    """The last step of a mobile-env core as `EpisodeTracker.record` takes it, UEs in
+    `ue_ids` order (mobrl's fast engine hands its own arrays over, in that order already).
 
     Rates are in mobile-env's own unit (its dashboard calls it MB/s); SNR is 10*log10 of
     mobile-env's SNR value (received power over noise as mobile-env computes them), measured
     at the UE positions at the end of the step."""
-    if implements(core, SnapshotSource):  # mobrl's fast engine reads its arrays directly
-        return core.step_snapshot()
+    if implements(core, MetricArrays):
+        return core.metric_arrays()
     from mobile_env.core.schedules import ResourceFair
 
-    serving: dict[int, list[int]] = {}
-    snr_db: dict[int, list[float]] = {}
-    utilities = {ue.ue_id: u for ue, u in (core.utilities or {}).items()}
+    column = {ue: i for i, ue in enumerate(ue_ids)}
+    shape = (core.NUM_STATIONS, len(ue_ids))
+    utility, rate = np.full(len(ue_ids), np.nan), np.zeros(len(ue_ids))
+    links, snr_db = np.zeros(shape, dtype=bool), np.zeros(shape)
+    active = core.utilities or {}
+    macro = getattr(core, "macro", {}) or {}
+    for ue, value in active.items():
+        utility[column[ue.ue_id]] = value
+        rate[column[ue.ue_id]] = float(macro.get(ue, 0.0))
     # with resource-fair scheduling the step already holds every link's SNR implicitly:
     # rate = bw * log2(1 + snr) / n_links(bs); inverting it avoids recomputing path losses
     invert = type(core.scheduler) is ResourceFair
     for bs, ues in core.connections.items():
-        n = len(ues)
         for ue in ues:
-            if ue.ue_id not in utilities:
+            if ue not in active:
                 continue
-            serving.setdefault(ue.ue_id, []).append(bs.bs_id)
-            rate = core.datarates.get((bs, ue)) if invert else None
-            if rate:
-                snr = math.expm1(rate * n * math.log(2.0) / bs.bw)
+            link_rate = core.datarates.get((bs, ue)) if invert else None
+            if link_rate:
+                snr = math.expm1(link_rate * len(ues) * math.log(2.0) / bs.bw)
             else:
                 snr = core.channel.snr(bs, ue)
-            snr_db.setdefault(ue.ue_id, []).append(10.0 * math.log10(max(snr, 1e-30)))
-    macro = getattr(core, "macro", {}) or {}
-    rates = {ue.ue_id: float(macro.get(ue, 0.0)) for ue in core.utilities or {}}
-    return utilities, rates, serving, snr_db
+            links[bs.bs_id, column[ue.ue_id]] = True
+            snr_db[bs.bs_id, column[ue.ue_id]] = 10.0 * math.log10(max(snr, 1e-30))
+    return utility, rate, links, snr_db
 
 
 class EpisodeRecorder:
@@ -247,15 +179,17 @@ class EpisodeRecorder:
         from mobrl.envs.wrappers import find_core, find_env
 
         self.core = find_core(env, env_index)
-        self.tracker = EpisodeTracker(self.core.NUM_STATIONS) if self.core is not None else None
+        self.tracker: EpisodeTracker | None = None
         self.counter = find_env(env, lambda node: implements(node, EpisodeStats), env_index)
         self.counts: dict[str, float] = {}
 
     def step(self) -> None:
         """Record the step the env just made (counts are read now: when an episode ends, the
         env may already have begun the next one)."""
-        if self.tracker is not None:
-            self.tracker.record_step(*core_step_snapshot(self.core))
+        if self.core is not None:
+            if self.tracker is None:  # the episode's UEs, known once its env was reset
+                self.tracker = EpisodeTracker(self.core.NUM_STATIONS, sorted(self.core.users))
+            self.tracker.record(*step_arrays(self.core, self.tracker.ue_ids))
         if self.counter is not None:
             self.counts = self.counter.episode_stats()
 

@@ -21,7 +21,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.vector.utils import batch_space
 
-from mobrl.envs.netstats import ArrayEpisodeTracker
+from mobrl.envs.netstats import EpisodeTracker, step_arrays
 from mobrl.envs.wrappers import share_rewards
 
 #: mobile-env seeds of training copies start here, far from the seeds `mobrl evaluate` uses
@@ -75,7 +75,7 @@ class UESlotVectorEnv(gym.vector.VectorEnv):
         self._needs_reset = np.zeros(self.copies, dtype=bool)
         self._returns = np.zeros((self.copies, self.n_ues))
         self._started = [0.0] * self.copies
-        self._trackers: list[ArrayEpisodeTracker | None] = [None] * self.copies
+        self._trackers: list[EpisodeTracker | None] = [None] * self.copies
 
     def reseed(self, seeds: list[int]) -> None:
         """Rebuild the copies with these mobile-env config seeds (before the first reset)."""
@@ -94,9 +94,7 @@ class UESlotVectorEnv(gym.vector.VectorEnv):
         self._returns[copy] = 0.0
         self._started[copy] = time.perf_counter()
         self._trackers[copy] = (
-            ArrayEpisodeTracker(core.NUM_STATIONS, sorted(core.users))
-            if self.track_metrics
-            else None
+            EpisodeTracker(core.NUM_STATIONS, sorted(core.users)) if self.track_metrics else None
         )
 
     def reset(self, *, seed: int | list[int] | None = None, options: dict | None = None):
@@ -122,7 +120,7 @@ class UESlotVectorEnv(gym.vector.VectorEnv):
             self._returns[copy] += reward
             tracker = self._trackers[copy]
             if tracker is not None:
-                tracker.record_arrays(*core.metric_arrays())
+                tracker.record(*step_arrays(core, tracker.ue_ids))
             self._obs[slots] = core.observe_all()
             if done:
                 truncated[slots] = True

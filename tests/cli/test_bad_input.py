@@ -56,6 +56,10 @@ CASES = [
     ("unknown Ray log level", "train ray.log_level=loud", "ray.log_level"),
     ("interval sweep", "train -m run.seed=interval(0,1)", "sweeps a range"),
     ("malformed override", "train run.seed=[1", "malformed override"),
+    ("sweep without -m", "train scenario=small,medium", "Add -m"),
+    ("-m with --cfg", "train -m --cfg job scenario=small,medium", "do not go together"),
+    ("unknown train flag", "train --multirn scenario=small", "--multirn"),
+    ("unknown --cfg part", "train --cfg jobs", "jobs"),
     (
         "resources above the machine",
         "train ray.num_cpus=1 run.resources.num_env_runners=2",

@@ -11,7 +11,7 @@ import pytest
 from mobrl.core import metrics as keys
 from mobrl.envs.callbacks import EpisodeMetricsCallback
 from mobrl.envs.factory import make_env
-from mobrl.envs.netstats import EpisodeTracker, core_step_snapshot
+from mobrl.envs.netstats import EpisodeTracker, step_arrays
 from mobrl.envs.wrappers import find_core
 
 
@@ -69,23 +69,23 @@ def test_callback_logs_every_metric_for_a_whole_episode(mode: str) -> None:
     assert episode.custom_data == {}
 
 
-def test_snapshot_matches_the_core_state() -> None:
+def test_step_arrays_match_the_core_state() -> None:
     env = _env("ma")
     env.reset(seed=1)
     # connect every UE to base station 1 (action 2) where it is reachable
     env.step({agent: 2 for agent in env.possible_agents})
     core = env.core
-    utilities, rates, serving, snr_db = core_step_snapshot(core)
-    assert set(utilities) == {ue.ue_id for ue in core.active}
-    for ue_id, stations in serving.items():
-        assert stations == [1]
-        assert len(snr_db[ue_id]) == 1
-        assert rates[ue_id] > 0
-    unserved = set(utilities) - set(serving)
-    assert all(rates[u] == 0 for u in unserved)
-    tracker = EpisodeTracker(core.NUM_STATIONS)
-    tracker.record_step(utilities, rates, serving, snr_db)
-    expected = len(serving) / len(utilities)
+    ids = sorted(core.users)
+    utility, rate, links, snr_db = step_arrays(core, ids)
+    active = {ue.ue_id for ue in core.active}
+    assert {ids[i] for i in np.flatnonzero(~np.isnan(utility))} == active
+    served = links.any(axis=0)
+    assert served.any() and not links[[0, 2]].any()  # only base station 1 serves
+    assert (rate[served] > 0).all() and (rate[~served] == 0).all()
+    assert np.isfinite(snr_db[links]).all()
+    tracker = EpisodeTracker(core.NUM_STATIONS, ids)
+    tracker.record(utility, rate, links, snr_db)
+    expected = served.sum() / len(active)
     assert tracker.summary()[keys.NET_CONNECTED] == pytest.approx(expected)
 
 
@@ -96,11 +96,11 @@ def test_snr_from_rates_equals_channel_snr() -> None:
     checked = 0
     for _ in range(30):
         env.step(rng.integers(0, 4, size=5))
-        _, _, serving, snr_db = core_step_snapshot(env)
-        for ue_id, stations in serving.items():
-            ue = env.users[ue_id]
-            for bs_id, value in zip(stations, snr_db[ue_id]):
-                direct = 10 * math.log10(env.channel.snr(env.stations[bs_id], ue))
-                assert value == pytest.approx(direct, abs=1e-6)
-                checked += 1
+        ids = sorted(env.users)
+        _, _, links, snr_db = step_arrays(env, ids)
+        for bs_id, column in zip(*np.nonzero(links)):
+            ue = env.users[ids[column]]
+            direct = 10 * math.log10(env.channel.snr(env.stations[bs_id], ue))
+            assert snr_db[bs_id, column] == pytest.approx(direct, abs=1e-6)
+            checked += 1
     assert checked > 10

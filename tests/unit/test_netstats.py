@@ -34,12 +34,20 @@ def test_utility_mapping() -> None:
     assert utility_to_unit(-1) == 0 and utility_to_unit(1) == 1 and utility_to_unit(0) == 0.5
 
 
+def _links(num_stations: int, n: int, served: dict[int, int]) -> np.ndarray:
+    links = np.zeros((num_stations, n), dtype=bool)
+    for ue, bs in served.items():
+        links[bs, ue] = True
+    return links
+
+
 def test_two_ues_two_steps() -> None:
-    t = EpisodeTracker(num_stations=2)
+    t = EpisodeTracker(num_stations=2, ue_ids=[0, 1])
+    snr = np.array([[10.0, 0.0], [20.0, 4.0]])
     # step 1: UE 0 served by BS 0 (SNR 10 dB), UE 1 unserved
-    t.record_step({0: 0.5, 1: -1.0}, {0: 20.0, 1: 0.0}, {0: [0]}, {0: [10.0]})
+    t.record(np.array([0.5, -1.0]), np.array([20.0, 0.0]), _links(2, 2, {0: 0}), snr)
     # step 2: UE 0 hands over to BS 1 (-> 2 connection changes), UE 1 joins BS 1
-    t.record_step({0: 0.7, 1: 0.1}, {0: 10.0, 1: 10.0}, {0: [1], 1: [1]}, {0: [20.0], 1: [4.0]})
+    t.record(np.array([0.7, 0.1]), np.array([10.0, 10.0]), _links(2, 2, {0: 1, 1: 1}), snr)
     per_ue = t.per_ue()
     assert per_ue[0][keys.UE_UTILITY] == pytest.approx(0.6)
     assert per_ue[0][keys.UE_RATE] == pytest.approx(15.0)
@@ -66,10 +74,11 @@ def test_two_ues_two_steps() -> None:
 
 
 def test_ue_that_leaves_counts_only_while_active() -> None:
-    t = EpisodeTracker(num_stations=1)
-    t.record_step({0: 1.0, 1: 0.0}, {0: 5.0, 1: 5.0}, {0: [0], 1: [0]})
-    t.record_step({0: 1.0}, {0: 10.0}, {0: [0]})  # UE 1 departed
-    t.record_step({0: 1.0}, {0: 10.0}, {0: [0]})
+    t = EpisodeTracker(num_stations=1, ue_ids=[0, 1])
+    snr = np.zeros((1, 2))
+    t.record(np.array([1.0, 0.0]), np.array([5.0, 5.0]), _links(1, 2, {0: 0, 1: 0}), snr)
+    for _ in range(2):  # UE 1 departed: not active (NaN), its old link no longer counts
+        t.record(np.array([1.0, np.nan]), np.array([10.0, 0.0]), _links(1, 2, {0: 0, 1: 0}), snr)
     per_ue = t.per_ue()
     assert per_ue[1][keys.UE_UTILITY] == 0.0  # one active step, not diluted by absent steps
     assert per_ue[1][keys.UE_CONNECTED] == 1.0
@@ -78,29 +87,34 @@ def test_ue_that_leaves_counts_only_while_active() -> None:
 
 
 def test_empty_steps_are_ignored() -> None:
-    t = EpisodeTracker(num_stations=3)
-    t.record_step({}, {}, {})
+    t = EpisodeTracker(num_stations=3, ue_ids=[0])
+    t.record(np.array([np.nan]), np.zeros(1), np.zeros((3, 1), dtype=bool), np.zeros((3, 1)))
     assert t.summary() == {}
 
 
 @pytest.mark.parametrize("scenario", ["small", "dense_urban"])  # dense_urban: UEs come and go
-def test_array_tracker_matches_the_dict_tracker(scenario: str) -> None:
-    from mobrl.envs.netstats import ArrayEpisodeTracker, EpisodeTracker, core_step_snapshot
+def test_both_engines_give_the_same_episode_measures(scenario: str) -> None:
+    """Stock mobile-env read through its objects and the fast engine's own arrays: one
+    tracker, the same numbers."""
+    from mobrl.envs.netstats import step_arrays
     from mobrl.scenarios.kinds.mobile import make_mobile_core
 
-    core = make_mobile_core(scenario, "ma")
+    stock, fast = make_mobile_core(scenario, "ma", "stock"), make_mobile_core(scenario, "ma")
     rng = np.random.default_rng(3)
     for _ in range(2):  # two episodes, so the second starts from a used env
-        core.reset()
-        by_dict = EpisodeTracker(core.NUM_STATIONS)
-        by_array = ArrayEpisodeTracker(core.NUM_STATIONS, sorted(core.users))
+        stock.reset()
+        fast.reset()
+        ids = sorted(stock.users)
+        trackers = [EpisodeTracker(core.NUM_STATIONS, ids) for core in (stock, fast)]
         done = False
         while not done:
-            actions = {ue.ue_id: int(rng.integers(0, core.NUM_STATIONS + 1)) for ue in core.active}
-            *_, done, _ = core.step(actions)
-            by_dict.record_step(*core_step_snapshot(core))
-            by_array.record_arrays(*core.metric_arrays())
-        expected, got = by_dict.summary(), by_array.summary()
+            actions = {
+                ue.ue_id: int(rng.integers(0, stock.NUM_STATIONS + 1)) for ue in stock.active
+            }
+            for core, tracker in zip((stock, fast), trackers):
+                *_, done, _ = core.step(actions)
+                tracker.record(*step_arrays(core, ids))
+        expected, got = (tracker.summary() for tracker in trackers)
         assert sorted(got) == sorted(expected)
         for key, value in expected.items():
             assert got[key] == pytest.approx(value, rel=1e-9, abs=1e-12, nan_ok=True), key
