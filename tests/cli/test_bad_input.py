@@ -59,6 +59,9 @@ CASES = [
     ("sweep without -m", "train scenario=small,medium", "Add -m"),
     ("-m with --cfg", "train -m --cfg job scenario=small,medium", "do not go together"),
     ("unknown train flag", "train --multirn scenario=small", "--multirn"),
+    ("unknown list flag", "scenarios list --bogus", "--bogus"),
+    ("unknown zoo list flag", "zoo list --bogus", "--bogus"),
+    ("missing export checkpoint", "zoo export --checkpoint {f}/nothing --name x", "nothing"),
     ("unknown --cfg part", "train --cfg jobs", "jobs"),
     (
         "resources above the machine",
@@ -210,3 +213,17 @@ def test_the_matrix_is_broad() -> None:
     assert {"train", "evaluate", "baselines", "render", "scenarios", "report"} <= commands
     assert any("--resume" in argv for _, argv, _ in CASES)
     assert len({case_id for case_id, _, _ in CASES}) == len(CASES)
+
+
+def test_every_command_has_a_case() -> None:
+    """A new command (or subcommand) joins the matrix with at least one bad input."""
+    import typer.main
+
+    from mobrl.cli import app
+
+    commands = set()
+    for name, command in typer.main.get_command(app).commands.items():
+        subcommands = getattr(command, "commands", None)
+        commands |= {f"{name} {sub}" for sub in subcommands} if subcommands else {name}
+    covered = {" ".join(argv.split(" ")[:words]) for _, argv, _ in CASES for words in (1, 2)}
+    assert commands - covered == set()
