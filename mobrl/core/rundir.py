@@ -197,7 +197,9 @@ def source_commit() -> str | None:
     with `-dirty` when the package's files differ from that commit."""
     import subprocess
 
-    root = Path(__file__).resolve().parents[1]
+    import mobrl
+
+    root = Path(mobrl.__file__).resolve().parents[1]  # the checkout holding the package
     if not (root / ".git").exists():
         return None
 

@@ -109,3 +109,15 @@ def test_a_checkpoint_cut_short_is_never_picked(tmp_path: Path) -> None:
     assert picked == trial / "checkpoint_000001" and "1 incomplete checkpoint skipped" in note
     with pytest.raises(UserError, match="is incomplete"):
         pick_checkpoint(last, "last")
+
+
+def test_a_checkout_names_its_commit() -> None:
+    """Run from a git checkout, a run records the commit it was trained with."""
+    import mobrl
+    from mobrl.core.rundir import source_commit
+
+    checkout = Path(mobrl.__file__).resolve().parents[1]
+    if not (checkout / ".git").exists():
+        pytest.skip("mobrl is installed, not run from a checkout")
+    commit = source_commit()
+    assert commit and len(commit.split("-")[0]) == 12
