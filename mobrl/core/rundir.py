@@ -197,9 +197,7 @@ def source_commit() -> str | None:
     with `-dirty` when the package's files differ from that commit."""
     import subprocess
 
-    import mobrl
-
-    root = Path(mobrl.__file__).resolve().parents[1]  # the checkout holding the package
+    root = Path(__file__).resolve().parents[2]  # mobrl/core/rundir.py -> the checkout
     if not (root / ".git").exists():
         return None
 
