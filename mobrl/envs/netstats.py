@@ -88,6 +88,11 @@ class EpisodeTracker:
         self._connections_per_bs_sum += int(per_ue.sum()) / stations
         self._busy_bs_fraction_sum += int(np.count_nonzero(links.any(axis=1))) / stations
 
+    def active_steps(self) -> dict[Any, int]:
+        """How many steps each UE that was ever active was active."""
+        steps = self._sums["steps"]
+        return {self.ue_ids[i]: int(steps[i]) for i in np.flatnonzero(steps).tolist()}
+
     def per_ue(self) -> dict[Any, dict[str, float]]:
         """Episode means per UE (over the steps it was active)."""
         s = self._sums

@@ -57,7 +57,7 @@ def test_arrivals_and_departures() -> None:
         if truncs["__all__"]:
             break
     tracker = episode.custom_data["mobrl_recorder"].tracker
-    active_steps = {ue: stats.steps for ue, stats in tracker.ues.items()}
+    active_steps = tracker.active_steps()
     callback.on_episode_end(episode=episode, metrics_logger=logger)
 
     # mobile-env lets a UE act from the step after its arrival time up to its departure time
