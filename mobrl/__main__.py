@@ -1,5 +1,5 @@
 """Allow `python -m mobrl`."""
 
-from mobrl.cli import main
+from mobrl.cli import entry
 
-main()
+entry()

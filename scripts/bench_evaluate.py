@@ -32,10 +32,9 @@ def timed(argv: list[str], source: Path | None, workdir: Path) -> float:
     env = dict(os.environ)
     if source is not None:
         env["PYTHONPATH"] = os.pathsep.join([str(source), env.get("PYTHONPATH", "")])
-    code = "import sys; from mobrl.cli import main; sys.argv = ['mobrl', *sys.argv[1:]]; main()"
     start = time.perf_counter()
-    done = subprocess.run(
-        [sys.executable, "-c", code, *argv], cwd=workdir, env=env, capture_output=True, text=True
+    done = subprocess.run(  # `python -m mobrl`: each source's own entry point, as a user runs it
+        [sys.executable, "-m", "mobrl", *argv], cwd=workdir, env=env, capture_output=True, text=True
     )
     elapsed = time.perf_counter() - start
     if done.returncode != 0:

@@ -426,5 +426,12 @@ def main() -> None:
     raise SystemExit(code if isinstance(code, int) else 0)
 
 
+def entry() -> None:
+    """The `mobrl` console script and `python -m mobrl`: `main`, then a quick exit."""
+    from mobrl.cli.quick_exit import run_and_exit
+
+    run_and_exit(main)
+
+
 if __name__ == "__main__":
-    main()
+    entry()

@@ -1,0 +1,57 @@
+"""The quick exit after a command keeps what a normal exit does that a user can see: exit
+codes, printed output, running threads' work, atexit handlers (Ray's shutdown among them)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+
+def _run(tmp_path: Path, body: str) -> subprocess.CompletedProcess:
+    script = tmp_path / "cmd.py"
+    script.write_text(
+        "import atexit, sys, threading, time\n"
+        "from pathlib import Path\n"
+        "from mobrl.cli.quick_exit import run_and_exit\n"
+        f"OUT = Path({str(tmp_path)!r})\n" + textwrap.dedent(body)
+    )
+    return subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=60
+    )
+
+
+def test_threads_atexit_and_output_are_kept_and_the_code_is_the_commands(tmp_path: Path) -> None:
+    done = _run(
+        tmp_path,
+        """
+        def late_write():
+            time.sleep(0.3)
+            (OUT / "thread.txt").write_text("done")
+
+        def main():
+            threading.Thread(target=late_write).start()
+            atexit.register(lambda: (OUT / "atexit.txt").write_text("ran"))
+            sys.stdout.write("partial line without a newline")
+            raise SystemExit(3)
+
+        run_and_exit(main)
+        """,
+    )
+    assert done.returncode == 3
+    assert done.stdout == "partial line without a newline"
+    assert (tmp_path / "thread.txt").read_text() == "done"
+    assert (tmp_path / "atexit.txt").read_text() == "ran"
+
+
+def test_a_returning_command_exits_0_and_a_message_exits_1(tmp_path: Path) -> None:
+    assert _run(tmp_path, "run_and_exit(lambda: print('ok'))").returncode == 0
+    done = _run(tmp_path, "def main():\n    raise SystemExit('why it stopped')\nrun_and_exit(main)")
+    assert (done.returncode, done.stderr.strip()) == (1, "why it stopped")
+
+
+def test_a_bug_still_ends_with_its_traceback(tmp_path: Path) -> None:
+    done = _run(tmp_path, "def main():\n    raise KeyError('bug')\nrun_and_exit(main)")
+    assert done.returncode == 1
+    assert "Traceback" in done.stderr and "KeyError: 'bug'" in done.stderr
