@@ -34,7 +34,9 @@ def run_and_exit(main: Callable[[], object]) -> NoReturn:
     except SystemExit as done:
         code = exit_code(done.code)
     run_exitfuncs = getattr(atexit, "_run_exitfuncs", None)
-    if run_exitfuncs is None:  # an interpreter without it: the normal, slower exit
+    if run_exitfuncs is None or sys.getprofile() or sys.gettrace():
+        # an interpreter without it, or a profiler, debugger or coverage tool that writes its
+        # results after the program: the normal, slower exit
         raise SystemExit(code)
     current = threading.current_thread()
     for thread in threading.enumerate():

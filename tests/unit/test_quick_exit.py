@@ -17,9 +17,7 @@ def _run(tmp_path: Path, body: str) -> subprocess.CompletedProcess:
         "from mobrl.cli.quick_exit import run_and_exit\n"
         f"OUT = Path({str(tmp_path)!r})\n" + textwrap.dedent(body)
     )
-    return subprocess.run(
-        [sys.executable, str(script)], capture_output=True, text=True, timeout=60
-    )
+    return subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
 
 
 def test_threads_atexit_and_output_are_kept_and_the_code_is_the_commands(tmp_path: Path) -> None:
@@ -55,3 +53,14 @@ def test_a_bug_still_ends_with_its_traceback(tmp_path: Path) -> None:
     done = _run(tmp_path, "def main():\n    raise KeyError('bug')\nrun_and_exit(main)")
     assert done.returncode == 1
     assert "Traceback" in done.stderr and "KeyError: 'bug'" in done.stderr
+
+
+def test_under_a_profiler_the_exit_is_the_normal_one(tmp_path: Path) -> None:
+    script = tmp_path / "cmd.py"
+    script.write_text("from mobrl.cli.quick_exit import run_and_exit\nrun_and_exit(lambda: 0)\n")
+    stats = tmp_path / "cmd.prof"
+    done = subprocess.run(
+        [sys.executable, "-m", "cProfile", "-o", str(stats), str(script)],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 0 and stats.stat().st_size > 0
