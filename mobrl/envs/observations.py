@@ -120,14 +120,9 @@ def station_arrays(env: Any) -> dict[str, Any]:
         return env.topk_state()
     stations = [env.stations[b] for b in sorted(env.stations)]
     ues = [env.users[u] for u in sorted(env.users)]
-    snr = np.array([[env.channel.snr(bs, ue) for ue in ues] for bs in stations], dtype=float)
-    thr = np.array([ue.snr_threshold for ue in ues], dtype=float)[None, :]
-    conn = np.array([[ue in env.connections.get(bs, ()) for ue in ues] for bs in stations])
     bs_util = env.station_utilities()
     return {
-        "snr": snr,
-        "conn": conn.reshape(snr.shape),
-        "reach": snr > thr,
+        **link_arrays(env),
         "counts": np.array([len(env.connections.get(bs, ())) for bs in stations], dtype=float),
         "bs_util": np.array([bs_util[bs] for bs in stations], dtype=float),
         "util": np.array([env.utilities.get(ue, np.nan) for ue in ues], dtype=float),
@@ -135,13 +130,28 @@ def station_arrays(env: Any) -> dict[str, Any]:
     }
 
 
+def link_arrays(env: Any) -> dict[str, np.ndarray]:
+    """The links part of `station_arrays`: (BS, UE) `snr`, `conn` (links up) and `reach` (SNR
+    above the UE's threshold), stations and UEs in id order."""
+    if implements(env, StationArrays):
+        state = env.topk_state()
+        return {key: state[key] for key in ("snr", "conn", "reach")}
+    stations = [env.stations[b] for b in sorted(env.stations)]
+    ues = [env.users[u] for u in sorted(env.users)]
+    snr = np.array([[env.channel.snr(bs, ue) for ue in ues] for bs in stations], dtype=float)
+    thr = np.array([ue.snr_threshold for ue in ues], dtype=float)[None, :]
+    conn = np.array([[ue in env.connections.get(bs, ()) for ue in ues] for bs in stations])
+    return {"snr": snr, "conn": conn.reshape(snr.shape), "reach": snr > thr}
+
+
 def topk_order(snr: np.ndarray, linked: np.ndarray, k: int) -> np.ndarray:
     """(k, UE) station index per slot (-1: no station): linked stations first, then the rest,
     each by SNR from strongest (ties: lower station id)."""
     n_bs, n_ue = snr.shape
+    ues = np.arange(n_ue)[None, :]  # a[rows, ues] is take_along_axis(a, rows, axis=0), faster
     by_snr = np.argsort(-snr, axis=0, kind="stable")
-    unlinked = ~np.take_along_axis(linked, by_snr, axis=0)
-    order = np.take_along_axis(by_snr, np.argsort(unlinked, axis=0, kind="stable"), axis=0)[:k]
+    unlinked = ~linked[by_snr, ues]
+    order = by_snr[np.argsort(unlinked, axis=0, kind="stable")[:k], ues]
     if n_bs < k:
         order = np.concatenate([order, np.full((k - n_bs, n_ue), -1)], axis=0)
     return order
@@ -154,7 +164,8 @@ def topk_rows(state: dict[str, Any], columns: np.ndarray, k: int) -> np.ndarray:
     order = topk_order(snr, linked, k)
     valid = order >= 0
     slot = np.where(valid, order, 0)
-    take = lambda a: np.take_along_axis(a, slot, axis=0)  # noqa: E731
+    ues = np.arange(len(columns))[None, :]
+    take = lambda a: a[slot, ues]  # noqa: E731  (take_along_axis(a, slot, axis=0))
     counts = state["counts"][:, None] * reach
     best = snr.max(axis=0, initial=0.0)
     per_slot = {
@@ -187,7 +198,7 @@ def topk_station_actions(state: dict[str, Any], act: np.ndarray, k: int) -> np.n
     if ((act < 0) | (act > k)).any():
         raise KeyError(int(act[(act < 0) | (act > k)][0]))
     order = topk_slots(state, k)
-    picked = np.take_along_axis(order, np.maximum(act - 1, 0)[None, :], axis=0)[0]
+    picked = order[np.maximum(act - 1, 0), np.arange(len(act))]
     return np.where((act > 0) & (picked >= 0), picked + 1, 0)
 
 

@@ -239,24 +239,30 @@ class _PerUEBaseline(Baseline):
     frees_slots = False
 
     def ue_action(self, core: Any, ue: Any) -> int:
+        """The station action of one UE (the rule's definition)."""
         raise NotImplementedError
 
+    def station_actions(self, core: Any) -> np.ndarray:
+        """Every UE's station action at once, UEs in id order: the same actions as
+        `ue_action`, from one step's (BS, UE) arrays (rules override it with array code)."""
+        return np.asarray([self.ue_action(core, ue) for _, ue in sorted(core.users.items())])
+
     def act(self, observation: Any, env: Any = None) -> Any:
+        from mobrl.envs.observations import ue_columns
         from mobrl.envs.wrappers import find_core, ue_id
 
         core = find_core(env)
         if core is None:
             raise UserError(f"baseline '{self.name}' needs a mobile-env scenario.")
+        chosen = self.station_actions(core).tolist()
         if isinstance(observation, dict):
-            actions = {a: self.ue_action(core, core.users[ue_id(a)]) for a in observation}
+            column = ue_columns(core)
+            actions = {a: chosen[column[ue_id(a)]] for a in observation}
             k = getattr(core.handler, "topk", None)
             return actions if k is None else self._slot_actions(core, actions, k)
         active = set(core.active)
         return np.asarray(
-            [
-                self.ue_action(core, ue) if ue in active else 0
-                for _, ue in sorted(core.users.items())
-            ]
+            [a if ue in active else 0 for a, (_, ue) in zip(chosen, sorted(core.users.items()))]
         )
 
     def _slot_actions(self, core: Any, actions: dict[Any, int], k: int) -> dict[Any, int]:
@@ -300,6 +306,19 @@ class NoopPolicy(_PerUEBaseline):
     def ue_action(self, core: Any, ue: Any) -> int:
         return 0
 
+    def station_actions(self, core: Any) -> np.ndarray:
+        return np.zeros(len(core.users), dtype=int)
+
+
+def _links(core: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(BS, UE) SNRs, reachable links (SNR above the UE's threshold) and live links in range,
+    stations and UEs in id order (`_link_state` for all UEs at once)."""
+    from mobrl.envs.observations import link_arrays
+
+    state = link_arrays(core)
+    reach = np.asarray(state["reach"], dtype=bool)
+    return np.asarray(state["snr"], dtype=float), reach, np.asarray(state["conn"], bool) & reach
+
 
 class GreedyPolicy(_PerUEBaseline):
     """Each UE keeps exactly one connection, to its strongest-SNR base station: connect to it,
@@ -318,6 +337,16 @@ class GreedyPolicy(_PerUEBaseline):
         others = sorted(connected - {best}, key=lambda bs: bs.bs_id)
         return others[0].bs_id + 1 if others else 0
 
+    def station_actions(self, core: Any) -> np.ndarray:
+        snr, reach, linked = _links(core)
+        columns = np.arange(snr.shape[1])
+        best = np.argmax(np.where(reach, snr, -np.inf), axis=0)  # ties: the lower station id
+        others = linked.copy()
+        others[best, columns] = False
+        keep = np.where(others.any(axis=0), np.argmax(others, axis=0) + 1, 0)
+        act = np.where(linked[best, columns], keep, best + 1)
+        return np.where(reach.any(axis=0), act, 0)
+
 
 class FullPolicy(_PerUEBaseline):
     """Each UE connects to every base station it can reach."""
@@ -328,6 +357,11 @@ class FullPolicy(_PerUEBaseline):
         reachable, connected, _ = _link_state(core, ue)
         missing = [bs for bs in reachable if bs not in connected]
         return missing[0].bs_id + 1 if missing else 0
+
+    def station_actions(self, core: Any) -> np.ndarray:
+        _, reach, linked = _links(core)
+        missing = reach & ~linked
+        return np.where(missing.any(axis=0), np.argmax(missing, axis=0) + 1, 0)
 
 
 class _LinkSetPolicy(_PerUEBaseline):
@@ -353,6 +387,12 @@ class _LinkSetPolicy(_PerUEBaseline):
             self._columns = {u: i for i, u in enumerate(sorted(core.users))}
             self._step = step
         return self._actions[self._columns[ue.ue_id]]
+
+    def station_actions(self, core: Any) -> np.ndarray:
+        from mobrl.envs.service import link_state, toward
+
+        state = link_state(core)
+        return toward(state, self.links(state))
 
 
 class CappedPolicy(_LinkSetPolicy):

@@ -124,3 +124,52 @@ def test_default_baselines_per_scenario_kind() -> None:
     ]
     assert baselines_for({"kind": "gym", "id": "CartPole-v1"}) == ["random", "pole_angle"]
     assert baselines_for({"kind": "gym", "id": "Acrobot-v1"}) == ["random"]
+
+
+def _per_ue(policy, env, observation):
+    """The rule's actions from its per-UE definition (`ue_action`), as `act` returns them."""
+    from mobrl.envs.wrappers import find_core, ue_id
+
+    core = find_core(env)
+    if isinstance(observation, dict):
+        actions = {a: policy.ue_action(core, core.users[ue_id(a)]) for a in observation}
+        k = getattr(core.handler, "topk", None)
+        return actions if k is None else policy._slot_actions(core, actions, k)
+    active = set(core.active)
+    return [
+        policy.ue_action(core, ue) if ue in active else 0 for _, ue in sorted(core.users.items())
+    ]
+
+
+@pytest.mark.parametrize("layout", ["small", "medium", "large", "dense_urban", "highway"])
+@pytest.mark.parametrize("name", ["greedy", "full", "capped"])
+def test_array_rules_act_as_their_per_ue_definitions_on_every_step(layout: str, name: str) -> None:
+    """Each rule's `station_actions` (one step's arrays) gives the actions of its `ue_action`
+    for every UE: both engines, ma with mobile-env's and topk's actions, and central."""
+    from mobrl.envs.factory import env_config_from
+    from mobrl.training.checks import validate_command_line
+
+    cases = [
+        (["env=ma"], "fast"), (["env=ma"], "stock"), (["env=ma", "env.obs=topk"], "fast"),
+        (["env=central"], "fast"),
+    ]  # fmt: skip
+    for overrides, engine in cases:
+        config = env_config_from(validate_command_line([f"scenario={layout}", *overrides]))
+        env = make_env({**config, "engine": engine})
+        policy = BASELINES[name]()
+        policy.reset(3)
+        obs, _ = env.reset(seed=3)
+        for _ in range(30 if engine == "stock" else 60):
+            action = policy.act(obs, env)
+            expected = _per_ue(policy, env, obs)
+            if isinstance(action, dict):
+                assert action == expected, (overrides, engine)
+            else:
+                assert action.tolist() == expected, (overrides, engine)
+            obs, _, terminated, truncated, _ = env.step(action)
+            if (
+                (terminated["__all__"] or truncated["__all__"])
+                if isinstance(obs, dict)
+                else (terminated or truncated)
+            ):
+                break
