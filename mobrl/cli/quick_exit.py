@@ -24,24 +24,24 @@ def exit_code(code: object) -> int:
 
 
 def run_and_exit(main: Callable[[], object]) -> NoReturn:
-    """Run `main`, then do what a normal exit does that matters — wait for running
-    non-daemon threads, run the `atexit` handlers (Ray's shutdown, logging's flush, worker
-    pools), flush stdout and stderr — and end the process without the teardown. An
-    exception other than `SystemExit` (a bug's traceback, Ctrl-C) takes the normal path."""
+    """Run `main`, then do what a normal exit does that matters — run the `atexit` handlers
+    (Ray's shutdown, logging's flush), flush stdout and stderr — and end the process without
+    the teardown. While other non-daemon threads run, and for an exception other than
+    `SystemExit` (a bug's traceback, Ctrl-C), the exit is the normal one."""
     try:
         main()
         code = 0
     except SystemExit as done:
         code = exit_code(done.code)
     run_exitfuncs = getattr(atexit, "_run_exitfuncs", None)
-    if run_exitfuncs is None or sys.getprofile() or sys.gettrace():
-        # an interpreter without it, or a profiler, debugger or coverage tool that writes its
-        # results after the program: the normal, slower exit
-        raise SystemExit(code)
     current = threading.current_thread()
-    for thread in threading.enumerate():
-        if thread is not current and not thread.daemon:
-            thread.join()
+    running = [t for t in threading.enumerate() if t is not current and not t.daemon]
+    if run_exitfuncs is None or running or sys.getprofile() or sys.gettrace():
+        # the normal, slower exit: for an interpreter without it; for threads still running
+        # (worker pools such as joblib's stop theirs only when the interpreter tells them it
+        # exits, before it waits for them); for a profiler, debugger or coverage tool that
+        # writes its results after the program
+        raise SystemExit(code)
     run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
         try:

@@ -17,19 +17,22 @@ def _run(tmp_path: Path, body: str) -> subprocess.CompletedProcess:
         "from mobrl.cli.quick_exit import run_and_exit\n"
         f"OUT = Path({str(tmp_path)!r})\n" + textwrap.dedent(body)
     )
-    return subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
+    return subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=30)
 
 
-def test_threads_atexit_and_output_are_kept_and_the_code_is_the_commands(tmp_path: Path) -> None:
+def test_atexit_and_output_are_kept_the_code_is_the_commands_and_teardown_skipped(
+    tmp_path: Path,
+) -> None:
     done = _run(
         tmp_path,
         """
-        def late_write():
-            time.sleep(0.3)
-            (OUT / "thread.txt").write_text("done")
+        class Teardown:
+            def __del__(self):
+                print("interpreter teardown")
+
+        KEEP = Teardown()
 
         def main():
-            threading.Thread(target=late_write).start()
             atexit.register(lambda: (OUT / "atexit.txt").write_text("ran"))
             sys.stdout.write("partial line without a newline")
             raise SystemExit(3)
@@ -38,9 +41,37 @@ def test_threads_atexit_and_output_are_kept_and_the_code_is_the_commands(tmp_pat
         """,
     )
     assert done.returncode == 3
-    assert done.stdout == "partial line without a newline"
-    assert (tmp_path / "thread.txt").read_text() == "done"
+    assert done.stdout == "partial line without a newline"  # no teardown ran
     assert (tmp_path / "atexit.txt").read_text() == "ran"
+
+
+def test_running_threads_and_worker_pools_get_the_normal_exit(tmp_path: Path) -> None:
+    """A thread's work is finished; a pool thread that stops only when the interpreter says
+    it exits (as joblib's and concurrent.futures' do) is told so, instead of waited on."""
+    done = _run(
+        tmp_path,
+        """
+        def late_write():
+            time.sleep(0.3)
+            (OUT / "thread.txt").write_text("done")
+
+        def pool_manager(stop):
+            stop.wait()
+            (OUT / "pool.txt").write_text("stopped")
+
+        def main():
+            threading.Thread(target=late_write).start()
+            stop = threading.Event()
+            threading.Thread(target=pool_manager, args=(stop,)).start()
+            threading._register_atexit(stop.set)
+            raise SystemExit(4)
+
+        run_and_exit(main)
+        """,
+    )
+    assert done.returncode == 4
+    assert (tmp_path / "thread.txt").read_text() == "done"
+    assert (tmp_path / "pool.txt").read_text() == "stopped"
 
 
 def test_a_returning_command_exits_0_and_a_message_exits_1(tmp_path: Path) -> None:
