@@ -504,9 +504,15 @@ class FastEngine(StockViews):
         }
         return np.concatenate([parts[k].astype(np.float32) for k in names], axis=1)
 
+    #: True while a policy that reads the env's state, not its observations (the baselines),
+    #: plays: observations are left as zeros of their spaces (`mobrl.evaluation.rollout`)
+    blind = False
+
     def _observation(self) -> Any:
         core: MComCore = self  # type: ignore[assignment]
         handler = core.handler
+        if self.blind:
+            return self._blank_observation()
         if issubclass(handler, MComMAHandler):
             idx = self._active_idx if not core.time_is_up else self._active_idx[:0]
             rows = self._ma_rows(idx)
@@ -518,6 +524,17 @@ class FastEngine(StockViews):
             rows.append(self._features(self._active_idx, handler.features))
             return np.concatenate(rows, axis=0).ravel()
         return handler.observation(core)
+
+    def _blank_observation(self) -> Any:
+        """Zeros shaped like the observation (the same agents as `_observation`)."""
+        core: MComCore = self  # type: ignore[assignment]
+        space = core.observation_space
+        if not isinstance(space, gymnasium.spaces.Dict):
+            return np.zeros(space.shape, dtype=space.dtype)
+        idx = self._active_idx if not core.time_is_up else self._active_idx[:0]
+        return {
+            u: np.zeros(space[u].shape, dtype=space[u].dtype) for u in self._ue_ids[idx].tolist()
+        }
 
     def features(self) -> dict[int, dict[str, np.ndarray]]:
         """mobile-env's per-UE feature dicts (for handlers of users' own)."""

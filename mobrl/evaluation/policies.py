@@ -204,6 +204,9 @@ class Baseline:
     """A heuristic policy; `reset(seed)` starts an episode, `act` reads the env's state."""
 
     name = "baseline"
+    #: False: `act` reads only the env's state and the agents' names, never the values of the
+    #: observation (the episode is then played without computing observations)
+    reads_observation = True
 
     def reset(self, seed: int | None = None) -> None:
         self.rng = np.random.default_rng(seed)
@@ -216,6 +219,7 @@ class RandomPolicy(Baseline):
     """Uniformly random actions from each agent's action space (seeded per episode)."""
 
     name = "random"
+    reads_observation = False
 
     def act(self, observation: Any, env: Any = None) -> Any:
         if isinstance(observation, dict):
@@ -237,6 +241,7 @@ class _PerUEBaseline(Baseline):
     releases the UE's weakest link in its slots to make room."""
 
     frees_slots = False
+    reads_observation = False
 
     def ue_action(self, core: Any, ue: Any) -> int:
         """The station action of one UE (the rule's definition)."""

@@ -49,6 +49,28 @@ def play(
 ) -> dict[str, float]:
     """Reset `env` (with `seed`) and play one episode of `policy` in it: the measures of
     `run_episode` (`env_config` names the policies whose returns count separately)."""
+    from mobrl.envs.wrappers import find_core
+
+    core = find_core(env)
+    # a policy that reads the env's state (the baselines) spares the engine its observations
+    blind = getattr(policy, "reads_observation", True) is False and hasattr(core, "blind")
+    if blind:
+        core.blind = True
+    try:
+        return _play(env, policy, env_config, seed, on_step, max_steps)
+    finally:
+        if blind:
+            core.blind = False
+
+
+def _play(
+    env: Any,
+    policy: Any,
+    env_config: dict[str, Any] | None,
+    seed: int | None,
+    on_step: Callable[[Any, float], None] | None,
+    max_steps: int | None,
+) -> dict[str, float]:
     policy.reset(seed)
     obs, _ = env.reset(seed=seed)
     recorder = EpisodeRecorder(env)

@@ -173,3 +173,32 @@ def test_array_rules_act_as_their_per_ue_definitions_on_every_step(layout: str, 
                 else (terminated or truncated)
             ):
                 break
+
+
+def _record_blind(seen: list[bool]):
+    from mobrl.envs.wrappers import find_core
+
+    return lambda env, _: seen.append(find_core(env).blind)
+
+
+@pytest.mark.parametrize("layout", ["small", "dense_urban"])
+def test_baselines_play_the_same_episodes_without_observations(layout: str) -> None:
+    """A baseline reads the env's state, so its episodes are played without computing
+    observations (zeros of their spaces): the measures are those of a fully observed play,
+    and the env observes again afterwards."""
+    from mobrl.envs.factory import env_config_from
+    from mobrl.envs.wrappers import find_core
+    from mobrl.evaluation.rollout import episode_env, play
+    from mobrl.training.checks import validate_command_line
+
+    for overrides in (["env=ma"], ["env=ma", "env.obs=topk"], ["env=central"]):
+        config = env_config_from(validate_command_line([f"scenario={layout}", *overrides]))
+        for name in ("greedy", "random"):
+            seen: list[bool] = []
+            env = episode_env(config, 4)
+            fast = play(env, BASELINES[name](), config, 4, on_step=_record_blind(seen))
+            assert seen and all(seen) and find_core(env).blind is False
+            observed = BASELINES[name]()
+            observed.reads_observation = True
+            full = play(episode_env(config, 4), observed, config, 4)
+            assert fast == full, (overrides, name)
