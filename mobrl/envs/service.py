@@ -39,12 +39,17 @@ class LinkState:
     upper: float
     coeffs: tuple[float, float, float]
 
+    def __post_init__(self) -> None:
+        self._log_base = float(np.log(self.coeffs[2]))
+
     def utility(self, rate: np.ndarray) -> np.ndarray:
         """mobile-env's BoundedLogUtility of summed rates, scaled to [-1, 1] (0 rate: -1)."""
-        w1, w2, w3 = self.coeffs
+        w1, w2, _ = self.coeffs
         positive = rate > 0.0
         raw = np.minimum(
-            np.maximum(w1 * np.log(w2 + np.where(positive, rate, 1.0)) / np.log(w3), self.lower),
+            np.maximum(
+                w1 * np.log(w2 + np.where(positive, rate, 1.0)) / self._log_base, self.lower
+            ),
             self.upper,
         )
         raw = np.where(positive, raw, self.lower)
@@ -164,22 +169,29 @@ def _exhaustive(state: LinkState, candidates: np.ndarray) -> np.ndarray:
 def toggle_gains(state: LinkState, conn: np.ndarray) -> np.ndarray:
     """(BS, UE) change of the team's summed utility from toggling each link alone (-inf where
     a toggle is not possible: out of range or inactive)."""
-    cap, util_of = state.cap, state.utility
+    cap = state.cap
     counts = conn.sum(axis=1).astype(float)
     rate = state.rates(conn)
-    util = util_of(rate)
+    util = state.utility(rate)
     share = cap / np.maximum(counts, 1)[:, None]
-    # adding UE i at station b: b's UEs drop from 1/n to 1/(n+1) of their link rate
-    others_add = (
-        conn * (util_of(rate[None, :] - share + cap / (counts + 1)[:, None]) - util[None, :])
-    ).sum(axis=1)
-    own_add = util_of(rate[None, :] + cap / (counts + 1)[:, None]) - util[None, :]
-    # removing UE i from b: the others rise from 1/n to 1/(n-1), excluding i itself
-    rise = cap / np.maximum(counts - 1, 1)[:, None]
-    others_all = conn * (util_of(rate[None, :] - share + rise) - util[None, :])
+    added = cap / (counts + 1)[:, None]
+    without = rate[None, :] - share
+    # the four rates each link's toggle leads to, scored in one call: (0) b's other UEs when
+    # UE i joins b (1/n -> 1/(n+1) of their link rate), (1) UE i joining b, (2) b's other UEs
+    # when i leaves (1/n -> 1/(n-1)), (3) UE i leaving b
+    rates = np.stack(
+        (
+            without + added,
+            rate[None, :] + added,
+            without + cap / np.maximum(counts - 1, 1)[:, None],
+            without,
+        )
+    )
+    change = state.utility(rates) - util
+    others_add = (conn * change[0]).sum(axis=1)
+    others_all = conn * change[2]
     others_rem = others_all.sum(axis=1)[:, None] - others_all
-    own_rem = util_of(rate[None, :] - share) - util[None, :]
-    delta = np.where(conn, others_rem + own_rem, others_add[:, None] + own_add)
+    delta = np.where(conn, others_rem + change[3], others_add[:, None] + change[1])
     return np.where(state.reach, delta, -np.inf)
 
 

@@ -259,35 +259,39 @@ class _PerUEBaseline(Baseline):
         core = find_core(env)
         if core is None:
             raise UserError(f"baseline '{self.name}' needs a mobile-env scenario.")
-        chosen = self.station_actions(core).tolist()
+        chosen = self.station_actions(core)
         if isinstance(observation, dict):
-            column = ue_columns(core)
-            actions = {a: chosen[column[ue_id(a)]] for a in observation}
             k = getattr(core.handler, "topk", None)
-            return actions if k is None else self._slot_actions(core, actions, k)
+            if k is not None:
+                chosen = self.slot_actions(core, chosen, k)
+            chosen, column = chosen.tolist(), ue_columns(core)
+            return {a: chosen[column[ue_id(a)]] for a in observation}
         active = set(core.active)
         return np.asarray(
-            [a if ue in active else 0 for a, (_, ue) in zip(chosen, sorted(core.users.items()))]
+            [
+                a if ue in active else 0
+                for a, (_, ue) in zip(chosen.tolist(), sorted(core.users.items()))
+            ]
         )
 
-    def _slot_actions(self, core: Any, actions: dict[Any, int], k: int) -> dict[Any, int]:
-        from mobrl.envs.observations import station_arrays, topk_slots, ue_columns
-        from mobrl.envs.wrappers import ue_id
+    def slot_actions(self, core: Any, actions: np.ndarray, k: int) -> np.ndarray:
+        """Every UE's `env.obs=topk` slot action (UE order) for its station action `actions`:
+        the slot that holds the station, else 0 (noop), or with `frees_slots` the slot of the
+        weakest link the UE holds in its slots."""
+        from mobrl.envs.observations import station_arrays, topk_slots
 
         state = station_arrays(core)
-        order = topk_slots(state, k)
+        order = topk_slots(state, k)  # (k, UE) station of each slot, -1: none
+        acting = actions > 0
+        match = (order == (actions - 1)[None, :]) & acting[None, :]
+        found = match.any(axis=0)
+        slots = np.where(found, match.argmax(axis=0) + 1, 0)
+        if not self.frees_slots:
+            return slots
         linked = state["conn"] & state["reach"]
-        column = ue_columns(core)
-        out = {}
-        for agent, action in actions.items():
-            c = column[ue_id(agent)]
-            slots = order[:, c].tolist()
-            slot = slots.index(action - 1) + 1 if action and action - 1 in slots else 0
-            if slot == 0 and action and self.frees_slots:  # release the weakest link held
-                held = [j for j, b in enumerate(slots) if b >= 0 and linked[b, c]]
-                slot = held[-1] + 1 if held else 0
-            out[agent] = slot
-        return out
+        held = (order >= 0) & linked[np.maximum(order, 0), np.arange(order.shape[1])[None, :]]
+        weakest = k - np.argmax(held[::-1], axis=0)  # the last held slot, counted from 1
+        return np.where(acting & ~found & held.any(axis=0), weakest, slots)
 
 
 def _link_state(core: Any, ue: Any) -> tuple[list[Any], set[Any], dict[Any, float]]:

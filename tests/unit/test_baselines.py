@@ -126,6 +126,26 @@ def test_default_baselines_per_scenario_kind() -> None:
     assert baselines_for({"kind": "gym", "id": "Acrobot-v1"}) == ["random"]
 
 
+def _per_ue_slots(policy, core, actions: dict, k: int) -> dict:
+    """Each UE's topk slot action by its definition: the slot holding the rule's station,
+    else 0, or with `frees_slots` the last slot whose station the UE is linked to."""
+    from mobrl.envs.observations import station_arrays, topk_slots, ue_columns
+    from mobrl.envs.wrappers import ue_id
+
+    state = station_arrays(core)
+    order, linked = topk_slots(state, k), state["conn"] & state["reach"]
+    column, out = ue_columns(core), {}
+    for agent, action in actions.items():
+        c = column[ue_id(agent)]
+        slots = order[:, c].tolist()
+        slot = slots.index(action - 1) + 1 if action and action - 1 in slots else 0
+        if slot == 0 and action and policy.frees_slots:
+            held = [j for j, b in enumerate(slots) if b >= 0 and linked[b, c]]
+            slot = held[-1] + 1 if held else 0
+        out[agent] = slot
+    return out
+
+
 def _per_ue(policy, env, observation):
     """The rule's actions from its per-UE definition (`ue_action`), as `act` returns them."""
     from mobrl.envs.wrappers import find_core, ue_id
@@ -134,7 +154,7 @@ def _per_ue(policy, env, observation):
     if isinstance(observation, dict):
         actions = {a: policy.ue_action(core, core.users[ue_id(a)]) for a in observation}
         k = getattr(core.handler, "topk", None)
-        return actions if k is None else policy._slot_actions(core, actions, k)
+        return actions if k is None else _per_ue_slots(policy, core, actions, k)
     active = set(core.active)
     return [
         policy.ue_action(core, ue) if ue in active else 0 for _, ue in sorted(core.users.items())
@@ -142,7 +162,7 @@ def _per_ue(policy, env, observation):
 
 
 @pytest.mark.parametrize("layout", ["small", "medium", "large", "dense_urban", "highway"])
-@pytest.mark.parametrize("name", ["greedy", "full", "capped"])
+@pytest.mark.parametrize("name", ["greedy", "full", "capped", "oracle"])
 def test_array_rules_act_as_their_per_ue_definitions_on_every_step(layout: str, name: str) -> None:
     """Each rule's `station_actions` (one step's arrays) gives the actions of its `ue_action`
     for every UE: both engines, ma with mobile-env's and topk's actions, and central."""
