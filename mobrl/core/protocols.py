@@ -25,6 +25,8 @@ class StationArrays(Protocol):
 
     def topk_state(self) -> dict[str, Any]: ...
 
+    def ue_columns(self) -> dict[int, int]: ...
+
 
 @runtime_checkable
 class SnrArrays(Protocol):

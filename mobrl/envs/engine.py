@@ -531,10 +531,14 @@ class FastEngine(StockViews):
         space = core.observation_space
         if not isinstance(space, gymnasium.spaces.Dict):
             return np.zeros(space.shape, dtype=space.dtype)
+        blanks = self.__dict__.get("_blanks")
+        if blanks is None:  # one read-only array per UE, handed out every step
+            blanks = {u: np.zeros(s.shape, dtype=s.dtype) for u, s in space.spaces.items()}
+            for blank in blanks.values():
+                blank.flags.writeable = False
+            self._blanks = blanks
         idx = self._active_idx if not core.time_is_up else self._active_idx[:0]
-        return {
-            u: np.zeros(space[u].shape, dtype=space[u].dtype) for u in self._ue_ids[idx].tolist()
-        }
+        return {u: blanks[u] for u in self._ue_ids[idx].tolist()}
 
     def features(self) -> dict[int, dict[str, np.ndarray]]:
         """mobile-env's per-UE feature dicts (for handlers of users' own)."""

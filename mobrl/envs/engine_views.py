@@ -23,6 +23,10 @@ class StockViews:
         """Column of `ue` in `snr_matrix()` and `connectivity()`."""
         return self._ue_index[ue.ue_id]
 
+    def ue_columns(self) -> dict[int, int]:
+        """UE id -> its column in the (BS, UE) arrays (the engine's own map: do not change)."""
+        return self._ue_index
+
     def link_state(self) -> Any:
         """The (BS, UE) service arrays of this step (mobrl.envs.service.LinkState); links out
         of range left out, as the next step drops them."""

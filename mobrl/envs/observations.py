@@ -239,6 +239,8 @@ class TopKMAHandler(MComMAHandler):
 
 def ue_columns(env: Any) -> dict[int, int]:
     """UE id -> its column in `station_arrays` (UEs in id order)."""
+    if implements(env, StationArrays):
+        return env.ue_columns()
     return {u: i for i, u in enumerate(sorted(env.users))}
 
 

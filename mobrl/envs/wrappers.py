@@ -42,7 +42,9 @@ class UEAgentsEnv(gym.Env):
         self.core = core
         #: share of each UE's reward taken from the mean over rewarded UEs (env.team_reward)
         self.team_reward = team_reward
-        self.possible_agents = [agent_id(u) for u in sorted(core.users)]
+        self._agent_of = {u: agent_id(u) for u in core.users}
+        self._ue_of = {a: u for u, a in self._agent_of.items()}
+        self.possible_agents = [self._agent_of[u] for u in sorted(core.users)]
         self.agents = list(self.possible_agents)
         self.observation_spaces = {agent_id(u): s for u, s in core.observation_space.spaces.items()}
         self.action_spaces = {agent_id(u): s for u, s in core.action_space.spaces.items()}
@@ -58,14 +60,15 @@ class UEAgentsEnv(gym.Env):
         return out, {}
 
     def step(self, action_dict: dict[str, int]):
-        actions = {ue_id(a): int(act) for a, act in action_dict.items()}
+        ue_of, agent_of = self._ue_of, self._agent_of
+        actions = {ue_of[a] if a in ue_of else ue_id(a): int(act) for a, act in action_dict.items()}
         obs, rewards, terminated, truncated, info = self.core.step(actions)
-        out_obs = {agent_id(u): o for u, o in obs.items()}
-        out_rew = {agent_id(u): float(r) for u, r in rewards.items()}
+        out_obs = {agent_of[u]: o for u, o in obs.items()}
+        out_rew = {agent_of[u]: float(r) for u, r in rewards.items()}
         if self.team_reward and out_rew:
             shared = share_rewards(np.array(list(out_rew.values())), self.team_reward)
             out_rew = dict(zip(out_rew, shared.tolist()))
-        active = {agent_id(ue.ue_id) for ue in self.core.active}
+        active = {agent_of[ue.ue_id] for ue in self.core.active}
         done = set(self._acting) if truncated else self._acting - active
         for a in self._acting:
             if a not in out_obs:
