@@ -177,6 +177,9 @@ class RunConf:
     fault: FaultConf = field(default_factory=FaultConf)
     #: log per-UE, fairness and network metrics of mobile-env scenarios
     ue_metrics: bool = True
+    #: where the trial trains: `auto` (one trial that needs nothing remote trains in mobrl's
+    #: own process, without Ray; otherwise Tune), `driver` (insist) or `tune` (always Tune)
+    executor: str = "auto"
 
 
 @dataclass

@@ -91,6 +91,9 @@ def check_settings(cfg: DictConfig) -> None:
     from mobrl.training.tuning import check_tune_config
 
     check_tune_config(cfg)
+    from mobrl.training.executor import in_driver
+
+    in_driver(cfg)  # run.executor: a known value, and driver only where one trial can
     stop = cfg.run.stop
     if all(stop[k] is None for k in stop):
         raise UserError(

@@ -114,17 +114,55 @@ def run_training(
     algo_config = build_algorithm_config(cfg, factory.ENV_NAME, env_config, fault)
     space, locations = tuning.param_space(cfg, algo_config)
     policy_ids = factory.policy_ids(env_config)
+    from mobrl.training.executor import in_driver
 
-    with ray_session(cfg):  # before the run dir is written: a cluster too small fails here
+    driver = in_driver(cfg)
+    # Ray before the run dir is written: a cluster too small fails here
+    with _driver_session() if driver else ray_session(cfg):
         run.write_config(cfg)
         manifest = build_manifest(cfg, env_config, policy_ids, ["mobrl", "train", *overrides])
         manifest["experiment_dir"] = str(experiment_dir)
-        manifest["ray_address"] = ray_address()
+        manifest["executor"] = "driver" if driver else "tune"
+        manifest["ray_address"] = None if driver else ray_address()
         run.write_manifest(manifest)
         console.print(f"[bold]mobrl[/bold] run dir: {run.path}")
         with _full_disk_as_one_line(storage, run, experiment_dir):
-            results = _fit(cfg, algo_config.algo_class, space, locations, storage, experiment_name)
+            if driver:
+                results = _fit_in_driver(cfg, algo_config.algo_class, space, experiment_dir)
+            else:
+                results = _fit(
+                    cfg, algo_config.algo_class, space, locations, storage, experiment_name
+                )
     return _finish(cfg, results, locations, run, experiment_dir, storage)
+
+
+@contextmanager
+def _driver_session() -> Iterator[None]:
+    """What a run in mobrl's own process needs instead of Ray: mobrl's env registered."""
+    from mobrl.envs import factory
+
+    factory.register()
+    yield
+
+
+def _fit_in_driver(
+    cfg: DictConfig,
+    trainable: Any,
+    space: dict[str, Any],
+    experiment_dir: Path,
+    resume: bool = False,
+    retry_errored: bool = False,
+) -> list[Any]:
+    from mobrl.training import driver
+    from mobrl.training.diskspace import DiskGuard
+    from mobrl.training.progress import INTERRUPTED, ProgressCallback
+
+    INTERRUPTED.clear()
+    callbacks = [
+        ProgressCallback(cfg.tune.metric),
+        DiskGuard(experiment_dir.parent, experiment_dir, cfg.run.checkpoint.min_free_mb),
+    ]
+    return driver.fit(cfg, trainable, space, experiment_dir, callbacks, resume, retry_errored)
 
 
 def resume_training(run_dir: Path, retry_errored: bool = False) -> float | None:
@@ -138,6 +176,10 @@ def resume_training(run_dir: Path, retry_errored: bool = False) -> float | None:
     run = RunDir(run_dir)
     cfg, manifest = load_run(run)
     experiment_dir = run.experiment_dir(manifest)
+    from mobrl.training.driver import STATE
+
+    if manifest.get("executor") == "driver" or (experiment_dir / STATE).is_file():
+        return _resume_in_driver(run, cfg, manifest, experiment_dir, retry_errored)
     if not (experiment_dir / RunDir.TUNER_STATE).is_file():
         raise UserError(
             f"'{run.path}' has no Tune experiment state to resume "
@@ -178,6 +220,45 @@ def resume_training(run_dir: Path, retry_errored: bool = False) -> float | None:
             param_space=space,
         )
         results = tuner.fit()
+    for trial_dir in experiment_dir.iterdir():
+        if trial_dir.is_dir():
+            repair_progress_csv(trial_dir)
+    return _finish(cfg, results, locations, run, experiment_dir, storage)
+
+
+def _resume_in_driver(
+    run: RunDir, cfg: DictConfig, manifest: dict, experiment_dir: Path, retry_errored: bool
+) -> float | None:
+    """`resume_training` of a run whose trial trained in mobrl's own process."""
+    from mobrl.core import faults
+    from mobrl.envs import factory
+    from mobrl.training import tuning
+    from mobrl.training.algos import build_algorithm_config
+    from mobrl.training.diskspace import FULL, check_free
+    from mobrl.training.driver import STATE
+
+    if not (experiment_dir / STATE).is_file():
+        raise UserError(
+            f"'{run.path}' has no trial state to resume ({experiment_dir / STATE} is "
+            "missing): the run stopped before its trial started. Start it again."
+        )
+    storage = experiment_dir.parent
+    check_free(storage, cfg.run.checkpoint.min_free_mb)
+    FULL.reason = None
+    configure_ray(cfg.ray.log_level)
+    check_config(cfg)
+    algo_config = build_algorithm_config(
+        cfg,
+        factory.ENV_NAME,
+        manifest.get("env_config") or factory.env_config_from(cfg),
+        faults.plan(cfg.run.fault.inject, run.path),
+    )
+    space, locations = tuning.param_space(cfg, algo_config)
+    console.print(f"[bold]mobrl[/bold] resuming run dir: {run.path}")
+    with _driver_session(), _full_disk_as_one_line(storage, run, experiment_dir):
+        results = _fit_in_driver(
+            cfg, algo_config.algo_class, space, experiment_dir, True, retry_errored
+        )
     for trial_dir in experiment_dir.iterdir():
         if trial_dir.is_dir():
             repair_progress_csv(trial_dir)

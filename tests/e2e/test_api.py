@@ -15,10 +15,13 @@ from tests.conftest import ray_process_count
 pytestmark = pytest.mark.slow
 
 SCRIPT = """
-import json, sys
+import json, signal, sys
+import torch
 import mobrl
 
+threads, sigint = torch.get_num_threads(), signal.getsignal(signal.SIGINT)
 run = mobrl.train("scenario=small", "run=smoke", run_dir=sys.argv[1])
+kept = torch.get_num_threads() == threads and signal.getsignal(signal.SIGINT) is sigint
 progress = run.progress
 ev = run.evaluate(episodes=2, baselines=["greedy"], output=sys.argv[2], workers=1)
 print(json.dumps({
@@ -29,6 +32,8 @@ print(json.dumps({
     "policies": list(ev.table.index),
     "episodes": len(ev.episodes),
     "command": run.manifest["command"],
+    "executor": run.manifest["executor"],
+    "kept": kept,
 }))
 """
 
@@ -45,6 +50,8 @@ def test_train_from_python_returns_a_run_to_read_and_evaluate(tmp_path: Path) ->
     assert got["checkpoints"] and got["summary_best"] in got["checkpoints"]
     assert got["policies"] == ["trained", "greedy"] and got["episodes"] == 4
     assert got["command"] == "mobrl train scenario=small run=smoke"  # as the CLI records it
+    # one trial in the notebook's own process: its torch threads and Ctrl-C handler come back
+    assert got["executor"] == "driver" and got["kept"]
     assert (run_dir / "manifest.json").is_file() and (out / "summary.json").is_file()
     assert ray_process_count() == 0
 

@@ -56,7 +56,7 @@ def test_resume_from_a_cut_tune_state_is_refused(tmp_path: Path) -> None:
     from tests.e2e.conftest import train_smoke
 
     run_dir = tmp_path / "run"
-    train_smoke(run_dir, "scenario=small")
+    train_smoke(run_dir, "scenario=small", "run.executor=tune")
     (state,) = (run_dir / "tune").glob("experiment_state-*.json")
     state.write_bytes(state.read_bytes()[: state.stat().st_size // 2])
     result = run_mobrl("train", "--resume", str(run_dir))

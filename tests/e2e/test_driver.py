@@ -1,0 +1,108 @@
+"""One trial in mobrl's own process (run.executor=auto): without Ray, the files, numbers and
+checkpoints of the same trial under Tune."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from mobrl.core.rundir import RunDir, is_complete
+from tests.e2e.conftest import train_smoke
+
+pytestmark = pytest.mark.slow
+
+#: columns that hold timings, memory use, process ids or dates: they differ between any two runs
+_CLOCK = (
+    "time",
+    "timer",
+    "timestamp",
+    "date",
+    "pid",
+    "trial_id",
+    "throughput",
+    "duration",
+    "env_runners/sample",
+    "perf/",
+)
+
+
+def _trial(run_dir: Path) -> Path:
+    (trial,) = RunDir(run_dir).trial_dirs()
+    return trial
+
+
+def _tags(trial: Path) -> set[str]:
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    (events,) = trial.glob("events.out.tfevents.*")
+    acc = EventAccumulator(str(events))
+    acc.Reload()
+    return set(acc.Tags()["scalars"])
+
+
+def test_a_driver_trial_writes_what_the_same_tune_trial_writes(tmp_path: Path) -> None:
+    args = ("scenario=cartpole", "run.stop.iterations=3", "run.checkpoint.keep=1")
+    runs = {}
+    for executor in ("auto", "tune"):
+        run_dir = tmp_path / executor
+        runs[executor] = (run_dir, train_smoke(run_dir, *args, f"run.executor={executor}"))
+    (driver_dir, driver), (tune_dir, tune) = runs["auto"], runs["tune"]
+    manifest = json.loads((driver_dir / "manifest.json").read_text())
+    assert manifest["executor"] == "driver" and manifest["ray_address"] is None
+    assert json.loads((tune_dir / "manifest.json").read_text())["executor"] == "tune"
+
+    trial_d, trial_t = _trial(driver_dir), _trial(tune_dir)
+    names = [
+        {p.name for p in t.iterdir() if not p.name.startswith("events")} for t in (trial_d, trial_t)
+    ]
+    assert names[0] == names[1]  # params, progress, results, the same checkpoints kept
+    assert {"params.json", "params.pkl", "progress.csv", "result.json"} <= names[0]
+    kept = sorted(p for p in trial_d.glob("checkpoint_*"))
+    assert kept and all(is_complete(c) for c in kept)
+    assert not list(trial_d.glob(".partial-*"))
+
+    progress_d, progress_t = (pd.read_csv(t / "progress.csv") for t in (trial_d, trial_t))
+    # the same columns (RLlib's order of its result keys differs between any two processes)
+    assert sorted(progress_d.columns) == sorted(progress_t.columns)
+    same = sorted(c for c in progress_t.columns if not any(k in c for k in _CLOCK))
+    assert (
+        "env_runners/episode_return_mean" in same and "learners/default_policy/total_loss" in same
+    )
+    pd.testing.assert_frame_equal(progress_d[same], progress_t[same])  # the same seeded numbers
+    assert _tags(trial_d) == _tags(trial_t)
+
+    for key in ("best_return", "best_checkpoint_value", "best_checkpoint_iteration"):
+        assert driver[key] == tune[key], key
+    for key in ("best_checkpoint", "last_checkpoint"):
+        assert Path(driver[key]).name == Path(tune[key]).name, key
+
+
+def test_a_cut_driver_state_is_refused_on_resume(tmp_path: Path) -> None:
+    from tests.conftest import run_mobrl
+
+    run_dir = tmp_path / "run"
+    train_smoke(run_dir, "scenario=cartpole")
+    state = run_dir / "tune" / "driver-state.json"
+    assert json.loads(state.read_text())["status"] == "TERMINATED"
+    state.write_bytes(state.read_bytes()[: state.stat().st_size // 2])
+    result = run_mobrl("train", "--resume", str(run_dir))
+    assert result.returncode == 2, result.stdout + result.stderr
+    (line,) = [ln for ln in result.stderr.splitlines() if ln.strip()]
+    assert "driver-state.json is unreadable" in line and "mobrl evaluate --checkpoint" in line
+
+
+def test_resuming_a_finished_driver_run_trains_nothing_more(tmp_path: Path) -> None:
+    from tests.conftest import run_mobrl
+
+    run_dir = tmp_path / "run"
+    first = train_smoke(run_dir, "scenario=cartpole")
+    progress = _trial(run_dir) / "progress.csv"
+    before = progress.read_bytes()
+    result = run_mobrl("train", "--resume", str(run_dir))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert progress.read_bytes() == before
+    again = json.loads((run_dir / "summary.json").read_text())
+    assert again["best_checkpoint"] == first["best_checkpoint"]
