@@ -135,6 +135,35 @@ def _without_ray() -> Iterator[None]:
         ray.put = put
 
 
+#: where a trial in the driver logs what Ray and RLlib say while it trains (`ray.log_to_driver`
+#: false): the terminal shows mobrl's lines, as under Tune, whose trial actor logs to files
+TRIAL_LOG = "trial.log"
+
+
+@contextmanager
+def _trial_log(trial: DriverTrial, to_terminal: bool) -> Iterator[None]:
+    """Ray's and RLlib's log records of the trial go to `TRIAL_LOG` in the trial dir (created
+    only when something is logged), unless `to_terminal` (`ray.log_to_driver`)."""
+    import logging
+
+    if to_terminal:
+        yield
+        return
+    handler = logging.FileHandler(trial.path / TRIAL_LOG, delay=True)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    loggers = [logging.getLogger(name) for name in ("ray", "ray.rllib")]
+    before = [(lg.handlers[:], lg.propagate) for lg in loggers]
+    for lg in loggers:
+        lg.handlers[:] = [handler]
+        lg.propagate = False
+    try:
+        yield
+    finally:
+        for lg, (handlers, propagate) in zip(loggers, before):
+            lg.handlers[:], lg.propagate = handlers, propagate
+        handler.close()
+
+
 @contextmanager
 def _torch_threads(count: int) -> Iterator[None]:
     """torch on the trial's CPUs, as Ray gives a trial actor (OMP_NUM_THREADS): the same
@@ -344,7 +373,12 @@ def fit(
     stop, error, algo = [False], None, None
     criteria = _stop_criteria(cfg)
     trial.init_local_path()
-    with _stop_on_ctrl_c(stop), _torch_threads(trial_cpus(cfg)), _without_ray():
+    with (
+        _stop_on_ctrl_c(stop),
+        _torch_threads(trial_cpus(cfg)),
+        _without_ray(),
+        _trial_log(trial, cfg.ray.log_to_driver),
+    ):
         hooks("setup")
         try:
             algo = _build(algo_class, space, trial)

@@ -74,3 +74,8 @@ def test_a_crashed_trial_without_retries_fails_the_run_with_its_error(tmp_path: 
     assert "trial failed: mobrl.core.faults.InjectedFault: run.fault.inject: env_error" in printed
     assert "Traceback" not in printed and "Trials did not complete" not in printed
     assert json.loads((run_dir / "summary.json").read_text())["failed"]
+    # the trial trained in mobrl's process: RLlib's own log of the failure is kept in the trial
+    # dir, as the traceback is, rather than printed
+    (trial,) = [p for p in (run_dir / "tune").iterdir() if p.is_dir()]
+    assert "InjectedFault" in (trial / "error.txt").read_text()
+    assert "Environment step failed" in (trial / "trial.log").read_text()
