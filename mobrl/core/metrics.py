@@ -3,19 +3,20 @@
 from dataclasses import dataclass
 from typing import Any
 
-#: mean episode return over the last episodes sampled (RLlib new API stack)
+#: the training return: mean return of the last `RETURN_WINDOW` episodes sampled, across
+#: iterations (RLlib's own value under this key averages only the episodes that ended in the
+#: iteration; `training.return_window` replaces it)
 RETURN_MEAN = "env_runners/episode_return_mean"
 #: ... over at most this many of the last episodes (RLlib's metrics_num_episodes_for_smoothing)
 RETURN_WINDOW = 20
+#: how many episodes `RETURN_MEAN` averages (fewer than `RETURN_WINDOW` early in a run and
+#: after a restore)
+RETURN_EPISODES = "env_runners/episode_return_episodes"
+#: each finished episode's return, as env runners log it (an item series under
+#: `env_runners/`; `training.return_window` folds it into `RETURN_MEAN` and drops it)
+EPISODE_RETURNS = "mobrl_episode_returns"
 #: episodes finished since training started
 EPISODES_LIFETIME = "env_runners/num_episodes_lifetime"
-
-
-def episodes_averaged(episodes_lifetime: float | None) -> int | None:
-    """How many episodes the training return of a result averages."""
-    if episodes_lifetime is None or episodes_lifetime != episodes_lifetime:
-        return None
-    return int(min(RETURN_WINDOW, episodes_lifetime))
 
 
 EPISODE_LEN_MEAN = "env_runners/episode_len_mean"

@@ -1,14 +1,17 @@
 """RLlib callbacks (new API stack): the measures of every training episode (per-UE, fairness
-and network metrics of mobile-env, an env's own counts such as the arena's) as Tune results."""
+and network metrics of mobile-env, an env's own counts such as the arena's) as Tune results,
+and each episode's return for the training return (`training.return_window`)."""
 
 from __future__ import annotations
 
 from ray.rllib.callbacks.callbacks import RLlibCallback
 
+from mobrl.core.metrics import EPISODE_RETURNS
 from mobrl.envs.netstats import EpisodeRecorder
 
 _RECORDER = "mobrl_recorder"
-#: mobrl's episode metrics are means over this many of the last episodes
+#: at most this many episodes per env runner and iteration enter mobrl's episode metrics (RLlib
+#: averages a logged mean over the episodes that ended in the iteration)
 EPISODE_METRICS_WINDOW = 100
 
 
@@ -40,3 +43,17 @@ def log_episode_summary(metrics_logger, summary: dict[str, float]) -> None:
     for tag, value in summary.items():
         if value == value:  # NaN (e.g. no serving link all episode) would poison the mean
             metrics_logger.log_value(tag, value, reduce="mean", window=EPISODE_METRICS_WINDOW)
+
+
+def log_episode_return(
+    *, episode, metrics_logger=None, env_runner=None, prev_episode_chunks=(), **kwargs
+) -> None:
+    """`on_episode_end` of every env runner: the episode's return (all agents' rewards), one
+    item per episode, which the algorithm folds into a training return that spans iterations
+    (RLlib's own mean covers only the episodes of one iteration). Runners whose episodes are
+    not RLlib's (UE slots: a slot's episode is one UE's) log their own."""
+    if metrics_logger is not None and not getattr(env_runner, "logs_episode_returns", False):
+        # an episode longer than a rollout fragment arrives in chunks: its return sums them all,
+        # as RLlib's own episode metrics do
+        total = episode.get_return() + sum(chunk.get_return() for chunk in prev_episode_chunks)
+        metrics_logger.log_value(EPISODE_RETURNS, float(total), reduce="item_series")

@@ -19,6 +19,7 @@ from ray.rllib.utils.metrics import (
     EPISODE_RETURN_MIN,
 )
 
+from mobrl.core.metrics import EPISODE_RETURNS
 from mobrl.envs.callbacks import log_episode_summary
 from mobrl.envs.slots import copy_seed
 
@@ -34,6 +35,9 @@ class UESlotEnvRunner(SingleAgentEnvRunner):
     - episode metrics are those of whole env copies, as RLlib's multi-agent runner reports
       them: the return sums the copy's UEs, `agent_episode_returns_mean/ue_N` holds each UE's.
     """
+
+    #: each env copy's episode return is logged here (`callbacks.log_episode_return` skips)
+    logs_episode_returns = True
 
     def __init__(self, *, config: Any, **kwargs: Any):
         import torch
@@ -111,4 +115,5 @@ class UESlotEnvRunner(SingleAgentEnvRunner):
         self.metrics.log_dict(
             {EPISODE_LEN_MAX: length, EPISODE_RETURN_MAX: ret}, reduce="max", window=win
         )
+        self.metrics.log_value(EPISODE_RETURNS, float(ret), reduce="item_series")
         log_episode_summary(self.metrics, episode["metrics"])

@@ -132,12 +132,14 @@ def build_algorithm_config(
     if metrics_callback is not None:
         algo.callbacks(metrics_callback)
 
+    from mobrl.envs.callbacks import log_episode_return
     from mobrl.training.periodic_eval import periodic_evaluation
+    from mobrl.training.return_window import fold_returns
 
-    on_result = [periodic_evaluation(cfg, env_config), faults.trial_callback(fault)]
+    # the training return over the last episodes first: what evaluation and faults read next
+    on_result = [fold_returns, periodic_evaluation(cfg, env_config), faults.trial_callback(fault)]
     on_result = [callback for callback in on_result if callback is not None]
-    if on_result:
-        algo.callbacks(on_train_result=on_result)
+    algo.callbacks(on_train_result=on_result, on_episode_end=log_episode_return)
 
     policies, mapping = policy_setup(env_config)
     if policies is not None and not slots:

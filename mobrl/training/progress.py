@@ -131,9 +131,7 @@ class ProgressCallback(Callback):
         row["return"] = _float_or_none(_get(result, metrics.RETURN_MEAN))
         row["metric"] = _float_or_none(_get(result, self.metric))
         # the training return is the mean over the last few episodes: say how many
-        row["averaged"] = metrics.episodes_averaged(
-            _float_or_none(_get(result, metrics.EPISODES_LIFETIME))
-        )
+        row["averaged"] = _int_or_none(_get(result, metrics.RETURN_EPISODES))
         if self._live is not None:
             self._refresh()
         else:

@@ -72,6 +72,12 @@ def test_a_driver_trial_writes_what_the_same_tune_trial_writes(tmp_path: Path) -
         "env_runners/episode_return_mean" in same and "learners/default_policy/total_loss" in same
     )
     pd.testing.assert_frame_equal(progress_d[same], progress_t[same])  # the same seeded numbers
+    # the training return averages the last episodes across iterations (RLlib's own value
+    # covers one iteration's episodes): as many as have ended, up to the window
+    averaged = progress_d["env_runners/episode_return_episodes"]
+    ended = progress_d["env_runners/num_episodes_lifetime"].clip(upper=20)
+    assert list(averaged) == list(ended) and averaged.iloc[-1] > 0
+    assert not [c for c in progress_d.columns if "mobrl_episode_returns" in c]
     assert _tags(trial_d) == _tags(trial_t)
 
     for key in ("best_return", "best_checkpoint_value", "best_checkpoint_iteration"):
