@@ -163,8 +163,17 @@ def _rllib_worker(task: Task, record) -> None:
     from ray.rllib.algorithms.ppo import PPOConfig
     from ray.tune.registry import register_env
 
+    from mobrl.envs.callbacks import log_episode_return
+    from mobrl.training.return_window import fold_returns
+
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-    config = PPOConfig().env_runners(num_env_runners=1)
+    # the same training return as mobrl's and SB3's: the mean of the last WINDOW episodes
+    # (RLlib's own averages the episodes that ended in the iteration)
+    config = (
+        PPOConfig()
+        .env_runners(num_env_runners=1)
+        .callbacks(on_episode_end=log_episode_return, on_train_result=fold_returns)
+    )
     if task.layout is None:
         config = config.environment(task.gym_id)
     elif task.mode == "ma":
