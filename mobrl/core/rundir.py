@@ -257,6 +257,23 @@ def complete_checkpoints(path: Path) -> list[Path]:
     return [c for c in list_checkpoints(path) if is_complete(c)]
 
 
+def last_complete_checkpoint(path: Path) -> Path | None:
+    """The newest checkpoint at or below `path` written to the end (None: none is)."""
+    kept = complete_checkpoints(path)
+    return max(kept, key=lambda c: c.stat().st_mtime) if kept else None
+
+
+def unresumable_hint(path: Path) -> str:
+    """What a user can do with a run that cannot be resumed: its last complete checkpoint."""
+    kept = last_complete_checkpoint(path)
+    if kept is None:
+        return "start the run again"
+    return (
+        f"evaluate its last complete checkpoint with mobrl evaluate --checkpoint {kept}, or "
+        "start the run again"
+    )
+
+
 def list_checkpoints(path: Path) -> list[Path]:
     """All RLlib algorithm checkpoints at or below `path`, oldest first within each trial."""
     path = Path(path)

@@ -28,7 +28,7 @@ from omegaconf import DictConfig
 from mobrl.core import metrics
 from mobrl.core.errors import UserError
 from mobrl.core.files import atomic_write_json
-from mobrl.core.rundir import TRIAL_RESULT, complete_checkpoints, is_complete
+from mobrl.core.rundir import TRIAL_RESULT, is_complete, unresumable_hint
 
 #: the driver's experiment state, next to the trial dir
 STATE = "driver-state.json"
@@ -221,15 +221,9 @@ def read_state(experiment_dir: Path) -> dict[str, Any]:
         if not isinstance(state, dict) or "trial" not in state:
             raise ValueError("not mobrl's state")
     except (OSError, ValueError) as err:
-        kept = complete_checkpoints(experiment_dir)
-        hint = (
-            f"evaluate its last complete checkpoint with mobrl evaluate --checkpoint "
-            f"{max(kept, key=lambda c: c.stat().st_mtime)}, or start the run again"
-            if kept
-            else "start the run again"
-        )
         raise UserError(
-            f"cannot resume: the trial's state {path} is unreadable ({err}); {hint}."
+            f"cannot resume: the trial's state {path} is unreadable ({err}); "
+            f"{unresumable_hint(experiment_dir)}."
         ) from None
     return state
 

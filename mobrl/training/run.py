@@ -15,7 +15,12 @@ from mobrl.config import load_run
 from mobrl.core.console import make_console
 from mobrl.core.errors import USER_ERROR_EXIT, UserError
 from mobrl.core.files import check_writable
-from mobrl.core.rundir import RunDir, build_manifest
+from mobrl.core.rundir import (
+    RunDir,
+    build_manifest,
+    last_complete_checkpoint,
+    unresumable_hint,
+)
 from mobrl.training.checks import check_config
 from mobrl.training.raysession import (
     configure_ray,
@@ -168,10 +173,6 @@ def _fit_in_driver(
 def resume_training(run_dir: Path, retry_errored: bool = False) -> float | None:
     """Continue an interrupted `mobrl train` run: unfinished trials restart from their latest
     checkpoints, finished ones stay as they are, errored ones restart only if asked."""
-    from mobrl.core import faults
-    from mobrl.envs import factory
-    from mobrl.training import tuning
-    from mobrl.training.algos import build_algorithm_config
 
     run = RunDir(run_dir)
     cfg, manifest = load_run(run)
@@ -187,23 +188,9 @@ def resume_training(run_dir: Path, retry_errored: bool = False) -> float | None:
             "is missing): the run stopped before its first trial started. Start it again."
         )
     _check_resumable(run, experiment_dir)
-    from mobrl.training.diskspace import FULL, check_free
-
-    storage = experiment_dir.parent
-    check_free(storage, cfg.run.checkpoint.min_free_mb)
-    FULL.reason = None
-    configure_ray(cfg.ray.log_level)
-    check_config(cfg)
     probe_ray_address(cfg.ray.address)
-    algo_config = build_algorithm_config(
-        cfg,
-        factory.ENV_NAME,
-        manifest.get("env_config") or factory.env_config_from(cfg),
-        faults.plan(cfg.run.fault.inject, run.path),
-    )
     # Tune saved the space with placeholders for objects it cannot store: hand it over again
-    space, locations = tuning.param_space(cfg, algo_config)
-    console.print(f"[bold]mobrl[/bold] resuming run dir: {run.path}")
+    storage, algo_config, space, locations = _prepare_resume(run, cfg, manifest, experiment_dir)
 
     from ray import tune
 
@@ -220,21 +207,13 @@ def resume_training(run_dir: Path, retry_errored: bool = False) -> float | None:
             param_space=space,
         )
         results = tuner.fit()
-    for trial_dir in experiment_dir.iterdir():
-        if trial_dir.is_dir():
-            repair_progress_csv(trial_dir)
-    return _finish(cfg, results, locations, run, experiment_dir, storage)
+    return _finish_resumed(cfg, results, locations, run, experiment_dir, storage)
 
 
 def _resume_in_driver(
     run: RunDir, cfg: DictConfig, manifest: dict, experiment_dir: Path, retry_errored: bool
 ) -> float | None:
     """`resume_training` of a run whose trial trained in mobrl's own process."""
-    from mobrl.core import faults
-    from mobrl.envs import factory
-    from mobrl.training import tuning
-    from mobrl.training.algos import build_algorithm_config
-    from mobrl.training.diskspace import FULL, check_free
     from mobrl.training.driver import STATE
 
     if not (experiment_dir / STATE).is_file():
@@ -242,6 +221,25 @@ def _resume_in_driver(
             f"'{run.path}' has no trial state to resume ({experiment_dir / STATE} is "
             "missing): the run stopped before its trial started. Start it again."
         )
+    storage, algo_config, space, locations = _prepare_resume(run, cfg, manifest, experiment_dir)
+    with _driver_session(), _full_disk_as_one_line(storage, run, experiment_dir):
+        results = _fit_in_driver(
+            cfg, algo_config.algo_class, space, experiment_dir, True, retry_errored
+        )
+    return _finish_resumed(cfg, results, locations, run, experiment_dir, storage)
+
+
+def _prepare_resume(
+    run: RunDir, cfg: DictConfig, manifest: dict, experiment_dir: Path
+) -> tuple[Path, Any, dict[str, Any], Any]:
+    """What either way of resuming needs: free space checked, the config checked again, the
+    algorithm config and search space rebuilt from the run's own config and env."""
+    from mobrl.core import faults
+    from mobrl.envs import factory
+    from mobrl.training import tuning
+    from mobrl.training.algos import build_algorithm_config
+    from mobrl.training.diskspace import FULL, check_free
+
     storage = experiment_dir.parent
     check_free(storage, cfg.run.checkpoint.min_free_mb)
     FULL.reason = None
@@ -255,10 +253,18 @@ def _resume_in_driver(
     )
     space, locations = tuning.param_space(cfg, algo_config)
     console.print(f"[bold]mobrl[/bold] resuming run dir: {run.path}")
-    with _driver_session(), _full_disk_as_one_line(storage, run, experiment_dir):
-        results = _fit_in_driver(
-            cfg, algo_config.algo_class, space, experiment_dir, True, retry_errored
-        )
+    return storage, algo_config, space, locations
+
+
+def _finish_resumed(
+    cfg: DictConfig,
+    results: Any,
+    locations: Any,
+    run: RunDir,
+    experiment_dir: Path,
+    storage: Path,
+) -> float | None:
+    """`_finish` after each trial's progress.csv holds every iteration once again."""
     for trial_dir in experiment_dir.iterdir():
         if trial_dir.is_dir():
             repair_progress_csv(trial_dir)
@@ -279,13 +285,7 @@ def _check_resumable(run: RunDir, experiment_dir: Path) -> None:
             else:
                 json.loads(data)
         except (OSError, ValueError) as err:
-            kept = _last_complete(experiment_dir)
-            hint = (
-                f"evaluate its last complete checkpoint with mobrl evaluate --checkpoint "
-                f"{kept}, or start the run again"
-                if kept
-                else "start the run again"
-            )
+            hint = unresumable_hint(experiment_dir)
             raise UserError(
                 f"cannot resume '{run.path}': Tune's state {state.name} is cut ({err}), so "
                 f"its trials would start over from iteration 1; {hint}."
@@ -303,14 +303,7 @@ def _full_disk_as_one_line(storage: Path, run: RunDir, experiment_dir: Path) -> 
         if FULL.reason is None and not is_full(err) and free_bytes(storage) > MB:
             raise
         FULL.set(FULL.reason or "no space left on device")
-        raise full_disk_error(storage, run.path, _last_complete(experiment_dir)) from None
-
-
-def _last_complete(experiment_dir: Path) -> Path | None:
-    from mobrl.core.rundir import complete_checkpoints
-
-    kept = complete_checkpoints(experiment_dir)
-    return max(kept, key=lambda c: c.stat().st_mtime) if kept else None
+        raise full_disk_error(storage, run.path, last_complete_checkpoint(experiment_dir)) from None
 
 
 def _finish(
@@ -330,7 +323,7 @@ def _finish(
     with _full_disk_as_one_line(storage, run, experiment_dir):
         summary = report(cfg, results, locations, run, experiment_dir, console)
     if FULL.reason is not None:
-        raise full_disk_error(storage, run.path, _last_complete(experiment_dir))
+        raise full_disk_error(storage, run.path, last_complete_checkpoint(experiment_dir))
     if INTERRUPTED.is_set():
         console.print(
             f"[bold]interrupted[/bold]: the experiment state is saved. Continue with:\n"

@@ -109,6 +109,14 @@ def test_a_checkpoint_cut_short_is_never_picked(tmp_path: Path) -> None:
     assert picked == trial / "checkpoint_000001" and "1 incomplete checkpoint skipped" in note
     with pytest.raises(UserError, match="is incomplete"):
         pick_checkpoint(last, "last")
+    # a run that cannot be resumed points at the newest complete checkpoint, not the cut one
+    from mobrl.core.rundir import last_complete_checkpoint, unresumable_hint
+
+    assert last_complete_checkpoint(tmp_path) == trial / "checkpoint_000001"
+    assert unresumable_hint(tmp_path).endswith(
+        f"--checkpoint {trial / 'checkpoint_000001'}, or start the run again"
+    )
+    assert unresumable_hint(tmp_path / "empty") == "start the run again"
 
 
 def test_a_checkout_names_its_commit() -> None:
