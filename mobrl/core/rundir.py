@@ -257,6 +257,19 @@ def complete_checkpoints(path: Path) -> list[Path]:
     return [c for c in list_checkpoints(path) if is_complete(c)]
 
 
+def read_trial_results(trial_dir: Path) -> list[dict[str, Any]]:
+    """The results in a trial's result.json, one per iteration written (a blank line or one
+    cut by a stop is left out; no file: none)."""
+    path = Path(trial_dir) / TRIAL_RESULT
+    rows = []
+    for line in path.read_text().splitlines() if path.is_file() else []:
+        try:
+            rows.append(json.loads(line))
+        except ValueError:
+            continue
+    return rows
+
+
 def last_complete_checkpoint(path: Path) -> Path | None:
     """The newest checkpoint at or below `path` written to the end (None: none is)."""
     kept = complete_checkpoints(path)

@@ -28,7 +28,7 @@ from omegaconf import DictConfig
 from mobrl.core import metrics
 from mobrl.core.errors import UserError
 from mobrl.core.files import atomic_write_json
-from mobrl.core.rundir import TRIAL_RESULT, is_complete, unresumable_hint
+from mobrl.core.rundir import is_complete, read_trial_results, unresumable_hint
 
 #: the driver's experiment state, next to the trial dir
 STATE = "driver-state.json"
@@ -187,18 +187,6 @@ def _build(algo_class: type, space: dict[str, Any], trial: DriverTrial) -> Any:
     return algo
 
 
-def _read_rows(trial_dir: Path) -> list[dict[str, Any]]:
-    """The results in the trial's result.json (a line cut by a stop is left out)."""
-    path = trial_dir / TRIAL_RESULT
-    rows = []
-    for line in path.read_text().splitlines() if path.is_file() else []:
-        try:
-            rows.append(json.loads(line))
-        except ValueError:
-            continue
-    return rows
-
-
 def _write_state(experiment_dir: Path, trial: DriverTrial, status: str, kept: list[dict]) -> None:
     atomic_write_json(
         experiment_dir / STATE,
@@ -294,12 +282,6 @@ class _Checkpoints:
         return self.manager.latest_checkpoint_result
 
 
-def _stop_criteria(cfg: DictConfig) -> dict[str, float]:
-    from mobrl.training.tuning import stop_criteria
-
-    return stop_criteria(cfg)
-
-
 def _should_stop(result: dict[str, Any], criteria: dict[str, float]) -> bool:
     """Tune's test of a trial's stop criteria on its flattened result."""
     from ray.tune.utils import flatten_dict
@@ -339,6 +321,7 @@ def fit(
     `ray.tune.Result` as Tune's ResultGrid would hold it."""
     from mobrl.training.diskspace import FULL, is_full
     from mobrl.training.raysession import trial_cpus
+    from mobrl.training.tuning import stop_criteria
 
     experiment_dir.mkdir(parents=True, exist_ok=True)
     state = read_state(experiment_dir) if resume else None
@@ -349,7 +332,7 @@ def fit(
         space,
     )
     checkpoints = _Checkpoints(cfg, trial)
-    rows = _read_rows(trial.path) if state else []
+    rows = read_trial_results(trial.path) if state else []
     restore_from = None
     for kept in state["checkpoints"] if state else []:
         path = trial.path / kept["dir"]
@@ -365,7 +348,7 @@ def fit(
 
     hooks = _Hooks([*callbacks, *_tune_callbacks()], trial)
     stop, error, algo = [False], None, None
-    criteria = _stop_criteria(cfg)
+    criteria = stop_criteria(cfg)
     trial.init_local_path()
     with (
         _stop_on_ctrl_c(stop),
@@ -425,7 +408,7 @@ def _result(trial: DriverTrial, checkpoints: _Checkpoints, error: Exception | No
     import pandas as pd
     from ray.tune import Result
 
-    rows = _read_rows(trial.path)
+    rows = read_trial_results(trial.path)
     latest = checkpoints.latest()
     return Result(
         metrics=rows[-1] if rows else {},

@@ -4,7 +4,6 @@ session that registers mobrl's env, and Tune's files that need repair after a re
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import warnings
@@ -79,23 +78,17 @@ def repair_progress_csv(trial_dir: Path) -> None:
     import pandas as pd
 
     from mobrl.core.metrics import ITERATION
-    from mobrl.core.rundir import TRIAL_PROGRESS, TRIAL_RESULT
+    from mobrl.core.rundir import TRIAL_PROGRESS, TRIAL_RESULT, read_trial_results
 
-    csv, results = trial_dir / TRIAL_PROGRESS, trial_dir / TRIAL_RESULT
+    csv = trial_dir / TRIAL_PROGRESS
     if not csv.is_file():
         return
     try:
         frame = pd.read_csv(csv)
     except (pd.errors.ParserError, ValueError):
-        if not results.is_file():
+        if not (trial_dir / TRIAL_RESULT).is_file():
             return
-        rows = []
-        for line in results.read_text().splitlines():
-            try:
-                rows.append(json.loads(line))
-            except ValueError:
-                continue  # a blank or cut line
-        frame = pd.json_normalize(rows, sep="/")
+        frame = pd.json_normalize(read_trial_results(trial_dir), sep="/")
     else:
         if ITERATION not in frame or not frame[ITERATION].duplicated().any():
             return
