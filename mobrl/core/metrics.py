@@ -9,8 +9,8 @@ from typing import Any
 RETURN_MEAN = "env_runners/episode_return_mean"
 #: ... over at most this many of the last episodes (RLlib's metrics_num_episodes_for_smoothing)
 RETURN_WINDOW = 20
-#: how many episodes `RETURN_MEAN` averages (fewer than `RETURN_WINDOW` early in a run and
-#: after a restore)
+#: how many episodes `RETURN_MEAN` averages (fewer than `RETURN_WINDOW` early in a run; a
+#: trial restored from a checkpoint carries on the window it saved)
 RETURN_EPISODES = "env_runners/episode_return_episodes"
 #: each finished episode's return, as env runners log it (an item series under
 #: `env_runners/`; `training.return_window` folds it into `RETURN_MEAN` and drops it)

@@ -115,8 +115,10 @@ def test_resume_after_sigkill_continues_from_checkpoints(tmp_path: Path) -> None
 def test_ctrl_c_stops_cleanly_and_prints_the_resume_command(tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
     args = [
-        "train", "scenario=cartpole", "run=smoke", "run.stop.iterations=12",
-        "run.batch.train_batch_size=1000", f"hydra.run.dir={run_dir}",
+        # iterations of 200 env steps: fewer episodes end in one than the training return's
+        # window holds, so a resumed window that started empty would show
+        "train", "scenario=cartpole", "run=smoke", "run.stop.iterations=40",
+        f"hydra.run.dir={run_dir}",
     ]  # fmt: skip
     proc = subprocess.Popen(
         [sys.executable, "-m", "mobrl", *args],
@@ -138,10 +140,17 @@ def test_ctrl_c_stops_cleanly_and_prints_the_resume_command(tmp_path: Path) -> N
     assert "Traceback" not in stderr and "Tuner.restore" not in stderr
     (trial,) = _trials(run_dir).values()
     stopped_at = _iterations(trial)[-1]
-    assert 2 <= stopped_at < 12
+    assert 2 <= stopped_at < 40
     assert (run_dir / "summary.json").is_file()  # the results so far are written
 
     result = run_mobrl("train", "--resume", str(run_dir), cwd=tmp_path, timeout=900)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
     after = _iterations(trial)
-    assert after[-1] == 12 and after.count(1) == 1  # continued, not restarted
+    assert after[-1] == 40 and after.count(1) == 1  # continued, not restarted
+    # the training return carries on the last 20 episodes from before the stop
+    progress = pd.read_csv(trial / "progress.csv")
+    averaged = progress["env_runners/episode_return_episodes"]
+    ended = progress["env_runners/num_episodes_lifetime"].clip(upper=20)
+    assert list(averaged) == list(ended)
+    first = next(line for line in result.stdout.splitlines() if " iter " in line)
+    assert ended.iloc[stopped_at] == 20 and "(last 20 episodes)" in first, first

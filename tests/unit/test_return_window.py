@@ -32,16 +32,37 @@ def test_the_training_return_spans_iterations_up_to_the_window() -> None:
     full = _iteration(algo, [20.0] * 10)
     assert full["episode_return_episodes"] == metrics.RETURN_WINDOW
     assert full["episode_return_mean"] == (9 * 10.0 + 500.0 + 10 * 20.0) / 20
-    # another algorithm (another trial, or a restored one) starts its own window
+    # another algorithm (another trial) starts its own window
     assert math.isnan(_iteration(SimpleNamespace(), None)["episode_return_mean"])
 
 
 class _Logger:
     def __init__(self) -> None:
-        self.logged: list[tuple[str, float, dict]] = []
+        self.logged: list[tuple[str, object, dict]] = []
 
-    def log_value(self, key: str, value: float, **kwargs: object) -> None:
+    def log_value(self, key: str, value: object, **kwargs: object) -> None:
         self.logged.append((key, value, kwargs))
+
+
+def test_the_window_goes_into_checkpoints_and_a_restored_trial_carries_it_on() -> None:
+    from mobrl.training.return_window import SAVED
+
+    algo, logger = SimpleNamespace(), _Logger()
+    result = {"env_runners": {metrics.EPISODE_RETURNS: [float(r) for r in range(25)]}}
+    fold_returns(algorithm=algo, result=result, metrics_logger=logger)
+    # kept in the algorithm's MetricsLogger until the next iteration (RLlib saves its state
+    # in every checkpoint), as an item that the next reduce hands back
+    (key, saved, kwargs) = logger.logged[-1]
+    assert key == SAVED and saved == [float(r) for r in range(5, 25)]
+    assert kwargs == {"reduce": "item"}
+    # a trial restored from that checkpoint (a new algorithm object, or PBT's exploit of an
+    # existing one) carries on the saved window, and the item is no column of its files
+    for restored in (SimpleNamespace(), algo):
+        result = {SAVED: list(saved), "env_runners": {metrics.EPISODE_RETURNS: [100.0]}}
+        fold_returns(algorithm=restored, result=result, metrics_logger=_Logger())
+        assert SAVED not in result
+        assert result["env_runners"]["episode_return_episodes"] == metrics.RETURN_WINDOW
+        assert result["env_runners"]["episode_return_mean"] == (sum(range(6, 25)) + 100) / 20
 
 
 def _chunk(ret: float) -> SimpleNamespace:
