@@ -115,3 +115,26 @@ def test_zoo_list_reads_at_80_columns_and_as_json(capsys) -> None:
     assert {r["policy"] for r in records} == {f"zoo:{n}" for n in zoo.names()}
     for r in records:
         assert r["vs_greedy"]["ue/utility/mean"]["mean"] > 0 and 0 < r["gap_to_oracle_closed"]
+
+
+def test_export_reads_the_training_progress_of_a_trial_whose_last_line_was_cut(
+    tmp_path,
+) -> None:
+    """A trial stopped mid-write leaves half a line in result.json: the entry's training
+    progress is the last whole result written before the checkpoint, not an error."""
+    import os
+
+    from mobrl.evaluation.zoo.commands import _trial_progress
+
+    checkpoint = tmp_path / "checkpoint_000001"
+    checkpoint.mkdir()
+    saved = checkpoint.stat().st_mtime
+    rows = [
+        {"training_iteration": i, "num_env_steps_sampled_lifetime": 200 * i,
+         "time_total_s": 1.5 * i, "timestamp": saved - 10 + i}
+        for i in (1, 2)
+    ] + [{"training_iteration": 3, "timestamp": saved + 60}]  # fmt: skip
+    text = "\n".join(json.dumps(r) for r in rows)
+    (tmp_path / "result.json").write_text(text + '\n{"training_iteration": 4, "time')
+    os.utime(checkpoint, (saved, saved))
+    assert _trial_progress(checkpoint) == {"iteration": 2, "env_steps": 400, "wall_time_s": 3.0}

@@ -10,22 +10,16 @@ from typing import Any
 from mobrl.core import metrics as keys
 from mobrl.core.errors import UserError
 from mobrl.core.files import atomic_write_json
-from mobrl.core.rundir import TRIAL_RESULT
+from mobrl.core.rundir import read_trial_results
 from mobrl.evaluation import zoo
 
 
 def _trial_progress(checkpoint: Path) -> dict[str, Any]:
     """Wall time, env steps and iteration of the result the checkpoint was saved after (the
     trial's last result written before the checkpoint)."""
-    results = checkpoint.parent / TRIAL_RESULT
-    if not results.is_file():
-        return {}
     saved = checkpoint.stat().st_mtime
     best: dict[str, Any] = {}
-    for line in results.read_text().splitlines():
-        if not line.strip():
-            continue
-        row = json.loads(line)
+    for row in read_trial_results(checkpoint.parent):  # a line cut by a stop is left out
         if row.get("timestamp", 0) <= saved + 1:
             best = row
     if not best:
