@@ -6,6 +6,11 @@ starts when the process is spawned, so imports, Ray start-up and building the al
 as they do for a user. Contenders:
 
 - `mobrl`: `mobrl train` with the preset of the task (nothing else set but the stop rule);
+- `mobrl-zoo3` (CartPole): `mobrl train` with RL Zoo3's CartPole settings, as far as RLlib has
+  them (8 envs, batches of 256 and 20 epochs, gamma 0.98, lambda 0.8, lr 0.001 falling linearly
+  to 0 over 100k steps, no KL term, value loss weight 0.5, gradients clipped at 0.5; RLlib has
+  no schedule for the clip range, which stays 0.2): next to `sb3`, the cost of RLlib's sampling
+  and learning at the same settings, apart from the preset's;
 - `rllib`: a plain RLlib script with RLlib's default PPO settings and one env runner, on stock
   mobile-env through mobile-env's own RLlib wrapper (or on the Gymnasium task);
 - `sb3`: Stable-Baselines3 PPO with RL Zoo3's tuned hyperparameters where it has them
@@ -16,7 +21,8 @@ Targets of mobile-env tasks that name a baseline (`greedy`) are that baseline's 
 over seeds 0-29, computed at the start with `mobrl baselines`' rollouts. Usage:
 
     python scripts/bench_train.py [--tasks cartpole,small-ma,medium-ma,small-central]
-                                  [--contenders mobrl,rllib,sb3,sb3-mobrl] [--limit 600]
+                                  [--contenders mobrl,mobrl-zoo3,rllib,sb3,sb3-mobrl]
+                                  [--limit 600]
                                   [--out bench_train.json] [--quick]
 
 `--quick` runs CartPole only, to a return of 150 within 60 s per contender: a check that the
@@ -54,7 +60,10 @@ class Task:
 
 TASKS = {
     "cartpole": Task(
-        ["scenario=cartpole"], [450.0], ("mobrl", "rllib", "sb3"), gym_id="CartPole-v1"
+        ["scenario=cartpole"],
+        [450.0],
+        ("mobrl", "mobrl-zoo3", "rllib", "sb3"),
+        gym_id="CartPole-v1",
     ),
     "small-ma": Task(
         ["scenario=small", "env=ma"],
@@ -94,6 +103,22 @@ ZOO_CARTPOLE = {
 }
 
 
+#: the same settings as `mobrl train` overrides (`mobrl-zoo3`)
+ZOO_CARTPOLE_MOBRL = [
+    "run.resources.num_envs_per_env_runner=8",
+    "run.batch.train_batch_size=256",
+    "run.batch.minibatch_size=256",
+    "run.batch.num_epochs=20",
+    "algo.training.gamma=0.98",
+    "algo.training.lambda_=0.8",
+    "algo.training.entropy_coeff=0.0",
+    "algo.training.lr=[[0,0.001],[100000,0.0]]",
+    "+algo.training.use_kl_loss=false",
+    "+algo.training.vf_loss_coeff=0.5",
+    "+algo.training.grad_clip=0.5",
+]
+
+
 def baseline_return(layout: str, mode: str, policy: str, episodes: int = 30) -> float:
     """Mean return of a heuristic baseline on seeds 0..episodes-1 (as `mobrl baselines`)."""
     from mobrl.config import compose
@@ -111,7 +136,9 @@ def baseline_return(layout: str, mode: str, policy: str, episodes: int = 30) -> 
 # --- contenders, each in its own process ------------------------------------------------------
 
 
-def run_mobrl(task: Task, goal: float, limit: float, t0: float, workdir: Path) -> list[dict]:
+def run_mobrl(
+    task: Task, goal: float, limit: float, t0: float, workdir: Path, extra: list[str]
+) -> list[dict]:
     run_dir = workdir / "mobrl"
     cmd = [
         sys.executable,
@@ -119,6 +146,7 @@ def run_mobrl(task: Task, goal: float, limit: float, t0: float, workdir: Path) -
         "mobrl",
         "train",
         *task.mobrl,
+        *extra,
         f"run.stop.return_mean={goal}",
         f"run.stop.time_s={limit}",
         "run.stop.iterations=1000000",
@@ -261,6 +289,17 @@ def run_worker(kind: str, task: str, goal: float, limit: float, workdir: Path) -
     return [json.loads(line) for line in out.read_text().splitlines()]
 
 
+def pace(rows: list[dict]) -> tuple[float | None, float | None]:
+    """Seconds from process start to the first result, and seconds per 1,000 env steps from
+    there to the last result (sampling and learning, without the start-up)."""
+    if not rows:
+        return None, None
+    first, last = rows[0], rows[-1]
+    steps = (last["steps"] or 0) - (first["steps"] or 0)
+    per_1k = (last["t"] - first["t"]) / steps * 1000 if steps > 0 else None
+    return first["t"], per_1k
+
+
 def time_to(rows: list[dict], target: float) -> tuple[float | None, int | None]:
     for row in rows:
         if row["return"] is not None and row["return"] >= target:
@@ -271,7 +310,7 @@ def time_to(rows: list[dict], target: float) -> tuple[float | None, int | None]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tasks", default="cartpole,small-ma,medium-ma,small-central")
-    parser.add_argument("--contenders", default="mobrl,rllib,sb3,sb3-mobrl")
+    parser.add_argument("--contenders", default="mobrl,mobrl-zoo3,rllib,sb3,sb3-mobrl")
     parser.add_argument("--limit", type=float, default=600.0, help="seconds per contender")
     parser.add_argument("--out", type=Path, default=None, help="write the results as JSON")
     parser.add_argument("--quick", action="store_true", help="CartPole to 150, 60 s each: a check")
@@ -325,10 +364,12 @@ def bench(
         for kind in [c for c in contenders if c in task.contenders]:
             with tempfile.TemporaryDirectory(prefix=f"bench_{name}_{kind}_") as tmp:
                 console.print(f"{name}: {kind} (up to {limit:.0f} s) ...", highlight=False)
-                if kind == "mobrl":
-                    rows = run_mobrl(task, goal, limit, time.time(), Path(tmp))
+                if kind.startswith("mobrl"):
+                    extra = ZOO_CARTPOLE_MOBRL if kind == "mobrl-zoo3" else []
+                    rows = run_mobrl(task, goal, limit, time.time(), Path(tmp), extra)
                 else:
                     rows = run_worker(kind, name, goal, limit, Path(tmp))
+            first_s, per_1k_s = pace(rows)
             for label, target in zip(labels, targets):
                 wall, steps = time_to(rows, target)
                 results.append(
@@ -340,21 +381,17 @@ def bench(
                         "wall_s": wall,
                         "env_steps": steps,
                         "iterations": len(rows),
+                        "first_result_s": first_s,
+                        "s_per_1k_steps": per_1k_s,
                         "best_return": max(
                             (r["return"] for r in rows if r["return"] is not None), default=None
                         ),
                     }
                 )
-    table = Table(title=f"time to target training return (limit {limit:.0f} s per run)")
-    for col in (
-        "task",
-        "target",
-        "contender",
-        "wall s",
-        "env steps",
-        "best return",
-        "× mobrl wall",
-    ):
+    table = Table(title=f"seconds to a training return (limit {limit:.0f} s per run)")
+    # wall: seconds to the target; first: seconds to the first result; s/1k: seconds per
+    # 1,000 env steps after it; ×: wall against mobrl's
+    for col in ("task", "target", "contender", "wall", "steps", "best", "first", "s/1k", "×"):
         table.add_column(col, justify="left" if col in ("task", "contender") else "right")
     for row in results:
         ours = next(
@@ -376,8 +413,10 @@ def bench(
             target,
             row["contender"],
             f"{row['wall_s']:.0f}" if row["wall_s"] is not None else f"> {limit:.0f}",
-            str(row["env_steps"]) if row["env_steps"] is not None else "-",
+            str(int(row["env_steps"])) if row["env_steps"] is not None else "-",
             f"{row['best_return']:.1f}" if row["best_return"] is not None else "-",
+            f"{row['first_result_s']:.1f}" if row["first_result_s"] is not None else "-",
+            f"{row['s_per_1k_steps']:.2f}" if row["s_per_1k_steps"] is not None else "-",
             ratio,
         )
     console.print(table)

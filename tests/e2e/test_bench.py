@@ -25,7 +25,7 @@ def test_bench_train_quick_trains_every_contender(tmp_path) -> None:
     )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     rows = json.loads(out.read_text())
-    expected = {"mobrl", "rllib"}
+    expected = {"mobrl", "mobrl-zoo3", "rllib"}
     if importlib.util.find_spec("stable_baselines3") is not None:
         expected.add("sb3")
     assert {r["contender"] for r in rows} == expected
@@ -35,5 +35,8 @@ def test_bench_train_quick_trains_every_contender(tmp_path) -> None:
         assert row["iterations"] >= 1 and row["best_return"] is not None, row
         if row["wall_s"] is not None:  # reached: the time and steps are where it got there
             assert 0 < row["wall_s"] <= 60 + 30 and row["env_steps"] > 0
-    assert "time to target training return" in result.stdout
+        # the start-up and the pace after it: the first result comes first, and no later
+        assert 0 < row["first_result_s"] <= (row["wall_s"] or 60 + 30)
+        assert row["s_per_1k_steps"] is None or row["s_per_1k_steps"] > 0
+    assert "seconds to a training return" in result.stdout
     assert not list(tmp_path.glob("outputs")), "the bench leaves no run dirs behind"
