@@ -112,13 +112,14 @@ def test_resume_after_sigkill_continues_from_checkpoints(tmp_path: Path) -> None
     assert len(trials) == 2 and set(trials["iterations"]) == {5}
 
 
-def test_ctrl_c_stops_cleanly_and_prints_the_resume_command(tmp_path: Path) -> None:
+@pytest.mark.parametrize("executor", ["driver", "tune"])
+def test_ctrl_c_stops_cleanly_and_prints_the_resume_command(tmp_path: Path, executor: str) -> None:
     run_dir = tmp_path / "run"
     args = [
         # iterations of 200 env steps: fewer episodes end in one than the training return's
         # window holds, so a resumed window that started empty would show
         "train", "scenario=cartpole", "run=smoke", "run.stop.iterations=40",
-        f"hydra.run.dir={run_dir}",
+        f"run.executor={executor}", f"hydra.run.dir={run_dir}",
     ]  # fmt: skip
     proc = subprocess.Popen(
         [sys.executable, "-m", "mobrl", *args],
