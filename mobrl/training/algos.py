@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from mobrl.core import metrics
@@ -139,6 +140,8 @@ def build_algorithm_config(
     # the training return over the last episodes first: what evaluation and faults read next
     on_result = [fold_returns, periodic_evaluation(cfg, env_config), faults.trial_callback(fault)]
     on_result = [callback for callback in on_result if callback is not None]
+    if cfg.run.checkpoint.keep:  # last: the score as the callbacks before it left it
+        on_result.append(partial(score_at_top, metric=cfg.tune.metric))
     algo.callbacks(on_train_result=on_result, on_episode_end=log_episode_return)
 
     policies, mapping = policy_setup(env_config)
@@ -152,6 +155,18 @@ def build_algorithm_config(
             f"invalid {cfg.algo.name} settings: {first} Adjust algo.training.* or run.batch.*."
         ) from err
     return algo
+
+
+def score_at_top(*, result: dict[str, Any], metric: str, **kwargs: Any) -> None:
+    """`on_train_result`: the checkpoint score (`tune.metric`) also under its flat name at the
+    top of the result. Tune's checkpoint bookkeeping looks the score attribute up in the
+    nested result (`"env_runners/episode_return_mean" in result`) and, not finding it there,
+    orders checkpoints by time: `run.checkpoint.keep` would keep the latest checkpoints and
+    delete the best. progress.csv and TensorBoard flatten the result: one column, as before."""
+    if metric not in result:
+        value = metrics.result_value(result, metric)
+        if value is not None:
+            result[metric] = value
 
 
 def accepted_keys(algo: AlgorithmConfig, section: str) -> set[str]:

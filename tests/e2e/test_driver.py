@@ -112,3 +112,28 @@ def test_resuming_a_finished_driver_run_trains_nothing_more(tmp_path: Path) -> N
     assert progress.read_bytes() == before
     again = json.loads((run_dir / "summary.json").read_text())
     assert again["best_checkpoint"] == first["best_checkpoint"]
+
+
+@pytest.mark.parametrize("executor", ["driver", "tune"])
+def test_checkpoint_keep_keeps_the_best_checkpoint_and_the_latest(
+    tmp_path: Path, executor: str
+) -> None:
+    """`run.checkpoint.keep=1` keeps the best-scoring checkpoint (and the latest, which Tune
+    always keeps), not the latest alone: Tune finds a nested score such as
+    `env_runners/episode_return_mean` only at the top of the result."""
+    run_dir = tmp_path / "run"
+    # the training return rises over the first iterations: with mode=min the first
+    # checkpoint is the best one and the last is the worst
+    summary = train_smoke(
+        run_dir, "scenario=cartpole", "run.stop.iterations=5", "run.checkpoint.keep=1",
+        "tune.mode=min", f"run.executor={executor}",
+    )  # fmt: skip
+    trial = _trial(run_dir)
+    returns = list(pd.read_csv(trial / "progress.csv")["env_runners/episode_return_mean"])
+    assert returns[0] == min(returns) < returns[-1]
+    assert sorted(p.name for p in trial.glob("checkpoint_*")) == [
+        "checkpoint_000000", "checkpoint_000004",
+    ]  # fmt: skip
+    assert Path(summary["best_checkpoint"]).name == "checkpoint_000000"
+    assert summary["best_checkpoint_value"] == returns[0]
+    assert summary["best_checkpoint_iteration"] == 1
