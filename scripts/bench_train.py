@@ -103,20 +103,29 @@ ZOO_CARTPOLE = {
 }
 
 
-#: the same settings as `mobrl train` overrides (`mobrl-zoo3`)
-ZOO_CARTPOLE_MOBRL = [
-    "run.resources.num_envs_per_env_runner=8",
-    "run.batch.train_batch_size=256",
-    "run.batch.minibatch_size=256",
-    "run.batch.num_epochs=20",
-    "algo.training.gamma=0.98",
-    "algo.training.lambda_=0.8",
-    "algo.training.entropy_coeff=0.0",
-    "algo.training.lr=[[0,0.001],[100000,0.0]]",
-    "+algo.training.use_kl_loss=false",
-    "+algo.training.vf_loss_coeff=0.5",
-    "+algo.training.grad_clip=0.5",
-]
+#: RL Zoo3 trains CartPole-v1 for this many env steps: its linear schedules fall to 0 over them
+ZOO_CARTPOLE_STEPS = 100_000
+
+
+def zoo_cartpole_overrides() -> list[str]:
+    """`ZOO_CARTPOLE` as `mobrl train` overrides (`mobrl-zoo3`), with the PPO defaults in which
+    SB3 and RLlib differ set to SB3's (value loss weight 0.5, gradients clipped at 0.5, no KL
+    term); RLlib has no schedule for the clip range."""
+    zoo = ZOO_CARTPOLE
+    _, lr = zoo["learning_rate"]
+    return [
+        f"run.resources.num_envs_per_env_runner={zoo['n_envs']}",
+        f"run.batch.train_batch_size={zoo['n_envs'] * zoo['n_steps']}",
+        f"run.batch.minibatch_size={zoo['batch_size']}",
+        f"run.batch.num_epochs={zoo['n_epochs']}",
+        f"algo.training.gamma={zoo['gamma']}",
+        f"algo.training.lambda_={zoo['gae_lambda']}",
+        f"algo.training.entropy_coeff={zoo['ent_coef']}",
+        f"algo.training.lr=[[0,{lr}],[{ZOO_CARTPOLE_STEPS},0.0]]",
+        "+algo.training.use_kl_loss=false",
+        "+algo.training.vf_loss_coeff=0.5",
+        "+algo.training.grad_clip=0.5",
+    ]
 
 
 def baseline_return(layout: str, mode: str, policy: str, episodes: int = 30) -> float:
@@ -155,10 +164,11 @@ def run_mobrl(
         f"hydra.run.dir={run_dir}",
     ]
     subprocess.run(cmd, capture_output=True, text=True, timeout=limit + 300)
+    from mobrl.core.rundir import read_trial_results
+
     rows = []
     for result in sorted(run_dir.glob("tune/*/result.json")):
-        for line in result.read_text().splitlines():
-            row = json.loads(line)
+        for row in read_trial_results(result.parent):
             runners = row.get("env_runners", {})
             rows.append(
                 {
@@ -365,7 +375,7 @@ def bench(
             with tempfile.TemporaryDirectory(prefix=f"bench_{name}_{kind}_") as tmp:
                 console.print(f"{name}: {kind} (up to {limit:.0f} s) ...", highlight=False)
                 if kind.startswith("mobrl"):
-                    extra = ZOO_CARTPOLE_MOBRL if kind == "mobrl-zoo3" else []
+                    extra = zoo_cartpole_overrides() if kind == "mobrl-zoo3" else []
                     rows = run_mobrl(task, goal, limit, time.time(), Path(tmp), extra)
                 else:
                     rows = run_worker(kind, name, goal, limit, Path(tmp))

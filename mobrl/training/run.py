@@ -173,7 +173,6 @@ def _fit_in_driver(
 def resume_training(run_dir: Path, retry_errored: bool = False) -> float | None:
     """Continue an interrupted `mobrl train` run: unfinished trials restart from their latest
     checkpoints, finished ones stay as they are, errored ones restart only if asked."""
-
     run = RunDir(run_dir)
     cfg, manifest = load_run(run)
     experiment_dir = run.experiment_dir(manifest)
