@@ -259,7 +259,10 @@ def _sb3_worker(task: Task, on_mobrl: bool, record) -> None:
         import mobrl  # noqa: F401  (registers mobrl/mobile-*-v0)
 
         env_id = f"mobrl/{env_id}"
-    params = dict(ZOO_CARTPOLE) if env_id == "CartPole-v1" else {}
+    zoo = env_id == "CartPole-v1"
+    params = dict(ZOO_CARTPOLE) if zoo else {}
+    # SB3's schedules fall over `total_timesteps`: RL Zoo3's budget, not an open-ended one
+    budget = ZOO_CARTPOLE_STEPS if zoo else 10**8
     n_envs = params.pop("n_envs", 1)
     for key, value in list(params.items()):
         if isinstance(value, tuple):  # RL Zoo3's linear schedules
@@ -281,7 +284,7 @@ def _sb3_worker(task: Task, on_mobrl: bool, record) -> None:
             return not self.done
 
     model = PPO("MlpPolicy", env, seed=0, verbose=0, device="cpu", **params)
-    model.learn(total_timesteps=10**8, callback=StopAtGoal())
+    model.learn(total_timesteps=budget, callback=StopAtGoal())
 
 
 def run_worker(kind: str, task: str, goal: float, limit: float, workdir: Path) -> list[dict]:
