@@ -5,7 +5,16 @@ simulation, so frames can only be drawn one after another while stepping (0.2-0.
 Here a rollout records what the dashboard shows (`FrameState`, a few numbers per UE), and a
 `DashboardRenderer` draws frames on one reused figure whose static parts (base stations,
 coverage isolines, axes) are drawn once; frames can then be drawn in parallel processes.
-The layout and colours follow mobile-env's dashboard.
+The layout and colours follow mobile-env's dashboard, with units that agree with each other
+and with mobile-env's definitions (its own dashboard calls one rate "GB/s" and another "MB/s",
+and draws scaled utility beside an unscaled colour scale and axis):
+
+- data rates in mobile-env's unit, bit/s: a link's rate is `bs.bw * log2(1 + snr)`
+  (`mobile_env.core.channels.Channel.datarate`) with the bandwidth in Hz
+  (`mobile_env.core.entities.BaseStation.bw`);
+- utility on one scale everywhere, mobile-env's scaled utility in [-1, 1]
+  (`BoundedLogUtility.scale`, what its rewards are built from and what its monitor records);
+- time in env steps (`MComCore.time`, one per `step()`, up to `EP_MAX_TIME`).
 """
 
 from __future__ import annotations
@@ -18,8 +27,16 @@ import numpy as np
 
 from mobrl.envs.channel import isolines
 
-#: mobile-env's rate that the black isoline marks (its dashboard labels it 1 MB/s)
-_MB_RATE = 1.0
+#: the unit of mobile-env's data rates: bandwidth [Hz] * log2(1 + SNR) [bit/s/Hz]
+RATE_UNIT = "bit/s"
+#: the rate that the black isoline marks, in RATE_UNIT (mobile-env's dashboard draws the same
+#: isoline, `bs_isolines(1.0)`, and calls it "1 MB/s")
+REACH_RATE = 1.0
+#: the utility scale of the colour bar, the table's column and the plot's axis
+UTILITY_SCALE = "(scaled)"
+MEAN_UTILITY_LABEL = f"Avg. utility\n{UTILITY_SCALE}"
+#: the unit of the time axis and of the title's t
+TIME_LABEL = "Time [env steps]"
 #: dashboard table cells: current and history of mean data rate and mean utility
 _CELLS = ((1, 0), (1, 1), (2, 0), (2, 1))
 
@@ -31,14 +48,15 @@ class Scene:
     width: float
     height: float
     stations: list[tuple[int, float, float]]
-    #: per BS: isoline of connectivity (SNR threshold) and of 1 MB/s, as (xs, ys)
+    #: per BS: isoline of connectivity (SNR threshold) and of REACH_RATE, as (xs, ys)
     conn_isolines: list[tuple[list[float], list[float]]]
     rate_isolines: list[tuple[list[float], list[float]]]
     lower: float
     upper: float
     max_time: int
     num_users: int
-    #: the scaled utility's range (mobile-env's reward scale, the "mean utility" plotted)
+    #: the scaled utility's range: mobile-env's reward scale, that of the colour bar, the table
+    #: and the plot (`lower`, `upper` are the unscaled bounds it maps from)
     scaled_range: tuple[float, float] = (-1.0, 1.0)
 
 
@@ -49,9 +67,10 @@ class FrameState:
     episode: int
     time: int
     episode_return: float
-    #: (ue_id, x, y, unscaled utility) of the UEs active in the step
+    #: (ue_id, x, y, scaled utility) of the UEs active in the step
     ues: list[tuple[int, float, float, float]]
-    #: (bs x, bs y, ue x, ue y, the link's share of the UE's unscaled utility)
+    #: (bs x, bs y, ue x, ue y, the link's share of its UE's utility, scaled): mobile-env's
+    #: link colour, share * unscaled utility, on the scaled utility's scale
     links: list[tuple[float, float, float, float, float]]
     mean_utility: list[float] = field(default_factory=list)
     mean_datarate: list[float] = field(default_factory=list)
@@ -66,7 +85,7 @@ def scene_of(core: Any) -> Scene:
         height=core.height,
         stations=[(bs.bs_id, float(bs.point.x), float(bs.point.y)) for bs in stations],
         conn_isolines=isolines(core, 0.0),
-        rate_isolines=isolines(core, _MB_RATE),
+        rate_isolines=isolines(core, REACH_RATE),
         lower=float(core.utility.lower),
         upper=float(core.utility.upper),
         max_time=int(core.EP_MAX_TIME),
@@ -80,10 +99,9 @@ def scene_of(core: Any) -> Scene:
 
 def record_state(core: Any, episode: int, episode_return: float) -> FrameState:
     """Read what the dashboard shows from a mobile-env core right after a step."""
-    unscale = core.utility.unscale
+    scale, unscale = core.utility.scale, core.utility.unscale
     ues = [
-        (ue.ue_id, float(int(ue.x)), float(int(ue.y)), float(unscale(u)))
-        for ue, u in core.utilities.items()
+        (ue.ue_id, float(int(ue.x)), float(int(ue.y)), float(u)) for ue, u in core.utilities.items()
     ]
     links = []
     macro, rates = core.macro, core.datarates
@@ -94,7 +112,7 @@ def record_state(core: Any, episode: int, episode_return: float) -> FrameState:
             utility = unscale(core.utilities.get(ue, -1.0))
             links.append(
                 (float(int(bs.x)), float(int(bs.y)), float(int(ue.x)), float(int(ue.y)))
-                + (share * utility,)
+                + (float(scale(share * utility)),)
             )
     results = core.monitor.scalar_results
     return FrameState(
@@ -123,7 +141,7 @@ class DashboardRenderer:
 
         self.scene = scene
         self.cmap = colormaps["RdYlGn"]
-        self.norm = Normalize(scene.lower, scene.upper)
+        self.norm = Normalize(*scene.scaled_range)
         # mobile-env's figure size, rounded to whole pixels of even size (video encoders)
         fx = max(3.0 / 2.0 * 1.25 * scene.width / dpi, 8.0)
         fy = max(1.25 * scene.height / dpi, 5.0)
@@ -205,7 +223,7 @@ class DashboardRenderer:
         self.table = dash.table(
             [["", ""], ["", ""]],
             rowLabels=["Current", "History"],
-            colLabels=["Avg. DR [GB/s]", "Avg. Utility"],
+            colLabels=[f"Avg. DR\n[{RATE_UNIT}]", MEAN_UTILITY_LABEL],
             cellLoc="center",
             edges="B",
             loc="upper center",
@@ -218,12 +236,12 @@ class DashboardRenderer:
             text.set_animated(True)
 
         (self.utility_line,) = qoe.plot([], [], linewidth=1, color="black", animated=True)
-        qoe.set_ylabel("Avg. Utility\n(scaled)")
+        qoe.set_ylabel(MEAN_UTILITY_LABEL)
         qoe.set_xlim([0.0, scene.max_time])
         low, high = scene.scaled_range
         qoe.set_ylim([low - 0.05 * (high - low), high + 0.05 * (high - low)])
         (self.connected_line,) = conn.plot([], [], linewidth=1, color="black", animated=True)
-        conn.set_xlabel("Time")
+        conn.set_xlabel(TIME_LABEL)
         conn.set_ylabel("#Conn. UEs")
         conn.set_xlim([0.0, scene.max_time])
         conn.set_ylim([0.0, scene.num_users])
@@ -242,8 +260,9 @@ class DashboardRenderer:
         ]
 
     def _legend(self, sim: Any, bs_symbol: Any) -> None:
-        """What the colours and marks mean, under the map: a colour bar of UE utility (a link
-        is shaded by its share of its UE's utility) and a key of the other marks."""
+        """What the colours and marks mean, under the map: a colour bar of UE utility on the
+        table's and plot's scale (a link is shaded by its share of its UE's utility) and a key
+        of the other marks."""
         from matplotlib.cm import ScalarMappable
         from matplotlib.lines import Line2D
 
@@ -251,7 +270,7 @@ class DashboardRenderer:
         bar = self.fig.colorbar(
             ScalarMappable(self.norm, self.cmap), cax=cax, orientation="horizontal"
         )
-        bar.set_label("UE utility; link: its share", fontsize=7, labelpad=1)
+        bar.set_label(f"UE utility {UTILITY_SCALE}\nlink: its share", fontsize=7, labelpad=1)
         bar.ax.tick_params(labelsize=6, length=2, pad=1)
         dot = {"linestyle": "none", "markersize": 4}
         handles = [
@@ -260,7 +279,8 @@ class DashboardRenderer:
             Line2D([], [], marker="o", color="gold", markersize=7, linestyle="none",
                    label="UE (its id; colour: utility)"),
             Line2D([], [], marker=".", color="gray", label="edge of coverage (SNR threshold)", **dot),
-            Line2D([], [], marker=".", color="black", label="1 MB/s reach", **dot),
+            Line2D([], [], marker=".", color="black", label=f"{REACH_RATE:g} {RATE_UNIT} reach",
+                   **dot),
         ]  # fmt: skip
         self.legend = sim.legend(
             handles=handles, loc="upper left", bbox_to_anchor=(0.36, -0.005), ncol=2,
