@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import as_completed
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -127,23 +127,23 @@ def play_blocks(
             yield ordered({(j, i): play(j, i, s) for j in range(len(jobs)) for i, s in chunk})
         return
 
-    import multiprocessing
+    from mobrl.core.workers import process_pool, sigint_blocked
 
     def tick(future: Any) -> None:
         if not future.cancelled() and future.exception() is None:
             advance()
 
-    context = multiprocessing.get_context("spawn")  # torch and forked threads do not mix
     pool_workers = max(1, workers - 1) if any(local) else workers
-    with ProcessPoolExecutor(max_workers=pool_workers, mp_context=context) as pool:
+    with process_pool(pool_workers) as pool:
         for chunk in chunks:
             futures = {}
-            for j, job in enumerate(jobs):
-                if local[j]:
-                    continue
-                for i, seed in chunk:
-                    args = (job.name, seed, job.checkpoint, job.env_config, explore)
-                    futures[pool.submit(_run, *args)] = (j, i, seed)
+            with sigint_blocked():  # workers started now never see a Ctrl-C
+                for j, job in enumerate(jobs):
+                    if local[j]:
+                        continue
+                    for i, seed in chunk:
+                        args = (job.name, seed, job.checkpoint, job.env_config, explore)
+                        futures[pool.submit(_run, *args)] = (j, i, seed)
             for future in futures:
                 future.add_done_callback(tick)
             if prepare is not None:

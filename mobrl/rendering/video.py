@@ -117,16 +117,16 @@ def _frames(recording: Recording, workers: int) -> Iterator[np.ndarray]:
         for state in states:
             yield from draw_frames(recording.scene, [state])
         return
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
+    from mobrl.core.workers import process_pool, sigint_blocked
 
     tasks = [
         (recording.scene, states[i : i + _FRAMES_PER_TASK])
         for i in range(0, len(states), _FRAMES_PER_TASK)
     ]
-    context = multiprocessing.get_context("spawn")  # no forked matplotlib/torch state
-    with ProcessPoolExecutor(workers, mp_context=context) as pool:
-        for frames in pool.map(_draw_task, tasks):
+    with process_pool(workers) as pool:
+        with sigint_blocked():  # workers started now never see a Ctrl-C
+            drawn = pool.map(_draw_task, tasks)
+        for frames in drawn:
             yield from frames
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ray_process_count
+from tests.conftest import ray_process_count, run_mobrl
 
 pytestmark = pytest.mark.slow
 
@@ -68,3 +68,76 @@ def test_another_library_trains_on_the_pettingzoo_env() -> None:
     )
     model = sb3.PPO("MlpPolicy", vec, n_steps=100, batch_size=250).learn(total_timesteps=1000)
     assert model.num_timesteps >= 1000 and vec.num_envs == len(env.possible_agents) == 5
+
+
+def _readme_example() -> str:
+    """The README's Python example, exactly as written, but with a smoke budget."""
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    block = next(
+        b for b in readme.split("```python\n")[1:] if "mobrl.train(" in b.split("```")[0]
+    ).split("```")[0]
+    assert '"run=quick"' in block and "episodes=100" in block, block
+    return block.replace('"run=quick"', '"run=smoke"').replace("episodes=100", "episodes=8")
+
+
+#: each form appends a line to runs.txt every time its code runs: a worker process that
+#: re-ran the user's code would add a second line
+_COUNT = 'open("runs.txt", "a").write("ran\\n")\n'
+
+
+def _python(cwd: Path, args: list[str], stdin: str | None = None) -> subprocess.CompletedProcess:
+    done = subprocess.run(
+        args, cwd=cwd, input=stdin, capture_output=True, text=True, timeout=600
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "Traceback" not in done.stderr, done.stderr
+    assert (cwd / "runs.txt").read_text() == "ran\n", "the user's code ran more than once"
+    return done
+
+
+def _summary(folder: Path) -> dict[str, float]:
+    """Every policy's mean, CI and count of every measure, as {"policy measure stat": value}."""
+    (summary,) = folder.glob("**/summary.json")
+    policies = json.loads(summary.read_text())["policies"]
+    return {
+        f"{policy} {measure} {stat}": value
+        for policy, measures in policies.items()
+        for measure, stats in measures.items()
+        for stat, value in stats.items()
+    }
+
+
+def test_the_readme_example_runs_in_every_form_python_runs(tmp_path: Path) -> None:
+    """A plain script with no main guard, `python -`, `python -c` and an IPython shell:
+    worker processes never re-run the user's code, and the numbers are the CLI's."""
+    script = tmp_path / "script"
+    script.mkdir()
+    (script / "s.py").write_text(_COUNT + _readme_example())
+    _python(script, [sys.executable, "s.py"])
+    (run_dir,) = (script / "outputs").glob("*/*")  # one training run, not one per worker
+    assert (script / "small.mp4").stat().st_size > 0
+    (evaluated,) = (script / "evaluations").glob("*/*")
+    cli = run_mobrl(
+        "evaluate", "--checkpoint", str(run_dir), "--episodes", "8",
+        "--baselines", "greedy,oracle", "--output", str(tmp_path / "cli"),
+    )  # fmt: skip
+    assert cli.returncode == 0, cli.stderr
+    expected = _summary(tmp_path / "cli")
+    assert _summary(evaluated) == pytest.approx(expected, rel=1e-9, abs=1e-12)
+
+    code = _COUNT + (
+        "import mobrl\n"
+        f"ev = mobrl.evaluate({str(run_dir)!r}, episodes=8, baselines=['greedy', 'oracle'],"
+        " workers=2, output='ev')\n"
+    )
+    forms = {
+        "stdin": ([sys.executable, "-"], code),
+        "dash_c": ([sys.executable, "-c", code], None),
+        "ipython": ([sys.executable, "-m", "IPython", "--quick", "--no-banner", "-c", code], None),
+    }
+    for form, (args, stdin) in forms.items():
+        cwd = tmp_path / form
+        cwd.mkdir()
+        _python(cwd, args, stdin)
+        assert _summary(cwd / "ev") == pytest.approx(expected, rel=1e-9, abs=1e-12), form
+    assert ray_process_count() == 0
