@@ -267,7 +267,7 @@ class DashboardRenderer:
         from matplotlib.lines import Line2D
 
         cax = sim.inset_axes([0.0, -0.075, 0.32, 0.022])
-        bar = self.fig.colorbar(
+        self.colorbar = bar = self.fig.colorbar(
             ScalarMappable(self.norm, self.cmap), cax=cax, orientation="horizontal"
         )
         bar.set_label(f"UE utility {UTILITY_SCALE}\nlink: its share", fontsize=7, labelpad=1)

@@ -105,6 +105,97 @@ def test_dashboard_frame_shows_the_recorded_state() -> None:
     assert np.array_equal(renderer.draw(dashboard.FrameState(0, 3, -1.0, state.ues, [])), no_links)
 
 
+def _mixed_links_core(engine: str) -> object:
+    """A small core after 12 steps in which every UE but UE 0 links to its strongest station
+    whenever it has no link: some stations serve several UEs, UE 0 none."""
+    core = make_mobile_core("small", "central", engine, {"seed": 0})
+    core.reset()
+    stations = sorted(core.stations.values(), key=lambda bs: bs.bs_id)
+    for _ in range(12):
+        actions = []
+        for ue in sorted(core.users.values(), key=lambda ue: ue.ue_id):
+            linked = any(ue in ues for ues in core.connections.values())
+            best = max(stations, key=lambda bs: core.channel.snr(bs, ue))
+            actions.append(0 if ue.ue_id == 0 or linked else best.bs_id + 1)
+        core.step(np.array(actions))
+    return core
+
+
+@pytest.mark.parametrize("engine", ["stock", "fast"])
+def test_dashboard_units_agree_with_each_other_and_with_mobile_env(engine: str) -> None:
+    """One data-rate unit, one utility scale (colour bar, UE dots, links, table, plot), and a
+    time axis in env steps, each as mobile-env defines it."""
+    from matplotlib.colors import Normalize
+    from matplotlib.text import Text
+
+    core = _mixed_links_core(engine)
+    state = dashboard.record_state(core, episode=0, episode_return=0.0)
+    assert len(state.links) >= 3 and state.ues[0][3] == -1.0  # linked UEs and an unlinked one
+    scene = dashboard.scene_of(core)
+    renderer = dashboard.DashboardRenderer(scene)
+    renderer.draw(state)
+
+    # the utility scale: mobile-env's scaled utility, what its rewards use, -1...1
+    utility = core.utility
+    assert scene.scaled_range == (utility.scale(utility.lower), utility.scale(utility.upper))
+    assert scene.scaled_range == (-1.0, 1.0)
+    bar = renderer.colorbar
+    assert (bar.norm.vmin, bar.norm.vmax) == scene.scaled_range
+    np.testing.assert_allclose(bar.ax.get_xlim(), scene.scaled_range)
+    assert "(scaled)" in bar.ax.get_xlabel()
+    low, high = renderer.utility_line.axes.get_ylim()
+    assert low < -1.0 and high > 1.0 and high - low < 2.5  # the plot's axis: the same scale
+    assert renderer.utility_line.axes.get_ylabel() == dashboard.MEAN_UTILITY_LABEL
+    assert renderer.table[0, 1].get_text().get_text() == dashboard.MEAN_UTILITY_LABEL
+    assert "(scaled)" in dashboard.MEAN_UTILITY_LABEL
+
+    # UE dots are coloured on the colour bar's scale by the utility the table averages
+    scaled = {ue.ue_id: float(u) for ue, u in core.utilities.items()}
+    assert [u for _, _, _, u in state.ues] == [scaled[i] for i, *_ in state.ues]
+    np.testing.assert_allclose(
+        renderer.ue_dots.get_facecolors(), [bar.cmap(bar.norm(scaled[i])) for i, *_ in state.ues]
+    )
+    np.testing.assert_allclose(np.mean(list(scaled.values())), state.mean_utility[-1])
+    # links keep mobile-env's own colours (share * unscaled utility on -20...20): scaling is
+    # linear, so the colour bar's -1...1 labels the very same colours
+    own = Normalize(utility.lower, utility.upper)
+    expected = []
+    for bs, linked in core.connections.items():
+        for ue in linked:
+            share = core.datarates[(bs, ue)] / core.macro[ue]
+            expected.append(bar.cmap(own(share * utility.unscale(core.utilities[ue]))))
+    np.testing.assert_allclose(renderer.links.get_colors(), expected, atol=1e-12)
+
+    # the plotted values are the table's: current = last point, history = mean of the points
+    cells = {key: renderer.table_texts[key].get_text() for key in dashboard._CELLS}
+    ys = renderer.utility_line.get_ydata()
+    assert cells[(1, 1)] == f"{ys[-1]:.3f}" and cells[(2, 1)] == f"{np.mean(ys):.3f}"
+    rates = state.mean_datarate
+    assert cells[(1, 0)] == f"{rates[-1]:.3f}" and cells[(2, 0)] == f"{np.mean(rates):.3f}"
+
+    # one data-rate unit: mobile-env's rate is bandwidth [Hz] * log2(1 + SNR), in bit/s
+    # (its mean over linked UEs is the table's current value)
+    bs, ue = next(iter(core.datarates))
+    full = bs.bw * np.log2(1 + core.channel.snr(bs, ue))
+    assert core.datarates[(bs, ue)] == pytest.approx(full / len(core.connections[bs]))
+    assert rates[-1] == pytest.approx(np.mean(list(core.macro.values())))
+    assert dashboard.RATE_UNIT == "bit/s"
+    header = renderer.table[0, 0].get_text().get_text()
+    legend = [t.get_text() for t in renderer.legend.get_texts()]
+    assert f"[{dashboard.RATE_UNIT}]" in header
+    assert f"{dashboard.REACH_RATE:g} {dashboard.RATE_UNIT} reach" in legend
+    texts = " ".join(t.get_text() for t in renderer.fig.findobj(Text))
+    for other in ("GB/s", "MB/s", "Mbit/s", "kbit/s"):
+        assert other not in texts
+
+    # time in env steps: one point per step so far, on an axis up to the episode's length
+    time_axis = renderer.connected_line.axes
+    assert time_axis.get_xlabel() == "Time [env steps]"
+    assert time_axis.get_xlim() == renderer.utility_line.axes.get_xlim() == (0, core.EP_MAX_TIME)
+    np.testing.assert_array_equal(renderer.utility_line.get_xdata(), np.arange(int(core.time)))
+    assert "t = 12" in renderer.title.get_text() and state.time == 12
+
+
 @pytest.mark.parametrize(
     "kwargs,message",
     [
