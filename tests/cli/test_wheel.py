@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import site
 import subprocess
 import sys
 import zipfile
@@ -17,7 +18,7 @@ REPO = Path(__file__).resolve().parents[2]
 @pytest.fixture(scope="module")
 def wheel_env(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A fresh venv with mobrl installed from a wheel built from a copy of the source tree
-    (the dependencies come from this interpreter's site-packages)."""
+    (the dependencies come from the running interpreter's site-packages)."""
     root = tmp_path_factory.mktemp("wheel")
     source = root / "source"
     source.mkdir()
@@ -41,8 +42,16 @@ def wheel_env(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for init in (REPO / "mobrl").rglob("__init__.py"):  # every subpackage (pyproject lists them)
         assert f"{init.relative_to(REPO).as_posix()}" in names, init
     venv = root / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True)
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     python = venv / "bin" / "python"
+    # the dependencies: this interpreter's site-packages, whether it is a venv (the README's
+    # .venv, whose packages `--system-site-packages` would not see) or a system Python; a
+    # plain path line, so the .pth files there (an editable mobrl's finder) are not run
+    site_dir = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        check=True, capture_output=True, text=True,
+    ).stdout.strip()  # fmt: skip
+    Path(site_dir, "dependencies.pth").write_text("\n".join(site.getsitepackages()) + "\n")
     subprocess.run(
         [str(python), "-m", "pip", "install", "--no-deps", "--no-index", "-q", str(wheel)],
         check=True, capture_output=True,
