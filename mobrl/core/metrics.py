@@ -81,6 +81,12 @@ class Metric:
     key: str
     label: str
     per_episode: bool = False
+    #: the measure in words where there is room (figure titles and axes, report headings);
+    #: `label` when empty
+    words: str = ""
+    #: the unit a reader sees, and the factor from the logged value to it
+    unit: str = ""
+    scale: float = 1.0
 
 
 # Across UEs: distribution of the UEs' episode-mean utility (scaled utility, -1..1)
@@ -99,20 +105,25 @@ NET_CONNECTED = "network/connected_fraction"
 NET_CONNECTIONS_PER_BS = "network/connections_per_bs"
 NET_BS_BUSY = "network/bs_busy_fraction"
 
+#: mobile-env's scaled utility: a log of the data rate mapped to -1..1 (-1: unconnected)
+UTILITY_UNIT = "scaled, −1…1"
+#: mobile-env's data rate is a link's bandwidth in Hz times log2(1 + SNR), so bit/s (its
+#: dashboard labels the same numbers MB/s); reports show Mbit/s
+RATE_UNIT, RATE_SCALE = "Mbit/s", 1e-6
 #: every aggregate (not per-UE) measure of a mobile-env episode, in the order tables list them
 NETWORK_METRICS = (
-    Metric(UTILITY_MEAN, "UE utility", per_episode=True),
-    Metric(UTILITY_MIN, "min UE utility"),
-    Metric(UTILITY_P5, "p5 UE utility", per_episode=True),
-    Metric(UTILITY_MAX, "max UE utility"),
-    Metric(RATE_MEAN, "UE rate"),
-    Metric(HANDOVERS_MEAN, "handovers per UE"),
-    Metric(JAIN_UTILITY, "Jain (utility)", per_episode=True),
-    Metric(JAIN_RATE, "Jain (rate)"),
-    Metric(NET_UTILITY, "network utility"),
-    Metric(NET_CONNECTED, "connected", per_episode=True),
-    Metric(NET_CONNECTIONS_PER_BS, "connections per station"),
-    Metric(NET_BS_BUSY, "busy stations"),
+    Metric(UTILITY_MEAN, "UE utility", True, "mean UE utility", UTILITY_UNIT),
+    Metric(UTILITY_MIN, "min UE utility", False, "lowest UE utility", UTILITY_UNIT),
+    Metric(UTILITY_P5, "p5 UE utility", True, "5th-percentile UE utility", UTILITY_UNIT),
+    Metric(UTILITY_MAX, "max UE utility", False, "highest UE utility", UTILITY_UNIT),
+    Metric(RATE_MEAN, "UE rate", False, "mean UE data rate", RATE_UNIT, RATE_SCALE),
+    Metric(HANDOVERS_MEAN, "handovers per UE", False, "connection changes per UE", "per episode"),
+    Metric(JAIN_UTILITY, "Jain (utility)", True, "Jain fairness of UE utility", "1/n…1"),
+    Metric(JAIN_RATE, "Jain (rate)", False, "Jain fairness of UE data rate", "1/n…1"),
+    Metric(NET_UTILITY, "network utility", False, "mean utility of active UEs", UTILITY_UNIT),
+    Metric(NET_CONNECTED, "connected", True, "connected UEs", "fraction, 0…1"),
+    Metric(NET_CONNECTIONS_PER_BS, "connections per station", False, "connections per station"),
+    Metric(NET_BS_BUSY, "busy stations", False, "busy base stations", "fraction, 0…1"),
 )
 #: their keys
 NETWORK_TAGS = tuple(m.key for m in NETWORK_METRICS)
@@ -121,6 +132,22 @@ NETWORK_TAGS = tuple(m.key for m in NETWORK_METRICS)
 EPISODE_METRICS = (UTILITY_MEAN, NET_CONNECTED, UTILITY_P5, JAIN_UTILITY)
 assert set(EPISODE_METRICS) == {m.key for m in NETWORK_METRICS if m.per_episode}
 
+#: the other result keys reports name: returns, and the x axes of learning curves
+RESULT_METRICS = (
+    Metric(
+        RETURN_MEAN, "training return", False, f"training return (last {RETURN_WINDOW} episodes)"
+    ),
+    Metric(RETURN_EPISODES, "episodes averaged", False, "episodes in the training return"),
+    Metric(EVAL_RETURN_MEAN, "evaluation return", False, "evaluation return"),
+    Metric(EVAL_SCORE, "evaluation score", False, "evaluation score (run.eval.metric)"),
+    Metric("return", "return", False, "episode return"),
+    Metric(EPISODE_LEN_MEAN, "episode length", False, "episode length", "steps"),
+    Metric(EPISODES_LIFETIME, "episodes", False, "training episodes"),
+    Metric(ENV_STEPS, "env steps"),
+    Metric(TIME_TOTAL, "wall time", False, "wall time", "min", 1 / 60),
+    Metric(ITERATION, "iterations", False, "training iterations"),
+)
+_BY_KEY = {m.key: m for m in NETWORK_METRICS + RESULT_METRICS}
 _LABELS = {m.key: m.label for m in NETWORK_METRICS}
 
 #: `run.eval.metric` choices: the column of an evaluation episode each names (all: higher is
@@ -137,6 +164,58 @@ EVAL_METRICS = {
 def label(key: str) -> str:
     """The label of a metric in tables (the key itself for keys without one)."""
     return _LABELS.get(key, key)
+
+
+#: result sections (key prefixes) and where a measure under each comes from, in words
+SOURCES = {"env_runners/": "training episodes", f"{EVALUATION}/": "evaluation during training"}
+
+
+def find(key: str) -> tuple[Metric | None, str]:
+    """The `Metric` a result key measures (None: not one mobrl names) and where it comes from:
+    a `SOURCES` value for a known measure under a section (`env_runners/ue/utility/mean`),
+    else ''."""
+    if key in _BY_KEY:
+        return _BY_KEY[key], ""
+    for prefix, source in SOURCES.items():
+        if key.startswith(prefix) and key[len(prefix) :] in _BY_KEY:
+            return _BY_KEY[key[len(prefix) :]], source
+    return None, ""
+
+
+def words(key: str) -> str:
+    """A result key in words (`ue/rate/mean`: 'mean UE data rate'); a key mobrl does not name
+    is spelled out from its parts, never shown as it is written."""
+    found, _ = find(key)
+    if found is not None:
+        return found.words or found.label
+    parts = [p for p in key.split("/") if p and f"{p}/" not in SOURCES]
+    return " ".join(p.replace("_", " ") for p in parts) or key
+
+
+def title(key: str) -> str:
+    """The measure in words with where it comes from ('mean UE utility, evaluation during
+    training'), for headings and figure titles."""
+    found, source = find(key)
+    if found is None:
+        source = next((s for p, s in SOURCES.items() if key.startswith(p)), "")
+    return f"{words(key)}, {source}" if source else words(key)
+
+
+def unit(key: str) -> str:
+    """The unit a report shows `key` in ('' when it has none)."""
+    found, _ = find(key)
+    return found.unit if found is not None else ""
+
+
+def scale(key: str) -> float:
+    """The factor from `key`'s logged values to its `unit` (1e-6 for data rates: Mbit/s)."""
+    found, _ = find(key)
+    return found.scale if found is not None else 1.0
+
+
+def axis_label(key: str) -> str:
+    """`key` in words with its unit, for a figure axis: 'mean UE data rate (Mbit/s)'."""
+    return f"{words(key)} ({unit(key)})" if unit(key) else words(key)
 
 
 # Per UE (tag: ue/<id>/<name>), episode means over the steps the UE is active
