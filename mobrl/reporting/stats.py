@@ -125,25 +125,43 @@ def summary_rows(groups: dict[str, list[Trial]], metric: str) -> list[dict[str, 
     return rows
 
 
-def cell(mean: float, half: float) -> str:
+def digits(key: str) -> int:
+    """Decimals of `key`'s values in tables: 3 for measures on a 0…1 or −1…1 scale (UE
+    utility, connected fraction, Jain), whose differences are small, else 2."""
+    return 3 if "…1" in keys.unit(key) else 2
+
+
+def cell(mean: float, half: float, places: int = 2, sign: bool = False) -> str:
     from mobrl.evaluation.paired import ci_text
 
-    return ci_text(mean, half, digits=2)
+    return ci_text(mean, half, digits=places, sign=sign)
 
 
-def iqm_cell(row: dict[str, Any]) -> str:
+def iqm_cell(row: dict[str, Any], places: int = 2, scale: float = 1.0) -> str:
     if math.isnan(row["last_iqm"]):
         return "-"
-    return f"{row['last_iqm']:.2f} [{row['last_iqm_low']:.2f}, {row['last_iqm_high']:.2f}]"
+    iqm, low, high = (row[k] * scale for k in ("last_iqm", "last_iqm_low", "last_iqm_high"))
+    return f"{iqm:.{places}f} [{low:.{places}f}, {high:.{places}f}]"
 
 
 def has_iqm(rows: list[dict[str, Any]]) -> bool:
     return any(not math.isnan(r["last_iqm"]) for r in rows)
 
 
-def matrix_table(matrix: dict[str, Any], baseline: str) -> tuple[list[str], list[str], Any]:
-    """(rows: trained on, columns: evaluated on, gap and CI arrays) of the paired gap of each
-    trained policy to `baseline` in a `mobrl evaluate --scenarios` result."""
+def matrix_measure(matrix: dict[str, Any], baseline: str) -> str:
+    """What a generalisation matrix is shown in, service first: mean UE utility when its cells
+    hold paired gaps in it, else the return."""
+    utility = f"{keys.UTILITY_MEAN}_gap_vs_{baseline}_mean"
+    return keys.UTILITY_MEAN if any(utility in c for c in matrix["cells"]) else "return"
+
+
+def matrix_table(
+    matrix: dict[str, Any], baseline: str, measure: str = "return"
+) -> tuple[list[str], list[str], Any]:
+    """(rows: trained on, columns: evaluated on, gap and CI arrays) of the paired gap in
+    `measure` (`return` or an episode metric) of each trained policy to `baseline` in a
+    `mobrl evaluate --scenarios` result."""
+    prefix = "" if measure == "return" else f"{measure}_"
     cells = [c for c in matrix["cells"] if c["policy"] == "trained"]
     rows = list(dict.fromkeys(c["trained_on"] for c in cells))
     cols = list(matrix["scenarios"])
@@ -151,6 +169,6 @@ def matrix_table(matrix: dict[str, Any], baseline: str) -> tuple[list[str], list
     half = np.full_like(gap, np.nan)
     for c in cells:
         i, j = rows.index(c["trained_on"]), cols.index(c["evaluated_on"])
-        gap[i, j] = c.get(f"gap_vs_{baseline}_mean", np.nan)
-        half[i, j] = c.get(f"gap_vs_{baseline}_ci95", np.nan)
+        gap[i, j] = c.get(f"{prefix}gap_vs_{baseline}_mean", np.nan)
+        half[i, j] = c.get(f"{prefix}gap_vs_{baseline}_ci95", np.nan)
     return rows, cols, (gap, half)

@@ -4,6 +4,7 @@ figures with the data behind them, partial data reported, bad input as one-line 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -18,8 +19,17 @@ RETURN = keys.RETURN_MEAN
 UTILITY = keys.result_key(keys.UTILITY_MEAN)
 
 
-def make_run(root: Path, name: str, algo: str, seed: int, slope: float, finished: bool = True):
-    """A run dir laid out as `mobrl train` writes it, with one trial of 10 iterations."""
+def make_run(
+    root: Path,
+    name: str,
+    algo: str,
+    seed: int,
+    slope: float,
+    finished: bool = True,
+    evaluated: bool = False,
+):
+    """A run dir laid out as `mobrl train` writes it, with one trial of 10 iterations;
+    `evaluated`: with every UE measure and evaluation during training (against greedy)."""
     run = root / name
     trial = run / "tune" / f"{algo.upper()}_{seed}_00000"
     trial.mkdir(parents=True)
@@ -40,6 +50,23 @@ def make_run(root: Path, name: str, algo: str, seed: int, slope: float, finished
             UTILITY: np.linspace(-0.5, 0.1 * slope, 10),
         }
     )
+    if evaluated:
+        config["run"]["eval"] = {"metric": "utility", "baselines": ["greedy"]}
+        (run / "config.yaml").write_text(yaml.safe_dump(config))
+        it = np.arange(1, 11)
+        frame[keys.result_key(keys.RATE_MEAN)] = 150_000 + 5_000 * slope * it  # bit/s
+        frame[keys.result_key(keys.JAIN_UTILITY)] = 0.7 + 0.01 * it
+        frame[keys.result_key(keys.NET_CONNECTED)] = 0.9 + 0.005 * it
+        due = it % 2 == 1  # evaluated every other iteration: NaN in between
+        section = {
+            keys.UTILITY_MEAN: -0.05 + 0.002 * slope * it + 0.001 * seed,
+            keys.NET_CONNECTED: 0.95 + 0.003 * it,
+            keys.UTILITY_P5: -0.4 + 0.01 * it,
+            "return_mean": -60 + slope * it,
+            "gap/greedy/mean": -0.03 + 0.001 * slope * it,
+        }
+        for key, values in section.items():
+            frame[f"{keys.EVALUATION}/{key}"] = np.where(due, values, np.nan)
     frame.to_csv(trial / "progress.csv", index=False)
     if finished:
         summary = {"trials": [{"trial": trial.name, "params": {}, "error": None}]}
@@ -57,6 +84,100 @@ def multirun(tmp_path: Path) -> tuple[Path, dict[str, list[pd.DataFrame]]]:
         )
         frames[algo].append(frame)
     return tmp_path / "multirun", frames
+
+
+def make_evaluation(folder: Path) -> dict:
+    """An output dir of `mobrl evaluate` on a mobile-env layout: the trained policy and three
+    baselines, every service measure, paired by seed."""
+    folder.mkdir(parents=True)
+    measures = {  # (mean, ci95) per policy: utility, connected, p5, Jain, return
+        "trained": (0.061, 0.004, 0.99, 0.004, -0.21, 0.02, 0.83, 0.01, 210.0, 12.0),
+        "greedy": (0.049, 0.005, 0.99, 0.004, -0.23, 0.02, 0.82, 0.01, 5.8, 9.0),
+        "full": (-0.022, 0.006, 1.0, 0.0, -0.30, 0.03, 0.80, 0.01, -60.2, 8.0),
+        "noop": (-0.95, 0.02, 0.03, 0.01, -1.0, 0.0, 0.50, 0.02, -4800.0, 90.0),
+    }
+    columns = (keys.UTILITY_MEAN, keys.NET_CONNECTED, keys.UTILITY_P5, keys.JAIN_UTILITY)
+    columns += ("return",)
+
+    def stats(values: tuple) -> dict:
+        return {c: {"mean": values[2 * i], "ci95": values[2 * i + 1], "n": 30}
+                for i, c in enumerate(columns)}  # fmt: skip
+
+    policies = {name: stats(v) for name, v in measures.items()}
+    paired = {}
+    for name in ("greedy", "full", "noop"):
+        diff = {
+            c: {"mean": policies["trained"][c]["mean"] - policies[name][c]["mean"],
+                "ci95": 0.5 * policies[name][c]["ci95"], "n": 30}
+            for c in columns
+        }  # fmt: skip
+        paired[name] = {
+            "return_diff_mean": diff["return"]["mean"],
+            "ci95": diff["return"]["ci95"],
+            "n": 30,
+            "diff": diff,
+        }
+    summary = {
+        "checkpoint": str(folder.parent / "run" / "checkpoint_000010"),
+        "env_config": {"scenario": "medium"},
+        "episodes": 30,
+        "seed_range": [0, 29],
+        "explore": False,
+        "policies": policies,
+        "reference": "trained",
+        "paired_vs_trained": paired,
+        "gap_closed": {"trained": 0.4},
+        "notes": [],
+    }
+    (folder / "summary.json").write_text(json.dumps(summary))
+    (folder / "episodes.csv").write_text("policy,episode,seed,return\n")
+    return summary
+
+
+@pytest.fixture
+def evaluated(tmp_path: Path) -> Path:
+    """Two algorithms x two seeds that logged every UE measure and evaluated during training,
+    and a `mobrl evaluate` output dir beside them, as one input dir."""
+    root = tmp_path / "study"
+    for i, (algo, seed) in enumerate([("ppo", 0), ("ppo", 1), ("appo", 0), ("appo", 1)]):
+        slope = 5.0 if algo == "ppo" else 2.0
+        make_run(root / "multirun", f"{i}_medium_{algo}", algo, seed, slope, evaluated=True)
+    make_evaluation(root / "evaluations" / "10-00-00_medium")
+    make_matrix(root / "evaluations" / "11-00-00_matrix")
+    return root
+
+
+def make_matrix(folder: Path) -> dict:
+    """`mobrl evaluate --scenarios` output: two checkpoints on two layouts, paired gaps to
+    greedy in the return and in mean UE utility."""
+    folder.mkdir(parents=True)
+    cells = [
+        {"trained_on": t, "evaluated_on": e, "policy": "trained",
+         "gap_vs_greedy_mean": ret, "gap_vs_greedy_ci95": 1.5,
+         f"{keys.UTILITY_MEAN}_gap_vs_greedy_mean": util,
+         f"{keys.UTILITY_MEAN}_gap_vs_greedy_ci95": 0.004}
+        for t, e, ret, util in [("medium", "small", 14.8, 0.012), ("medium", "large", 81.2, -0.006),
+                                ("small", "small", 10.3, 0.009), ("small", "large", -2.0, -0.021)]
+    ]  # fmt: skip
+    matrix = {"scenarios": ["small", "large"], "baselines": ["greedy"], "cells": cells}
+    (folder / "matrix.json").write_text(json.dumps(matrix))
+    return matrix
+
+
+#: a raw result key where words belong: `env_runners/...`, `ue/...`, `time_s`, ...
+RAW_KEY = re.compile(
+    r"\b(env_runners|evaluation|ue|network|fairness|info|learners?)/|\btime_s\b|time_total_s"
+    r"|num_env_steps|training_iteration|episode_return_mean"
+)
+
+
+def figure_texts(png: Path) -> list[str]:
+    """Every text of a figure (titles, axis labels, ticks, legend), read from the SVG
+    written beside its PNG."""
+    import xml.etree.ElementTree as ET
+
+    root = ET.parse(png.with_suffix(".svg")).getroot()
+    return ["".join(e.itertext()) for e in root.iter("{http://www.w3.org/2000/svg}text")]
 
 
 def test_runs_that_differ_by_seed_form_one_group(multirun) -> None:
@@ -147,6 +268,68 @@ def test_groups_of_three_seeds_get_an_iqm_with_a_bootstrap_interval(
     # the same data, the same interval: the bootstrap is seeded
     again = build_report([root], tmp_path / "again")["tables"][RETURN]
     assert {r["group"]: r["last_iqm_low"] for r in again}["algo.name=ppo"] == ppo["last_iqm_low"]
+
+
+def test_evaluated_runs_are_reported_service_first_in_words(evaluated, tmp_path: Path) -> None:
+    """Runs evaluated during training, a `mobrl evaluate` dir and a matrix: mean UE utility,
+    connected UEs and p5 lead with the return beside them; headings, figure titles and axes
+    are words with units (data rate in Mbit/s); folders are named relative to the input."""
+    out = tmp_path / "report"
+    result = build_report([evaluated], out)
+    md = (out / "report.md").read_text()
+    headings = [line for line in md.splitlines() if line.startswith("#")]
+    assert "## Evaluation: evaluations/10-00-00_medium" in headings
+    assert "## Generalisation matrix: evaluations/11-00-00_matrix" in headings
+    assert headings[2:5] == [
+        "## Mean UE utility, evaluation during training",
+        "## Mean UE utility, training episodes",
+        "## Training return (last 20 episodes)",
+    ]
+    assert "## Evaluation during training" in headings
+    assert str(tmp_path) not in md  # no absolute paths
+    for text in headings + re.findall(r"!\[([^\]]*)\]", md):
+        assert not RAW_KEY.search(text), text
+    for png in result["files"]:
+        texts = figure_texts(png)
+        assert texts and not [t for t in texts if RAW_KEY.search(t)], png.name
+    service = figure_texts(out / "service.png")
+    assert "Mean UE data rate" in service and "Mbit/s" in service
+    # 150,000-400,000 bit/s drawn as 0.15-0.40 Mbit/s
+    ticks = [float(t.replace("−", "-")) for t in service if re.fullmatch(r"−?[\d.]+", t)]
+    assert ticks and max(ticks) < 1.0
+    # `mobrl evaluate`: service first, the return beside it, per policy and paired by seed
+    part = md[md.index("## Evaluation: evaluations/10-00-00_medium") :]
+    header = next(line for line in part.splitlines() if line.startswith("| policy"))
+    assert header == (
+        "| policy | mean UE utility | connected UEs | 5th-percentile UE utility "
+        "| Jain fairness of UE utility | episode return | episodes |"
+    )
+    assert "| trained | 0.061 ± 0.004 | 0.990 ± 0.004 | -0.210 ± 0.020 | 0.830 ± 0.010 " in part
+    assert "| greedy | +0.012 ± 0.003 | +0.000 ± 0.002 | +0.020 ± 0.010 " in part
+    assert "closes 40% of the greedy → oracle gap" in part
+    evaluation = figure_texts(out / "evaluation_0.png")
+    titles = [t for t in evaluation if t in ("Mean UE utility", "Episode return")]
+    assert titles == ["Mean UE utility", "Episode return"]  # utility drawn first
+    # evaluation during training: the last evaluation's values, the gap to greedy in utility
+    part = md[md.index("## Evaluation during training") : md.index("## Evaluation: ")]
+    ppo = [pd.read_csv(f) for f in sorted(evaluated.glob("multirun/*_ppo/tune/*/progress.csv"))]
+    last = {
+        key: np.array([f[f"evaluation/{key}"].dropna().iloc[-1] for f in ppo])
+        for key in (keys.UTILITY_MEAN, keys.NET_CONNECTED, "gap/greedy/mean")
+    }
+    row = next(line for line in part.splitlines() if line.startswith("| algo.name=ppo"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[2].startswith(f"{last[keys.UTILITY_MEAN].mean():.3f} ± ")
+    assert cells[3].startswith(f"{last[keys.NET_CONNECTED].mean():.3f} ± ")
+    assert cells[-1].startswith(f"{last['gap/greedy/mean'].mean():+.3f} ± ")
+    assert "| mean UE utility − greedy, paired |" in part
+    # the matrix: a heat map of the gap in mean UE utility, the return's gaps beside it
+    assert result["matrices"][0][0] == {
+        "trained on": "medium", "small": "0.012 ± 0.004", "large": "-0.006 ± 0.004"
+    }  # fmt: skip
+    assert "| medium | 14.80 ± 1.50 | 81.20 ± 1.50 |" in md
+    groups = pd.read_csv(out / "groups.csv")
+    assert f"evaluation/{keys.NET_CONNECTED}" in set(groups["metric"])
 
 
 def test_evaluation_dirs_get_their_chart(tmp_path: Path) -> None:
