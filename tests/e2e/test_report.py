@@ -9,6 +9,7 @@ import pytest
 
 from mobrl.core import metrics as keys
 from tests.conftest import run_mobrl
+from tests.unit.test_report import RAW_KEY, figure_texts
 
 pytestmark = pytest.mark.slow
 
@@ -29,4 +30,11 @@ def test_report_of_two_real_runs(small_ma_run: Path, small_central_run: Path, tm
     for name in ("curve_0_env_steps.png", "curve_0_time_s.png", "service.png"):
         assert (out / name).stat().st_size > 5000 and name in md
     assert (out / "report.html").stat().st_size > 20000  # the figures are inlined
+    # in words: headings, figure titles and axes name measures, never their result keys
+    headings = [line for line in md.splitlines() if line.startswith("#")]
+    assert "## UE service during training" in headings
+    assert not [h for h in headings if RAW_KEY.search(h)]
+    for name in ("curve_0_env_steps.png", "service.png"):
+        assert not [t for t in figure_texts(out / name) if RAW_KEY.search(t)], name
+    assert "Mbit/s" in figure_texts(out / "service.png")
     assert f"report: {out / 'report.md'}" in done.stdout

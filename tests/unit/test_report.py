@@ -136,8 +136,12 @@ def make_evaluation(folder: Path) -> dict:
 
 @pytest.fixture
 def evaluated(tmp_path: Path) -> Path:
+    return make_study(tmp_path)
+
+
+def make_study(tmp_path: Path) -> Path:
     """Two algorithms x two seeds that logged every UE measure and evaluated during training,
-    and a `mobrl evaluate` output dir beside them, as one input dir."""
+    a `mobrl evaluate` output dir and a generalisation matrix beside them, as one input dir."""
     root = tmp_path / "study"
     for i, (algo, seed) in enumerate([("ppo", 0), ("ppo", 1), ("appo", 0), ("appo", 1)]):
         slope = 5.0 if algo == "ppo" else 2.0
