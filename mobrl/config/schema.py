@@ -241,6 +241,28 @@ class RayConf:
 
 
 @dataclass
+class LoggerConf:
+    """An experiment tracker that gets every trial's config and results besides TensorBoard
+    and progress.csv (mobrl.training.trackers; the packages: `pip install "mobrl[trackers]"`)."""
+
+    #: `none`, `mlflow` (Tune's MLflowLoggerCallback) or `wandb` (Tune's WandbLoggerCallback)
+    name: str = "none"
+    #: mlflow: where runs go; null: a SQLite store in the run dir (<run dir>/mlflow/mlflow.db);
+    #: `file:DIR` for MLflow's file store, `http://HOST:5000` for a tracking server
+    tracking_uri: Optional[str] = None
+    #: mlflow: the experiment the trials' runs join (created when missing); null:
+    #: <scenario>_<algo>
+    experiment_name: Optional[str] = None
+    #: wandb: the project (null: mobrl)
+    project: Optional[str] = None
+    #: wandb: the team or user the runs belong to (null: the logged-in user's default)
+    entity: Optional[str] = None
+    #: wandb: `auto` (online when logged in: WANDB_API_KEY or `wandb login`; else offline),
+    #: `online` or `offline`
+    mode: str = "auto"
+
+
+@dataclass
 class MobrlConfig:
     scenario: ScenarioConf = field(default_factory=ScenarioConf)
     env: EnvConf = field(default_factory=EnvConf)
@@ -249,12 +271,13 @@ class MobrlConfig:
     tune: TuneConf = field(default_factory=TuneConf)
     preset: PresetConf = field(default_factory=PresetConf)
     ray: RayConf = field(default_factory=RayConf)
+    logger: LoggerConf = field(default_factory=LoggerConf)
     #: mobile-env step implementation: `fast` (mobrl's array engine, same trajectories) or
     #: `stock` (mobile-env's own)
     engine: str = "fast"
 
 
-GROUPS = ("scenario", "env", "algo", "run", "tune", "preset")
+GROUPS = ("scenario", "env", "algo", "run", "tune", "preset", "logger")
 #: presets of mobile-env layouts that have no file of their own: <algo>/ANY_LAYOUT/<env>
 ANY_LAYOUT = "any_layout"
 

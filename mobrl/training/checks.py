@@ -112,6 +112,9 @@ def check_settings(cfg: DictConfig) -> None:
         )
     if cfg.run.storage_path is not None:
         check_writable(Path(cfg.run.storage_path), "run.storage_path")
+    from mobrl.training.trackers import check_logger
+
+    check_logger(cfg)  # logger=mlflow|wandb: its package is installed
 
 
 #: settings that must be positive when set (null: the algorithm's default or no criterion)
