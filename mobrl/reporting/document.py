@@ -120,8 +120,9 @@ class _Names:
     report shows no absolute paths of the machine that wrote it."""
 
     def __init__(self, paths: list[Path]) -> None:
-        absolute = {Path(p).expanduser().absolute() for p in paths}
-        self.inputs = sorted(absolute, key=lambda p: len(p.parts), reverse=True)
+        #: the inputs as given, and deepest first (the one that names a folder)
+        self.given = list(dict.fromkeys(Path(p).expanduser().absolute() for p in paths))
+        self.inputs = sorted(self.given, key=lambda p: len(p.parts), reverse=True)
 
     def __call__(self, folder: Path) -> str:
         folder = Path(folder)
@@ -208,7 +209,7 @@ def build_report(
         )
         if n
     ]
-    inputs = ", ".join(f"`{names(p)}`" for p in names.inputs[::-1])
+    inputs = ", ".join(f"`{names(p)}`" for p in names.given)
     md = ["# mobrl report", "", f"{', '.join(counts)} under {inputs}; mobrl {__version__}.", ""]
     result: dict[str, Any] = {"groups": {}, "curves": {}, "tables": {}, "files": []}
     if found.trials:
@@ -424,8 +425,11 @@ def _evaluation(name: str, summary: dict[str, Any], png: Path) -> list[str]:
         md += _md_table(table)
     closed = summary.get("gap_closed", {}).get("trained")
     if closed is not None:
-        md += ["", f"The trained policy closes {closed:.0%} of the greedy → oracle gap in mean UE "
-               "utility."]  # fmt: skip
+        md += [
+            "",
+            "Share of the greedy → oracle gap in mean UE utility the trained policy closes: "
+            f"{closed:.0%} (0 %: greedy's level, 100 %: the oracle's).",
+        ]
     if keys.UTILITY_MEAN in shown:
         md += ["", f"UE utility is mobile-env's scaled utility ({keys.UTILITY_UNIT}; −1: an "
                "unconnected UE); connected UEs is the share of UE-steps with a connection."]  # fmt: skip

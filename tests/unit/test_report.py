@@ -310,7 +310,7 @@ def test_evaluated_runs_are_reported_service_first_in_words(evaluated, tmp_path:
     )
     assert "| trained | 0.061 ± 0.004 | 0.990 ± 0.004 | -0.210 ± 0.020 | 0.830 ± 0.010 " in part
     assert "| greedy | +0.012 ± 0.003 | +0.000 ± 0.002 | +0.020 ± 0.010 " in part
-    assert "closes 40% of the greedy → oracle gap" in part
+    assert "the trained policy closes: 40% (0 %: greedy" in part
     evaluation = figure_texts(out / "evaluation_0.png")
     titles = [t for t in evaluation if t in ("Mean UE utility", "Episode return")]
     assert titles == ["Mean UE utility", "Episode return"]  # utility drawn first
