@@ -131,12 +131,13 @@ def run_training(
         manifest["ray_address"] = None if driver else ray_address()
         run.write_manifest(manifest)
         console.print(f"[bold]mobrl[/bold] run dir: {run.path}")
+        _describe_tracker(cfg, run)
         with _full_disk_as_one_line(storage, run, experiment_dir):
             if driver:
-                results = _fit_in_driver(cfg, algo_config.algo_class, space, experiment_dir)
+                results = _fit_in_driver(cfg, algo_config.algo_class, space, experiment_dir, run)
             else:
                 results = _fit(
-                    cfg, algo_config.algo_class, space, locations, storage, experiment_name
+                    cfg, algo_config.algo_class, space, locations, storage, experiment_name, run
                 )
     return _finish(cfg, results, locations, run, experiment_dir, storage)
 
@@ -150,15 +151,24 @@ def _driver_session() -> Iterator[None]:
     yield
 
 
+def _describe_tracker(cfg: DictConfig, run: RunDir) -> None:
+    from mobrl.training.trackers import describe
+
+    line = describe(cfg, run.path)
+    if line:
+        console.print(f"[bold]mobrl[/bold] {line}")
+
+
 def _fit_in_driver(
     cfg: DictConfig,
     trainable: Any,
     space: dict[str, Any],
     experiment_dir: Path,
+    run: RunDir,
     resume: bool = False,
     retry_errored: bool = False,
 ) -> list[Any]:
-    from mobrl.training import driver
+    from mobrl.training import driver, trackers
     from mobrl.training.diskspace import DiskGuard
     from mobrl.training.progress import INTERRUPTED, ProgressCallback
 
@@ -166,6 +176,7 @@ def _fit_in_driver(
     callbacks = [
         ProgressCallback(cfg.tune.metric),
         DiskGuard(experiment_dir.parent, experiment_dir, cfg.run.checkpoint.min_free_mb),
+        *trackers.callbacks(cfg, run.path, {}, in_driver=True),
     ]
     return driver.fit(cfg, trainable, space, experiment_dir, callbacks, resume, retry_errored)
 
@@ -223,7 +234,7 @@ def _resume_in_driver(
     storage, algo_config, space, locations = _prepare_resume(run, cfg, manifest, experiment_dir)
     with _driver_session(), _full_disk_as_one_line(storage, run, experiment_dir):
         results = _fit_in_driver(
-            cfg, algo_config.algo_class, space, experiment_dir, True, retry_errored
+            cfg, algo_config.algo_class, space, experiment_dir, run, True, retry_errored
         )
     return _finish_resumed(cfg, results, locations, run, experiment_dir, storage)
 
@@ -252,6 +263,7 @@ def _prepare_resume(
     )
     space, locations = tuning.param_space(cfg, algo_config)
     console.print(f"[bold]mobrl[/bold] resuming run dir: {run.path}")
+    _describe_tracker(cfg, run)
     return storage, algo_config, space, locations
 
 
@@ -361,10 +373,11 @@ def _fit(
     locations: dict[str, tuple],
     storage: Path,
     name: str,
+    run: RunDir,
 ) -> Any:
     from ray import tune
 
-    from mobrl.training import tuning
+    from mobrl.training import trackers, tuning
     from mobrl.training.diskspace import DiskGuard
     from mobrl.training.progress import INTERRUPTED, ProgressCallback, trial_name
 
@@ -396,6 +409,7 @@ def _fit(
             callbacks=[
                 ProgressCallback(cfg.tune.metric),
                 DiskGuard(storage, storage / name, cfg.run.checkpoint.min_free_mb),
+                *trackers.callbacks(cfg, run.path, locations, in_driver=False),
             ],
             verbose=0,
         ),
