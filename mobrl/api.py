@@ -211,7 +211,7 @@ def train(*overrides: str, run_dir: Any = None, **settings: Any) -> Run:
     try:
         run_training(cfg, run_dir, overrides=given)
     except SystemExit as stop:
-        from mobrl.training.run import INTERRUPTED_EXIT
+        from mobrl.core.errors import INTERRUPTED_EXIT
 
         why = (
             "interrupted; mobrl.resume(run) continues it"

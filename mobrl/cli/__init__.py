@@ -6,9 +6,11 @@ Heavy libraries (Ray, torch, mobile-env) are imported inside the commands that n
 
 from __future__ import annotations
 
+import functools
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -33,7 +35,13 @@ from mobrl.cli.options import (
     Workers,
     XAxis,
 )
-from mobrl.core.errors import USER_ERROR_EXIT, UserError, first_line
+from mobrl.core.errors import (
+    INTERRUPTED_EXIT,
+    USER_ERROR_EXIT,
+    Interrupted,
+    UserError,
+    first_line,
+)
 
 app = typer.Typer(
     name="mobrl",
@@ -46,6 +54,23 @@ app = typer.Typer(
 
 #: Typer passes Hydra's arguments (overrides, -m, --cfg, --help) through untouched
 _PASS_THROUGH = {"allow_extra_args": True, "ignore_unknown_options": True}
+
+
+def _interruptible(command: Callable[..., None]) -> Callable[..., None]:
+    """Ctrl-C in a command: one line on stderr saying what was stopped and what was kept
+    (the command's `Interrupted`, or a plain note), exit code 130. (Typer would turn the
+    KeyboardInterrupt into a bare 130, dropping what the command told.)"""
+
+    @functools.wraps(command)
+    def run(*args: Any, **kwargs: Any) -> None:
+        try:
+            command(*args, **kwargs)
+        except KeyboardInterrupt as stopped:
+            told = stopped if isinstance(stopped, Interrupted) else "stopped by Ctrl-C."
+            print(f"interrupted: {told}", file=sys.stderr)
+            raise SystemExit(INTERRUPTED_EXIT) from None
+
+    return run
 
 
 def _version(value: bool) -> None:
@@ -67,6 +92,7 @@ def root(
 
 
 @app.command(add_help_option=False)
+@_interruptible
 def train(
     overrides: Annotated[
         list[str] | None,
@@ -146,6 +172,7 @@ def train(
 
 
 @app.command(context_settings=_PASS_THROUGH)
+@_interruptible
 def evaluate(
     ctx: typer.Context,
     checkpoint: Annotated[
@@ -207,6 +234,7 @@ def evaluate(
 
 
 @app.command(context_settings=_PASS_THROUGH)
+@_interruptible
 def baselines(
     ctx: typer.Context,
     episodes: Episodes = 20,
@@ -226,6 +254,7 @@ def baselines(
 
 
 @app.command(context_settings=_PASS_THROUGH)
+@_interruptible
 def render(
     ctx: typer.Context,
     video: Annotated[Path, typer.Option("--video", help="Output file: .mp4 (H.264) or .gif.")],
@@ -278,6 +307,7 @@ def render(
 
 
 @app.command("report")
+@_interruptible
 def report(
     paths: Annotated[
         list[Path],
@@ -338,6 +368,7 @@ def scenarios_show(
 
 
 @scenarios_app.command("plot")
+@_interruptible
 def scenarios_plot(
     name: Annotated[str, typer.Argument(help="Scenario name (or a .yaml file).")],
     out: Annotated[Path, typer.Option("--out", help="PNG file to write.")] = Path("layout.png"),
@@ -379,6 +410,7 @@ def zoo_list(
 
 
 @zoo_app.command("export")
+@_interruptible
 def zoo_export(
     checkpoint: Annotated[Path, typer.Option("--checkpoint", help="Checkpoint or run dir.")],
     name: Annotated[str, typer.Option("--name", help="Entry name (then --checkpoint zoo:NAME).")],
@@ -422,7 +454,7 @@ def main() -> None:
         print(f"error: {message}. See `{command} --help`.", file=sys.stderr)
         raise SystemExit(USER_ERROR_EXIT) from None
     except typer.Abort:  # Ctrl-C at a prompt
-        raise SystemExit(130) from None  # 128 + SIGINT, as shells report it
+        raise SystemExit(INTERRUPTED_EXIT) from None
     raise SystemExit(code if isinstance(code, int) else 0)
 
 

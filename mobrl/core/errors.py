@@ -10,8 +10,18 @@ from collections.abc import Iterable
 USER_ERROR_EXIT = 2
 
 
+#: exit code after Ctrl-C (128 + SIGINT, as shells report it)
+INTERRUPTED_EXIT = 130
+
+
 class UserError(Exception):
     """Bad user input; the CLI prints the message as one line and exits with code 2."""
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C, told: what was stopped and what was kept (complete files stay, nothing
+    half-written is left). The CLI prints it as one line and exits 130; from Python it is
+    the `KeyboardInterrupt` a notebook expects, with that message."""
 
 
 def closest_first(value: str, choices: Iterable[str]) -> list[str]:

@@ -15,6 +15,7 @@ episodes they have queued.
 
 from __future__ import annotations
 
+import logging
 import signal
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -52,6 +53,18 @@ def process_pool(workers: int) -> Iterator[Any]:
     try:
         yield pool
     except BaseException:
-        pool.shutdown(wait=False, kill_workers=True)
+        # kill the workers and wait for the pool's own thread to settle every future; a
+        # future already cancelled makes that thread log a traceback for a result nobody
+        # waits for (it reports through concurrent.futures' logger), so that log is held
+        log = logging.getLogger("concurrent.futures")
+
+        def quiet(record: logging.LogRecord) -> bool:
+            return False
+
+        log.addFilter(quiet)
+        try:
+            pool.shutdown(wait=True, kill_workers=True)
+        finally:
+            log.removeFilter(quiet)
         raise
     pool.shutdown(wait=True)

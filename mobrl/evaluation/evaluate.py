@@ -6,14 +6,15 @@ import json
 import os
 from collections.abc import Iterator, Sequence
 from concurrent.futures import as_completed
+from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from mobrl.core import metrics as keys
-from mobrl.core.errors import UserError
+from mobrl.core.errors import Interrupted, UserError
 from mobrl.evaluation.outputs import EvalDir
-from mobrl.evaluation.paired import TRAINED, Tally, ci_text
+from mobrl.evaluation.paired import TRAINED, Tally, ci_text, closed_text
 from mobrl.evaluation.policies import check_baselines
 from mobrl.evaluation.targets import Target, check_pick, target_for
 
@@ -166,6 +167,14 @@ def play_blocks(
             yield ordered(found)
 
 
+def stopped(done: int, total: int) -> Interrupted:
+    """What a Ctrl-C during an evaluation stopped and what it kept."""
+    return Interrupted(
+        f"evaluation stopped after {done} of {total} episodes; nothing was written (an "
+        "evaluation's files are written whole or not at all)."
+    )
+
+
 def policy_jobs(target: Target, policies: list[str]) -> list[Job]:
     """The trained policy of `target` (as `TRAINED`) and the baselines, on its env."""
     ckpt = str(target.checkpoint) if target.checkpoint else None
@@ -215,7 +224,7 @@ def paired_table(summary: dict[str, Any], columns: list[str]) -> Any:
             cells.append("")
         table.add_row(name, *cells)
     if TRAINED in closed:
-        table.add_row("(greedy→oracle gap)", *[""] * len(columns), f"{closed[TRAINED]:.0%}")
+        table.add_row("(greedy→oracle gap)", *[""] * len(columns), closed_text(closed[TRAINED]))
     return table
 
 
@@ -289,17 +298,28 @@ def evaluate_command(checkpoint: Path | None, overrides: list[str], opts: EvalOp
     with output.claim():  # a second command writing to the same --output is refused
         jobs = policy_jobs(target, policies)
         log = output.episode_log(len(jobs))
+        done = [0]
+
+        def advance() -> None:
+            done[0] += 1
+            bar.advance(task)
+
         try:
             with Progress(console=console, transient=True) as bar:
                 task = bar.add_task(f"{total} episodes ({', '.join(policies)})", total=total)
-                for block in play_blocks(
-                    jobs, seeds, explore, workers, progress=lambda: bar.advance(task),
+                blocks = play_blocks(
+                    jobs, seeds, explore, workers, progress=advance,
                     prepare=restore if target.checkpoint is not None else None,
-                ):  # fmt: skip
-                    tally.add([row for rows in block for row in rows])
-                    for j, rows in enumerate(block):
-                        log.add(j, rows)
+                )  # fmt: skip
+                with closing(blocks):  # its worker pool ends here, whatever happens
+                    for block in blocks:
+                        tally.add([row for rows in block for row in rows])
+                        for j, rows in enumerate(block):
+                            log.add(j, rows)
             log.finish()
+        except KeyboardInterrupt:
+            log.discard()
+            raise stopped(done[0], total) from None
         except BaseException:
             log.discard()
             raise

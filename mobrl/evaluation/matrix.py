@@ -16,12 +16,13 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Sequence
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
 from mobrl.core import metrics as keys
 from mobrl.core.errors import UserError
-from mobrl.evaluation.evaluate import EvalOptions, Job, play_blocks, set_main_policy
+from mobrl.evaluation.evaluate import EvalOptions, Job, play_blocks, set_main_policy, stopped
 from mobrl.evaluation.outputs import EvalDir
 from mobrl.evaluation.paired import TRAINED, Tally, ci_text
 from mobrl.evaluation.policies import check_baselines
@@ -155,13 +156,25 @@ def matrix(
             groups[-1] += (shared[key],)
     tallies = [Tally([TRAINED, *baselines]) for _ in groups]
     log = episode_log(len(jobs))
+    done = [0]
+
+    def advance() -> None:
+        done[0] += 1
+        if progress is not None:
+            progress()
+
     try:
-        for block in play_blocks(jobs, seeds, explore, workers, progress):
-            for tally, (*_, mine, theirs) in zip(tallies, groups):
-                tally.add(block[mine] + [row for j in theirs for row in block[j]])
-            for j, rows in enumerate(block):
-                log.add(j, rows, columns[j])
+        blocks = play_blocks(jobs, seeds, explore, workers, advance)
+        with closing(blocks):  # the blocks' worker pool ends here, whatever happens
+            for block in blocks:
+                for tally, (*_, mine, theirs) in zip(tallies, groups):
+                    tally.add(block[mine] + [row for j in theirs for row in block[j]])
+                for j, rows in enumerate(block):
+                    log.add(j, rows, columns[j])
         log.finish()
+    except KeyboardInterrupt:
+        log.discard()
+        raise stopped(done[0], len(jobs) * len(seeds)) from None
     except BaseException:
         log.discard()
         raise

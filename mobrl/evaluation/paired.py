@@ -103,6 +103,14 @@ def gap_closed(summary: dict[str, Any], policy: str = TRAINED) -> float | None:
     return (stats[policy][keys.UTILITY_MEAN]["mean"] - base) / room
 
 
+def closed_text(share: float | None) -> str:
+    """A share of the greedy -> oracle gap as a person reads it: a share only means something
+    between greedy and beyond, so a policy below greedy is said to be below greedy."""
+    if share is None:
+        return "-"
+    return "below greedy" if share < 0 else f"{share:.0%}"
+
+
 class Tally:
     """The evaluation statistics of episodes fed in blocks (`add`), in memory independent of
     how many: per policy the mean, 95 % CI and n of every measure, and the differences paired

@@ -12,13 +12,14 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Iterator
+from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from mobrl.core.errors import UserError
+from mobrl.core.errors import Interrupted, UserError
 from mobrl.scenarios.kinds import kind_of
 
 VIDEO_SUFFIXES = (".mp4", ".gif")
@@ -125,9 +126,9 @@ def _frames(recording: Recording, workers: int) -> Iterator[np.ndarray]:
     ]
     with process_pool(workers) as pool:
         with sigint_blocked():  # workers started now never see a Ctrl-C
-            drawn = pool.map(_draw_task, tasks)
-        for frames in drawn:
-            yield from frames
+            drawn = [pool.submit(_draw_task, task) for task in tasks]
+        for future in drawn:  # in order; an interrupt leaves the pool to kill the workers
+            yield from future.result()
 
 
 def write_video(path: Path, frames: Iterator[np.ndarray], fps: float, progress: Any) -> tuple:
@@ -263,18 +264,26 @@ def render_command(
     workers, max_steps = opts.workers, opts.max_steps
 
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn())
-    with Progress(*columns, console=console, transient=True) as bar:
-        task = bar.add_task("rolling out", total=None)
-        recording = _rollout(env_config, policy, seeds, max_steps, lambda: bar.advance(task))
-        bar.update(task, description="drawing and encoding", completed=0)
-        bar.update(task, total=recording.frame_count)
-        if workers is None:
-            many = recording.frame_count >= PARALLEL_MIN_FRAMES and recording.states
-            workers = min(os.cpu_count() or 1, 4) if many else 1
-        video.parent.mkdir(parents=True, exist_ok=True)  # like --output: made when missing
-        count, (width, height) = write_video(
-            video, _frames(recording, workers), fps, lambda: bar.advance(task)
-        )
+    existed = video.exists()
+    stage = "rolling out"
+    try:
+        with Progress(*columns, console=console, transient=True) as bar:
+            task = bar.add_task(stage, total=None)
+            recording = _rollout(env_config, policy, seeds, max_steps, lambda: bar.advance(task))
+            stage = "drawing and encoding"
+            bar.update(task, description=stage, completed=0)
+            bar.update(task, total=recording.frame_count)
+            if workers is None:
+                many = recording.frame_count >= PARALLEL_MIN_FRAMES and recording.states
+                workers = min(os.cpu_count() or 1, 4) if many else 1
+            video.parent.mkdir(parents=True, exist_ok=True)  # like --output: made when missing
+            with closing(_frames(recording, workers)) as frames:  # its pool ends here
+                count, (width, height) = write_video(video, frames, fps, lambda: bar.advance(task))
+    except KeyboardInterrupt:
+        kept = f"the earlier {video} is kept" if existed else f"{video} was not written"
+        raise Interrupted(
+            f"rendering stopped while {stage}; {kept} (a video is written whole or not at all)."
+        ) from None
     size_mb = video.stat().st_size / 1e6
     console.print(
         f"video: {video} ({count} frames, {count / fps:.1f} s at {fps:g} fps, "

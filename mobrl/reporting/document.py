@@ -9,8 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from mobrl.core import metrics as keys
-from mobrl.core.errors import UserError
+from mobrl.core.errors import Interrupted, UserError
 from mobrl.core.files import atomic_write_csv, atomic_write_text
+from mobrl.evaluation.paired import closed_text
 from mobrl.reporting.figures import (
     gap_stats,
     paired_gaps,
@@ -184,9 +185,9 @@ def build_report(
 ) -> dict[str, Any]:
     """Write the report into `out`; return what it holds (groups, curves per metric against
     the first x axis, tables, files). Without `x`, curves go against env steps and wall time."""
-    import pandas as pd
+    from importlib.metadata import version
 
-    from mobrl import __version__
+    import pandas as pd
 
     if x is not None and x not in keys.X_AXES:
         from mobrl.core.errors import unknown_choice
@@ -210,7 +211,12 @@ def build_report(
         if n
     ]
     inputs = ", ".join(f"`{names(p)}`" for p in names.given)
-    md = ["# mobrl report", "", f"{', '.join(counts)} under {inputs}; mobrl {__version__}.", ""]
+    md = [
+        "# mobrl report",
+        "",
+        f"{', '.join(counts)} under {inputs}; mobrl {version('mobrl')}.",
+        "",
+    ]
     result: dict[str, Any] = {"groups": {}, "curves": {}, "tables": {}, "files": []}
     if found.trials:
         groups = group_trials(found.trials, group_by)
@@ -428,7 +434,7 @@ def _evaluation(name: str, summary: dict[str, Any], png: Path) -> list[str]:
         md += [
             "",
             "Share of the greedy → oracle gap in mean UE utility the trained policy closes: "
-            f"{closed:.0%} (0 %: greedy's level, 100 %: the oracle's).",
+            f"{closed_text(closed)} (0 %: greedy's level, 100 %: the oracle's).",
         ]
     if keys.UTILITY_MEAN in shown:
         md += ["", f"UE utility is mobile-env's scaled utility ({keys.UTILITY_UNIT}; −1: an "
@@ -462,8 +468,16 @@ def report_command(
         )
     check_writable(out, "--out", example="./reports/mine")
     console = make_console()
-    with console.status("reading the runs and drawing the report ..."):  # terminals only
-        result = build_report(paths, out, metrics, x, group_by)
+    existed = (out / "report.md").exists()
+    try:
+        with console.status("reading the runs and drawing the report ..."):  # terminals only
+            result = build_report(paths, out, metrics, x, group_by)
+    except KeyboardInterrupt:
+        kept = f"; the earlier report in {out} is kept" if existed else ""
+        raise Interrupted(
+            "report stopped while reading the runs and drawing; its pages (report.md and "
+            f"report.html, written last and whole) were not written{kept}."
+        ) from None
     for metric, rows in result["tables"].items():
         title = _capital(keys.title(metric)) + (
             f" ({keys.unit(metric)})" if keys.unit(metric) else ""

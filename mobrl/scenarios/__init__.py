@@ -240,6 +240,8 @@ def validate(raw: dict[str, Any], path: Path) -> dict[str, Any]:
     check.number(movement, "width", "movement.", 0)
     check.number(movement, "height", "movement.", 0)
 
+    _check_reachable(check, data)
+
     arrival = data["arrival"]
     if arrival["model"] not in ARRIVAL_MODELS:
         close = closest_first(str(arrival["model"]), ARRIVAL_MODELS)
@@ -262,6 +264,31 @@ def validate(raw: dict[str, Any], path: Path) -> dict[str, Any]:
                 "Let UEs arrive before the episode ends.",
             )
     return data
+
+
+def _check_reachable(check: _Checker, data: dict[str, Any]) -> None:
+    """Refuse a layout in which no UE can ever be served: every point UEs move through
+    (the movement area from (0, 0)) lies beyond every station's coverage (where a UE's SNR
+    stays below its threshold, in mobile-env's channel). Such a layout trains nothing."""
+    import numpy as np
+
+    from mobrl.envs.channel import loss_terms, snr
+
+    ues, movement = data["ues"], data["movement"]
+    st = {k: np.array([s[k] for s in data["stations"]], dtype=float) for k in _STATION_KEYS}
+    # the nearest point of the movement area to each station (1 m nearer still: mobile-env
+    # measures distance between integer-truncated positions)
+    dx = np.maximum(np.abs(st["x"] - np.clip(st["x"], 0, movement["width"])) - 1, 0)
+    dy = np.maximum(np.abs(st["y"] - np.clip(st["y"], 0, movement["height"])) - 1, 0)
+    t1, t2 = loss_terms(st["frequency"], st["height"], ues["height"])
+    best = snr(t1, t2, st["tx_power"], ues["noise"], dx, dy)
+    if not (best > ues["snr_threshold"]).any():
+        area = f"{movement['width']:g} x {movement['height']:g} m"
+        raise check.fail(
+            "movement",
+            f"keeps UEs in a {area} area that no station covers (no UE could ever connect)",
+            "Enlarge movement.width/height, move stations near the UEs, or raise tx_power.",
+        )
 
 
 def summary(data: dict[str, Any]) -> dict[str, Any]:

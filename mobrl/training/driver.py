@@ -95,9 +95,13 @@ class _Hooks:
 
 @contextmanager
 def _stop_on_ctrl_c(stop: list[bool]) -> Iterator[None]:
-    """The first Ctrl-C (or the disk guard's SIGINT) ends the trial after its iteration, as
-    Tune's graceful stop does; a second one stops it at once."""
+    """Ctrl-C stops the trial at once (the iteration under way is dropped: the run continues
+    from its latest complete checkpoint), so the command answers within a second whatever an
+    iteration costs. The disk guard's SIGINT ends the trial after its iteration, as Tune's
+    graceful stop does; a Ctrl-C after it stops at once too."""
     import threading
+
+    from mobrl.training.diskspace import FULL
 
     if threading.current_thread() is not threading.main_thread():  # only there can it be set
         yield
@@ -105,7 +109,8 @@ def _stop_on_ctrl_c(stop: list[bool]) -> Iterator[None]:
     previous = signal.getsignal(signal.SIGINT)
 
     def handler(signum: int, frame: Any) -> None:
-        if stop[0]:
+        if stop[0] or FULL.reason is None:  # a person's Ctrl-C, or a second SIGINT
+            stop[0] = True
             raise KeyboardInterrupt
         stop[0] = True
 
@@ -380,7 +385,7 @@ def fit(
                     status = TERMINATED
                     hooks("on_trial_complete")
                     break
-        except KeyboardInterrupt:  # a second Ctrl-C: stop now, resumable
+        except KeyboardInterrupt:  # Ctrl-C: stop now, resumable
             stop[0] = True
         except Exception as err:
             if FULL.reason is not None or is_full(err):

@@ -20,11 +20,17 @@ from mobrl.core.rundir import RunDir
 from mobrl.training.periodic_eval import eval_metric
 
 
-def _metric_history(result: Any, metric: str) -> list[float]:
+def _metric_history(result: Any, metric: str) -> list[tuple[float, Any]]:
+    """(value, iteration) of every iteration that has the metric."""
     frame = result.metrics_dataframe
     if frame is None or metric not in frame:
         return []
-    return [float(v) for v in frame[metric] if v is not None and not math.isnan(float(v))]
+    iterations = frame[metrics.ITERATION] if metrics.ITERATION in frame else [None] * len(frame)
+    return [
+        (float(v), None if i is None else int(i))
+        for v, i in zip(frame[metric], iterations)
+        if v is not None and not math.isnan(float(v))
+    ]
 
 
 def trial_rows(
@@ -38,6 +44,11 @@ def trial_rows(
     rows = []
     for result in results:
         history = _metric_history(result, metric)
+        top = (
+            (better(history, key=lambda h: h[0]) if scope == "all" else history[-1])
+            if history
+            else (None, None)
+        )
         best_ckpt, ckpt_value, ckpt_iteration = _best_checkpoint(result, metric, mode)
         last_ckpt = result.checkpoint.path if result.checkpoint else None
         trial_dir = Path(result.path)
@@ -46,8 +57,9 @@ def trial_rows(
                 "trial": trial_dir.name,
                 "trial_dir": str(trial_dir),
                 "params": sampled(result.config or {}, locations),
-                "best": (better(history) if scope == "all" else history[-1]) if history else None,
-                "last": history[-1] if history else None,
+                "best": top[0],
+                "best_iteration": top[1],
+                "last": history[-1][0] if history else None,
                 "iterations": result.metrics.get(metrics.ITERATION) if result.metrics else None,
                 "best_checkpoint": best_ckpt or last_ckpt,
                 # the metric's value where the best checkpoint was saved (the trial's best
@@ -108,6 +120,7 @@ def report(
         "eval_metric": eval_metric(cfg) if cfg.run.eval.interval > 0 else None,
         # the trial's best value of `metric` (over all iterations, or its last: tune.scope)
         "best_return": top["best"] if scored else None,
+        "best_iteration": top["best_iteration"] if scored else None,
         "best_checkpoint_value": top["best_checkpoint_value"] if top else None,
         "best_checkpoint_iteration": top["best_checkpoint_iteration"] if top else None,
         "best_trial": top["trial"] if scored else None,
@@ -169,16 +182,29 @@ def report(
             f"episodes on seeds {ev.seed}-{ev.seed + ev.episodes - 1}; for a result to "
             "publish, run `mobrl evaluate` on other seeds)"
         )
+    iteration = summary["best_iteration"]
+    at_iteration = f" at iteration {iteration}" if iteration is not None else ""
     console.print(
         f"[bold]best {metric}:[/bold] "
-        + ("no episode finished" if best_value is None else f"{best_value:.3f}{averaged}")
+        + (
+            "no episode finished"
+            if best_value is None
+            else f"{best_value:.3f}{at_iteration}{averaged}"
+        )
     )
     at = summary["best_checkpoint_value"]
-    where = (
-        f" ({metric} {at:.3f} at iteration {summary['best_checkpoint_iteration']})"
-        if at is not None
-        else ""
-    )
+    where = ""
+    if at is not None:
+        where = f" ({metric} {at:.3f} at iteration {summary['best_checkpoint_iteration']}"
+        if summary["best_checkpoint_iteration"] != iteration:
+            every = cfg.run.checkpoint.frequency
+            where += (
+                f": the best of the iterations with a checkpoint; iteration {iteration} had "
+                f"none (checkpoints every {every} iterations: run.checkpoint.frequency)"
+                if every
+                else ": the best of the iterations with a checkpoint"
+            )
+        where += ")"
     console.print(f"[bold]best checkpoint:[/bold] {summary['best_checkpoint']}{where}")
     console.print(f"[bold]last checkpoint:[/bold] {summary['last_checkpoint']}")
     if summary["best_checkpoint"]:

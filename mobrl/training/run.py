@@ -13,12 +13,13 @@ from omegaconf import DictConfig
 
 from mobrl.config import load_run
 from mobrl.core.console import make_console
-from mobrl.core.errors import USER_ERROR_EXIT, UserError
+from mobrl.core.errors import INTERRUPTED_EXIT, USER_ERROR_EXIT, UserError
 from mobrl.core.files import check_writable
 from mobrl.core.rundir import (
     RunDir,
     build_manifest,
     last_complete_checkpoint,
+    read_trial_results,
     unresumable_hint,
 )
 from mobrl.training.checks import check_config
@@ -33,7 +34,6 @@ from mobrl.training.raysession import (
 
 console = make_console()
 #: exit code of a run stopped with Ctrl-C (128 + SIGINT, as shells report it)
-INTERRUPTED_EXIT = 130
 
 
 def train_task(cfg: DictConfig) -> float | None:
@@ -187,6 +187,30 @@ def resume_training(run_dir: Path, retry_errored: bool = False) -> float | None:
     run = RunDir(run_dir)
     cfg, manifest = load_run(run)
     experiment_dir = run.experiment_dir(manifest)
+    before = _iterations_done(experiment_dir)
+    best = _resume(run, cfg, manifest, experiment_dir, retry_errored)
+    if before and _iterations_done(experiment_dir) == before:
+        print(
+            f"nothing to resume: no trial of {run.path} trained further (each had "
+            "finished, or failed: --retry-errored restarts failed trials); its results "
+            "are as they were.",
+            file=sys.stderr,
+        )
+    return best
+
+
+def _iterations_done(experiment_dir: Path) -> dict[str, int]:
+    """Each trial's iterations written so far."""
+    return {
+        trial.name: len(read_trial_results(trial))
+        for trial in (experiment_dir.iterdir() if experiment_dir.is_dir() else [])
+        if trial.is_dir()
+    }
+
+
+def _resume(
+    run: RunDir, cfg: DictConfig, manifest: dict, experiment_dir: Path, retry_errored: bool
+) -> float | None:
     from mobrl.training.driver import STATE
 
     if manifest.get("executor") == "driver" or (experiment_dir / STATE).is_file():
@@ -336,9 +360,10 @@ def _finish(
     if FULL.reason is not None:
         raise full_disk_error(storage, run.path, last_complete_checkpoint(experiment_dir))
     if INTERRUPTED.is_set():
-        console.print(
-            f"[bold]interrupted[/bold]: the experiment state is saved. Continue with:\n"
-            f"  mobrl train --resume {run.path}"
+        print(  # one line, on stderr with every other command's interrupt
+            f"interrupted: training stopped; its checkpoints and experiment state are saved. "
+            f"Continue with `mobrl train --resume {run.path}`.",
+            file=sys.stderr,
         )
         raise SystemExit(INTERRUPTED_EXIT)
     if summary["failed"]:

@@ -131,13 +131,14 @@ def test_ctrl_c_stops_cleanly_and_prints_the_resume_command(tmp_path: Path, exec
     )
     deadline = time.time() + 300
     while time.time() < deadline and proc.poll() is None:
-        if list(run_dir.glob("tune/*/checkpoint_000001")):
+        if list(run_dir.glob("tune/*/checkpoint_000002")):
             break
         time.sleep(0.1)
     proc.send_signal(signal.SIGINT)  # what Ctrl-C sends to the command
     stdout, stderr = proc.communicate(timeout=300)
     assert proc.returncode == 130, stdout[-2000:] + stderr[-2000:]
-    assert f"mobrl train --resume {run_dir}" in stdout
+    told = [line for line in stderr.splitlines() if line.startswith("interrupted: ")]
+    assert len(told) == 1 and f"mobrl train --resume {run_dir}" in told[0], stderr
     assert "Traceback" not in stderr and "Tuner.restore" not in stderr
     (trial,) = _trials(run_dir).values()
     stopped_at = _iterations(trial)[-1]

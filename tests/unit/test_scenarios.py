@@ -54,6 +54,10 @@ def _with(**changes) -> dict:
         ({"movement": {"model": "manhattan"}}, "movement.model 'manhattan' is unknown"),
         ({"episode_length": 0}, "episode_length must be a whole number >= 1"),
         ({"width": "wide"}, "width must be a number, got 'wide'"),
+        (  # UEs parked in a corner that no station covers
+            {"movement": {"width": 0.001, "height": 0.001}},
+            "movement keeps UEs in a 0.001 x 0.001 m area that no station covers",
+        ),
     ],
 )
 def test_invalid_layouts_are_one_line_errors_naming_file_and_key(
@@ -63,6 +67,13 @@ def test_invalid_layouts_are_one_line_errors_naming_file_and_key(
     with pytest.raises(UserError, match=message) as err:
         scenarios.load(path)
     assert str(path) in str(err.value) and "\n" not in str(err.value)
+
+
+def test_a_layout_with_any_reachable_corner_is_accepted(tmp_path: Path) -> None:
+    """Only a layout in which no UE could ever connect is refused: a small movement area
+    next to one station is fine."""
+    layout = scenarios.load(_write(tmp_path, _with(movement={"width": 70, "height": 85})))
+    assert layout["movement"]["width"] == 70
 
 
 def test_missing_and_malformed_files(tmp_path: Path) -> None:

@@ -12,6 +12,7 @@ from mobrl.core.errors import UserError
 from mobrl.core.files import atomic_write_json
 from mobrl.core.rundir import read_trial_results
 from mobrl.evaluation import zoo
+from mobrl.evaluation.paired import closed_text
 
 
 def _trial_progress(checkpoint: Path) -> dict[str, Any]:
@@ -155,8 +156,7 @@ def _trained_on(meta: dict[str, Any], reward: str) -> str:
 
 
 def _closed(meta: dict[str, Any]) -> str:
-    share = (meta.get("evaluation") or {}).get("gap_closed")
-    return "-" if share is None else f"{share:.0%}"
+    return closed_text((meta.get("evaluation") or {}).get("gap_closed"))
 
 
 def _service(meta: dict[str, Any], key: str) -> str:

@@ -1,0 +1,113 @@
+"""Ctrl-C in every long command, on real processes: SIGINT to the command's whole process
+group (as a terminal sends it), an exit within 2 s with code 130, one line on stderr saying
+what was stopped and what was kept, no worker left running, nothing half-written."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ray_process_count
+
+pytestmark = pytest.mark.slow
+
+#: the longest a command may take to end after Ctrl-C
+LIMIT_S = 2.0
+
+
+def _interrupt(args: list[str], cwd: Path, ready: str | None, delay: float) -> tuple:
+    """Start `mobrl ARGS`, wait for the stdout line containing `ready` (if given) and
+    `delay` seconds more, press Ctrl-C; return (exit code, seconds to exit, stderr)."""
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "COLUMNS": "200"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mobrl", *args], cwd=cwd, env=env, text=True,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+    )  # fmt: skip
+    try:
+        if ready is not None:
+            for line in proc.stdout:
+                if ready in line:
+                    break
+            else:
+                pytest.fail(f"`mobrl {' '.join(args)}` ended before printing {ready!r}")
+        time.sleep(delay)
+        assert proc.poll() is None, f"`mobrl {' '.join(args)}` ended before the Ctrl-C"
+        sent = time.monotonic()
+        os.killpg(proc.pid, signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+        took = time.monotonic() - sent
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    time.sleep(0.5)
+    alive = subprocess.run(
+        ["ps", "-o", "pid=,stat=,cmd=", "-g", str(proc.pid)], capture_output=True, text=True
+    ).stdout.splitlines()
+    running = [line for line in alive if line.split()[1][0] != "Z"]  # zombies have ended
+    assert not running, f"processes left running: {running}"
+    return proc.returncode, took, err
+
+
+def _told(code: int, took: float, err: str, *words: str) -> str:
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert code == 130, err
+    assert took <= LIMIT_S, f"{took:.2f} s to end after Ctrl-C"
+    assert len(lines) == 1 and lines[0].startswith("interrupted: "), err
+    for word in words:
+        assert word in lines[0], lines[0]
+    return lines[0]
+
+
+def test_ctrl_c_ends_every_long_command_at_once(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    told = _told(
+        *_interrupt(
+            ["train", "scenario=small", "run=quick", f"hydra.run.dir={run}"],
+            tmp_path, ready="iter 3", delay=0.2,
+        ),  # fmt: skip
+        "mobrl train --resume",
+    )
+    assert str(run) in told
+    state = json.loads((run / "tune" / "driver-state.json").read_text())
+    assert state["status"] == "RUNNING"  # resumable
+    assert not list(run.glob("tune/*/.partial-*")), "a half-written checkpoint"
+    assert ray_process_count() == 0
+
+    many = tmp_path / "runs"
+    for i in range(30):  # enough runs for the report to take a few seconds
+        shutil.copytree(run, many / f"run{i}")
+    long_ones = {
+        "evaluate": ["evaluate", "--checkpoint", "zoo:small", "--episodes", "2000"],
+        "matrix": [
+            "evaluate", "--checkpoint", "zoo:small", "--scenarios", "small,medium",
+            "--episodes", "1000",
+        ],
+        "baselines": ["baselines", "scenario=small", "--episodes", "2000"],
+    }  # fmt: skip
+    for name, args in long_ones.items():
+        out = tmp_path / name
+        code, took, err = _interrupt([*args, "--output", str(out)], tmp_path, None, 5.0)
+        _told(code, took, err, "evaluation stopped after", "nothing was written")
+        assert not out.exists(), f"{name} left {list(out.rglob('*'))}"
+
+    video = tmp_path / "v.mp4"
+    code, took, err = _interrupt(
+        ["render", "--checkpoint", "zoo:small", "--episodes", "40", "--video", str(video)],
+        tmp_path, ready="zoo policy", delay=3.0,
+    )  # fmt: skip
+    _told(code, took, err, "rendering stopped", "was not written")
+    assert not list(tmp_path.glob("*.mp4")) and not list(tmp_path.glob(".v.partial*"))
+
+    code, took, err = _interrupt(
+        ["report", str(many), "--out", str(tmp_path / "report")], tmp_path, None, 1.5
+    )
+    _told(code, took, err, "report stopped", "were not written")
+    assert not (tmp_path / "report" / "report.html").exists()
