@@ -41,6 +41,7 @@ from mobrl.core.errors import (
     Interrupted,
     UserError,
     first_line,
+    unknown_choice,
 )
 
 app = typer.Typer(
@@ -71,6 +72,29 @@ def _interruptible(command: Callable[..., None]) -> Callable[..., None]:
             raise SystemExit(INTERRUPTED_EXIT) from None
 
     return run
+
+
+def _unknown_option(command: typer.core.TyperCommand, args: list[str]) -> UserError | None:
+    """The first `--option` in `args` that `command` does not have, as a one-line error with
+    the closest one it has (Click would report a required option as missing instead, and
+    the commands that pass overrides through would take it for a malformed override)."""
+    known = {name for p in command.params for name in (*p.opts, *p.secondary_opts)}
+    known.add("--help")
+    for arg in args:
+        if arg == "--":
+            break
+        name = arg.split("=", 1)[0]
+        if name.startswith("--") and name not in known:
+            options = sorted(n for n in known if n.startswith("--"))
+            return unknown_choice("option", name, options, f"See `mobrl {command.name} --help`.")
+    return None
+
+
+def _check_options(ctx: typer.Context) -> None:
+    """What a command that takes overrides was given beyond its options must be overrides."""
+    unknown = _unknown_option(ctx.command, ctx.args)
+    if unknown is not None:
+        raise unknown
 
 
 def _version(value: bool) -> None:
@@ -210,6 +234,7 @@ def evaluate(
     Extra GROUP=OPTION / KEY=VALUE overrides name the scenario for checkpoints without a
     mobrl manifest (e.g. scenario=small env=ma).
     """
+    _check_options(ctx)
     from mobrl.evaluation.evaluate import EvalOptions
 
     opts = EvalOptions(episodes, seed, baselines, pick.value, output, explore, workers, trust)
@@ -246,6 +271,7 @@ def baselines(
     workers: Workers = None,
 ) -> None:
     """Evaluate heuristic baselines on a scenario, no checkpoint: mobrl baselines scenario=small."""
+    _check_options(ctx)
     from mobrl.evaluation.evaluate import EvalOptions, evaluate_command
 
     overrides = list(ctx.args) or ["scenario=small"]
@@ -298,6 +324,7 @@ def render(
     rgb_array view. Extra GROUP=OPTION / KEY=VALUE overrides name the scenario for baselines
     (default scenario=small) and for checkpoints without a mobrl manifest.
     """
+    _check_options(ctx)
     from mobrl.rendering.video import RenderOptions, render_command
 
     opts = RenderOptions(
@@ -449,6 +476,10 @@ def main() -> None:
         print(f"error: {err}", file=sys.stderr)
         raise SystemExit(USER_ERROR_EXIT) from None
     except usage_error as err:
+        unknown = _unknown_option(err.ctx.command, sys.argv[1:]) if err.ctx else None
+        if unknown is not None:  # a typo, rather than what it left missing
+            print(f"error: {unknown}", file=sys.stderr)
+            raise SystemExit(USER_ERROR_EXIT) from None
         command = err.ctx.command_path if err.ctx else "mobrl"
         message = first_line(err.format_message()).replace("Value error, ", "").rstrip(".")
         print(f"error: {message}. See `{command} --help`.", file=sys.stderr)

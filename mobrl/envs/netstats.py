@@ -141,9 +141,9 @@ def step_arrays(core: Any, ue_ids: list[Any]) -> tuple[np.ndarray, ...]:
     """The last step of a mobile-env core as `EpisodeTracker.record` takes it, UEs in
     `ue_ids` order (mobrl's fast engine hands its own arrays over, in that order already).
 
-    Rates are in mobile-env's own unit (its dashboard calls it MB/s); SNR is 10*log10 of
-    mobile-env's SNR value (received power over noise as mobile-env computes them), measured
-    at the UE positions at the end of the step."""
+    Rates are in bit/s (mobile-env's bandwidth in Hz times log2(1 + SNR); its dashboard calls
+    them MB/s); SNR is 10*log10 of mobile-env's SNR value (received power over noise as
+    mobile-env computes them), measured at the UE positions at the end of the step."""
     if implements(core, MetricArrays):
         return core.metric_arrays()
     from mobile_env.core.schedules import ResourceFair

@@ -79,6 +79,15 @@ CASES = [
     ("resume a dir that is no run", "train --resume {f}", "not a mobrl run dir"),
     # evaluate
     ("evaluate a missing checkpoint", "evaluate --checkpoint {f}/nowhere", "nowhere"),
+    ("typo in a required option", "evaluate --chekpoint zoo:small", "Did you mean '--checkpoint'"),
+    (
+        "typo in an option",
+        "evaluate --checkpoint zoo:small --episdoes 3",
+        "unknown option '--episdoes'. Did you mean '--episodes'",
+    ),
+    ("typo in a baselines option", "baselines --episdoes 3", "Did you mean '--episodes'"),
+    ("typo in a render option", "render --polcy greedy --video {f}/v.mp4", "'--policy'"),
+    ("layout no UE can reach", "train scenario.path={f}/unreachable.yaml", "no station covers"),
     ("evaluate a corrupt checkpoint", "evaluate --checkpoint {f}/corrupt", "corrupt"),
     ("evaluate unknown zoo entry", "evaluate --checkpoint zoo:smal", "Did you mean 'small'"),
     ("evaluate unknown baseline", "evaluate --checkpoint zoo:small --baselines greed", "greedy"),
@@ -148,6 +157,10 @@ def fixtures(tmp_path_factory) -> Path:
     (folder / "broken.yaml").write_text("stations: [ {x: 1, y: 2\nues: 3\n")
     (folder / "wrongtype.yaml").write_text(LAYOUT.replace("ues: 3", "ues: three"))
     (folder / "negative.yaml").write_text(LAYOUT.replace("ues: 3", "ues: -2"))
+    unreachable = LAYOUT.replace("ues: 3", "ues: {count: 3}")
+    (folder / "unreachable.yaml").write_text(
+        unreachable + "movement: {width: 0.001, height: 0.001}\n"
+    )
     corrupt = folder / "corrupt"
     corrupt.mkdir()
     (corrupt / "rllib_checkpoint.json").write_text("{not json")
