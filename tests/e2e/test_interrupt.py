@@ -71,7 +71,9 @@ def test_ctrl_c_ends_every_long_command_at_once(tmp_path: Path) -> None:
     told = _told(
         *_interrupt(
             ["train", "scenario=small", "run=quick", f"hydra.run.dir={run}"],
-            tmp_path, ready="iter 3", delay=0.2,
+            tmp_path,
+            ready="iter 3",
+            delay=0.2,
         ),  # fmt: skip
         "mobrl train --resume",
     )
