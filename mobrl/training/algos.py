@@ -136,9 +136,16 @@ def build_algorithm_config(
     from mobrl.envs.callbacks import log_episode_return
     from mobrl.training.periodic_eval import periodic_evaluation
     from mobrl.training.return_window import fold_returns
+    from mobrl.training.steps_trained import count_env_steps_trained
 
-    # the training return over the last episodes first: what evaluation and faults read next
-    on_result = [fold_returns, periodic_evaluation(cfg, env_config), faults.trial_callback(fault)]
+    # env steps trained as env steps (RLlib counts the train batch once per minibatch); the
+    # training return over the last episodes next: what evaluation and faults read after it
+    on_result = [
+        partial(count_env_steps_trained, rows_per_env_step=per_env if slots else None),
+        fold_returns,
+        periodic_evaluation(cfg, env_config),
+        faults.trial_callback(fault),
+    ]
     on_result = [callback for callback in on_result if callback is not None]
     if cfg.run.checkpoint.keep:  # last: the score as the callbacks before it left it
         on_result.append(partial(score_at_top, metric=cfg.tune.metric))

@@ -56,6 +56,15 @@ def test_small_ma_run_dir_is_self_describing(small_ma_run: Path) -> None:
     # env steps count steps of the whole network, not of UE slots: 200 per smoke iteration
     assert progress[metrics.ENV_STEPS].tolist() == [200, 400]
     assert progress[metrics.EPISODES_LIFETIME].tolist() == [2, 4]  # 100-step episodes
+    # env steps trained too: the slot rows trained (1 epoch: 11 minibatches of 100 from
+    # 1,000 slot steps and their bootstrap rows) over 5 UEs, not the batch per minibatch
+    learners = "learners/__all_modules__/"
+    trained = progress[learners + "num_env_steps_trained"]
+    assert trained.tolist() == (progress[learners + "num_module_steps_trained"] / 5).tolist()
+    assert all(200 <= steps < 2 * 200 for steps in trained)
+    assert (
+        progress[learners + "num_env_steps_trained_lifetime"].tolist() == trained.cumsum().tolist()
+    )
 
 
 def test_tensorboard_return_tag_holds_finite_values(small_ma_run: Path) -> None:
