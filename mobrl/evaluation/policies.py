@@ -9,9 +9,18 @@ import numpy as np
 
 from mobrl.core.checkpoints import load_rl_modules
 from mobrl.core.errors import UserError, unknown_choice
-from mobrl.core.protocols import SnrArrays, implements
 from mobrl.core.rundir import find_manifest
 from mobrl.envs.factory import policy_setup
+from mobrl.evaluation.baselines import (  # noqa: F401 (imported from here by others)
+    RULES,
+    Baseline,
+    FullPolicy,
+    GreedyPolicy,
+    NoopPolicy,
+    PoleAnglePolicy,
+    RandomPolicy,
+    _PerUEBaseline,
+)
 
 
 class TrainedPolicy:
@@ -198,179 +207,8 @@ def policy_for_env(
 
 
 # --- heuristic baselines: the same `act(observation, env)` interface as TrainedPolicy ---------
-
-
-class Baseline:
-    """A heuristic policy; `reset(seed)` starts an episode, `act` reads the env's state."""
-
-    name = "baseline"
-    #: False: `act` reads only the env's state and the agents' names, never the values of the
-    #: observation (the episode is then played without computing observations)
-    reads_observation = True
-
-    def reset(self, seed: int | None = None) -> None:
-        self.rng = np.random.default_rng(seed)
-
-    def act(self, observation: Any, env: Any = None) -> Any:
-        raise NotImplementedError
-
-
-class RandomPolicy(Baseline):
-    """Uniformly random actions from each agent's action space (seeded per episode)."""
-
-    name = "random"
-    reads_observation = False
-
-    def act(self, observation: Any, env: Any = None) -> Any:
-        if isinstance(observation, dict):
-            return {a: _sample(env.action_spaces[a], self.rng) for a in observation}
-        return _sample(env.action_space, self.rng)
-
-
-def _sample(space: Any, rng: np.random.Generator) -> Any:
-    space.seed(int(rng.integers(2**31)))
-    return space.sample()
-
-
-class _PerUEBaseline(Baseline):
-    """A rule applied to each active UE of a mobile-env scenario, in `ma` or `central` mode.
-
-    Rules choose mobile-env's station actions (b + 1 toggles station b). With `env.obs=topk`
-    a UE acts on its k station slots instead: the station's slot is played, and a station
-    outside the slots cannot be toggled (noop), except that a rule with `frees_slots` then
-    releases the UE's weakest link in its slots to make room."""
-
-    frees_slots = False
-    reads_observation = False
-
-    def ue_action(self, core: Any, ue: Any) -> int:
-        """The station action of one UE (the rule's definition)."""
-        raise NotImplementedError
-
-    def station_actions(self, core: Any) -> np.ndarray:
-        """Every UE's station action at once, UEs in id order: the same actions as
-        `ue_action`, from one step's (BS, UE) arrays (rules override it with array code)."""
-        return np.asarray([self.ue_action(core, ue) for _, ue in sorted(core.users.items())])
-
-    def act(self, observation: Any, env: Any = None) -> Any:
-        from mobrl.envs.observations import ue_columns
-        from mobrl.envs.wrappers import find_core, ue_id
-
-        core = find_core(env)
-        if core is None:
-            raise UserError(f"baseline '{self.name}' needs a mobile-env scenario.")
-        chosen = self.station_actions(core)
-        if isinstance(observation, dict):
-            k = getattr(core.handler, "topk", None)
-            if k is not None:
-                chosen = self.slot_actions(core, chosen, k)
-            chosen, column = chosen.tolist(), ue_columns(core)
-            return {a: chosen[column[ue_id(a)]] for a in observation}
-        active = set(core.active)
-        return np.asarray(
-            [
-                a if ue in active else 0
-                for a, (_, ue) in zip(chosen.tolist(), sorted(core.users.items()))
-            ]
-        )
-
-    def slot_actions(self, core: Any, actions: np.ndarray, k: int) -> np.ndarray:
-        """Every UE's `env.obs=topk` slot action (UE order) for its station action `actions`:
-        the slot that holds the station, else 0 (noop), or with `frees_slots` the slot of the
-        weakest link the UE holds in its slots."""
-        from mobrl.envs.observations import station_arrays, topk_slots
-
-        state = station_arrays(core)
-        order = topk_slots(state, k)  # (k, UE) station of each slot, -1: none
-        acting = actions > 0
-        match = (order == (actions - 1)[None, :]) & acting[None, :]
-        found = match.any(axis=0)
-        slots = np.where(found, match.argmax(axis=0) + 1, 0)
-        if not self.frees_slots:
-            return slots
-        linked = state["conn"] & state["reach"]
-        held = (order >= 0) & linked[np.maximum(order, 0), np.arange(order.shape[1])[None, :]]
-        weakest = k - np.argmax(held[::-1], axis=0)  # the last held slot, counted from 1
-        return np.where(acting & ~found & held.any(axis=0), weakest, slots)
-
-
-def _link_state(core: Any, ue: Any) -> tuple[list[Any], set[Any], dict[Any, float]]:
-    """Reachable stations (SNR above the UE's threshold), the UE's live connections, SNRs."""
-    stations = [bs for _, bs in sorted(core.stations.items())]
-    if implements(core, SnrArrays):  # mobrl's fast engine has this step's SNRs already
-        column = core.snr_matrix()[:, core.ue_column(ue)].tolist()
-        snrs = dict(zip(stations, column))
-    else:
-        snrs = {bs: core.channel.snr(bs, ue) for bs in stations}
-    reachable = [bs for bs, snr in snrs.items() if snr > ue.snr_threshold]
-    connected = {bs for bs in reachable if ue in core.connections.get(bs, ())}
-    return reachable, connected, snrs
-
-
-class NoopPolicy(_PerUEBaseline):
-    """Never changes a connection (UEs stay unconnected)."""
-
-    name = "noop"
-
-    def ue_action(self, core: Any, ue: Any) -> int:
-        return 0
-
-    def station_actions(self, core: Any) -> np.ndarray:
-        return np.zeros(len(core.users), dtype=int)
-
-
-def _links(core: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(BS, UE) SNRs, reachable links (SNR above the UE's threshold) and live links in range,
-    stations and UEs in id order (`_link_state` for all UEs at once)."""
-    from mobrl.envs.observations import link_arrays
-
-    state = link_arrays(core)
-    reach = np.asarray(state["reach"], dtype=bool)
-    return np.asarray(state["snr"], dtype=float), reach, np.asarray(state["conn"], bool) & reach
-
-
-class GreedyPolicy(_PerUEBaseline):
-    """Each UE keeps exactly one connection, to its strongest-SNR base station: connect to it,
-    then release any other connection (an action toggles one connection per step)."""
-
-    name = "greedy"
-    frees_slots = True
-
-    def ue_action(self, core: Any, ue: Any) -> int:
-        reachable, connected, snrs = _link_state(core, ue)
-        if not reachable:
-            return 0
-        best = max(reachable, key=lambda bs: snrs[bs])
-        if best not in connected:
-            return best.bs_id + 1
-        others = sorted(connected - {best}, key=lambda bs: bs.bs_id)
-        return others[0].bs_id + 1 if others else 0
-
-    def station_actions(self, core: Any) -> np.ndarray:
-        snr, reach, linked = _links(core)
-        columns = np.arange(snr.shape[1])
-        best = np.argmax(np.where(reach, snr, -np.inf), axis=0)  # ties: the lower station id
-        others = linked.copy()
-        others[best, columns] = False
-        keep = np.where(others.any(axis=0), np.argmax(others, axis=0) + 1, 0)
-        act = np.where(linked[best, columns], keep, best + 1)
-        return np.where(reach.any(axis=0), act, 0)
-
-
-class FullPolicy(_PerUEBaseline):
-    """Each UE connects to every base station it can reach."""
-
-    name = "full"
-
-    def ue_action(self, core: Any, ue: Any) -> int:
-        reachable, connected, _ = _link_state(core, ue)
-        missing = [bs for bs in reachable if bs not in connected]
-        return missing[0].bs_id + 1 if missing else 0
-
-    def station_actions(self, core: Any) -> np.ndarray:
-        _, reach, linked = _links(core)
-        missing = reach & ~linked
-        return np.where(missing.any(axis=0), np.argmax(missing, axis=0) + 1, 0)
+# the rules live in mobrl.evaluation.baselines (one module per rule or family); the link-set
+# references below pick a step's whole link set through mobrl.envs.service
 
 
 class _LinkSetPolicy(_PerUEBaseline):
@@ -431,28 +269,20 @@ class OraclePolicy(_LinkSetPolicy):
         return best_links(state)
 
 
-class PoleAnglePolicy(Baseline):
-    """CartPole: push the cart towards the side the pole is falling to (angle + angular
-    velocity), the classic hand-written controller."""
-
-    name = "pole_angle"
-
-    def act(self, observation: Any, env: Any = None) -> Any:
-        angle, angular_velocity = float(observation[2]), float(observation[3])
-        return int(angle + angular_velocity > 0)
-
-
 BASELINES: dict[str, type[Baseline]] = {
-    cls.name: cls
-    for cls in (
-        RandomPolicy,
-        NoopPolicy,
-        GreedyPolicy,
-        FullPolicy,
-        CappedPolicy,
-        OraclePolicy,
-        PoleAnglePolicy,
-    )
+    **{
+        cls.name: cls
+        for cls in (
+            RandomPolicy,
+            NoopPolicy,
+            GreedyPolicy,
+            FullPolicy,
+            CappedPolicy,
+            OraclePolicy,
+            PoleAnglePolicy,
+        )
+    },
+    **RULES,
 }
 
 
@@ -471,7 +301,7 @@ def check_baselines(
     for name in names:
         if name not in BASELINES:
             raise unknown_choice("baseline", name, BASELINES, f"Fix {flag}.")
-        if name not in applicable:
+        if name not in applicable and BASELINES[name].applies_like not in applicable:
             raise UserError(
                 f"baseline '{name}' does not apply to {env_config['id']}. "
                 f"Use {flag} {','.join(applicable)}."

@@ -60,7 +60,7 @@ def test_baselines_command_writes_paired_episodes(mobrl_cli, tmp_path) -> None:
     import pandas as pd
 
     frame = pd.read_csv(out / "episodes.csv")
-    expected = ["capped", "full", "greedy", "noop", "oracle", "random"]
+    expected = ["capped", "full", "greedy", "greedy_fill", "noop", "oracle", "random"]
     assert sorted(frame.policy.unique()) == expected
     for _, group in frame.groupby("policy"):
         assert list(group.seed) == [0, 1, 2]

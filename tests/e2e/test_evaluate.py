@@ -34,7 +34,9 @@ def test_evaluate_smoke_checkpoint_against_baselines(small_ma_run: Path, tmp_pat
     assert "Traceback" not in result.stderr  # workers' episodes taken over here: no noise
     assert "best checkpoint by training return" in result.stdout
     frame = pd.read_csv(out / "episodes.csv")
-    expected = ["capped", "full", "greedy", "noop", "oracle", "random", "trained"]
+    expected = [
+        "capped", "full", "greedy", "greedy_fill", "noop", "oracle", "random", "trained",
+    ]  # fmt: skip
     assert sorted(frame.policy.unique()) == expected
     for _, group in frame.groupby("policy"):
         assert list(group.seed) == [7, 8, 9, 10]  # paired: the same seeds for every policy
@@ -48,6 +50,7 @@ def test_evaluate_smoke_checkpoint_against_baselines(small_ma_run: Path, tmp_pat
         "random",
         "noop",
         "greedy",
+        "greedy_fill",
         "full",
         "capped",
         "oracle",

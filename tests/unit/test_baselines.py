@@ -15,6 +15,16 @@ from mobrl.evaluation.policies import (
     baselines_for,
 )
 
+#: the field's rules (mobrl.evaluation.baselines: fill, deepcomp, a3)
+FIELD_RULES = [
+    "greedy_fill",
+    "deepcomp_dynamic",
+    "deepcomp_dynamic_eps08",
+    "deepcomp_static",
+    "deepcomp_static_m3",
+    "a3",
+]
+
 
 def _small(mode: str = "ma", engine: str = "fast"):
     env = make_env({"kind": "mobile", "id": "small", "mode": mode, "kwargs": {}, "engine": engine})
@@ -65,7 +75,9 @@ def test_full_connects_every_reachable_station_one_per_step() -> None:
 
 
 @pytest.mark.parametrize("mode", ["ma", "central"])
-@pytest.mark.parametrize("name", ["random", "noop", "greedy", "full", "capped", "oracle"])
+@pytest.mark.parametrize(
+    "name", ["random", "noop", "greedy", "full", "capped", "oracle", *FIELD_RULES]
+)
 def test_mobile_baselines_give_valid_actions_for_whole_episodes(mode: str, name: str) -> None:
     env = _small(mode)
     policy = BASELINES[name]()
@@ -118,6 +130,7 @@ def test_default_baselines_per_scenario_kind() -> None:
         "random",
         "noop",
         "greedy",
+        "greedy_fill",
         "full",
         "capped",
         "oracle",
@@ -128,7 +141,7 @@ def test_default_baselines_per_scenario_kind() -> None:
 
 def _per_ue_slots(policy, core, actions: dict, k: int) -> dict:
     """Each UE's topk slot action by its definition: the slot holding the rule's station,
-    else 0, or with `frees_slots` the last slot whose station the UE is linked to."""
+    else 0, or where the rule `frees_slot` the last slot whose station the UE is linked to."""
     from mobrl.envs.observations import station_arrays, topk_slots, ue_columns
     from mobrl.envs.wrappers import ue_id
 
@@ -139,7 +152,7 @@ def _per_ue_slots(policy, core, actions: dict, k: int) -> dict:
         c = column[ue_id(agent)]
         slots = order[:, c].tolist()
         slot = slots.index(action - 1) + 1 if action and action - 1 in slots else 0
-        if slot == 0 and action and policy.frees_slots:
+        if slot == 0 and action and policy.frees_slot(core, core.users[ue_id(agent)], action):
             held = [j for j, b in enumerate(slots) if b >= 0 and linked[b, c]]
             slot = held[-1] + 1 if held else 0
         out[agent] = slot
@@ -162,7 +175,7 @@ def _per_ue(policy, env, observation):
 
 
 @pytest.mark.parametrize("layout", ["small", "medium", "large", "dense_urban", "highway"])
-@pytest.mark.parametrize("name", ["greedy", "full", "capped", "oracle"])
+@pytest.mark.parametrize("name", ["greedy", "full", "capped", "oracle", *FIELD_RULES])
 def test_array_rules_act_as_their_per_ue_definitions_on_every_step(layout: str, name: str) -> None:
     """Each rule's `station_actions` (one step's arrays) gives the actions of its `ue_action`
     for every UE: both engines, ma with mobile-env's and topk's actions, and central."""

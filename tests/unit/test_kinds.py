@@ -36,7 +36,7 @@ def test_each_kind_answers_for_its_scenarios() -> None:
     assert agent_ids(arena) == ["explorer", "chaser"]
     assert kinds.kind_of(small).seeded(small, 7)["kwargs"]["seed"] == 7
     assert kinds.kind_of(cartpole).seeded(cartpole, 7) == cartpole
-    assert kinds.kind_of(small).baselines(small)[2:4] == ["greedy", "full"]
+    assert kinds.kind_of(small).baselines(small)[2:5] == ["greedy", "greedy_fill", "full"]
     assert kinds.kind_of(cartpole).baselines(cartpole) == ["random", "pole_angle"]
 
 

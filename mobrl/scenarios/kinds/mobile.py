@@ -164,7 +164,7 @@ class MobileKind(ScenarioKind):
         return {**env_config, "kwargs": kwargs, "reward": "mobile"}
 
     def baselines(self, env_config: dict[str, Any]) -> list[str]:
-        return ["random", "noop", "greedy", "full", "capped", "oracle"]
+        return ["random", "noop", "greedy", "greedy_fill", "full", "capped", "oracle"]
 
     def where(self, cfg: Any) -> str:
         return f"scenario={cfg.scenario.name} env={cfg.env.mode}"

@@ -1,0 +1,105 @@
+"""`a3`: 3GPP handover on event A3 (a neighbour becomes offset better than the serving cell).
+
+Source: 3GPP TS 36.331 (LTE RRC) and TS 38.331 (NR RRC), §5.5.4.4 "Event A3": the entering
+condition Mn + Ofn + Ocn − Hys > Mp + Ofp + Ocp + Off must hold for a whole time-to-trigger
+before the UE reports it and is handed over to that neighbour. Here the measurement M is the
+SNR in dB, offsets are 0, so: hand over when a neighbour's SNR exceeds the serving station's by
+more than the hysteresis (`hysteresis_db`, default 3 dB, a common setting of Hys + Off) on
+`ttt` consecutive steps with the same serving station. TS 36.331's TimeToTrigger runs from 0
+to 5120 ms, commonly a few hundred ms; mobile-env measures once a step (1 s: its UEs move
+their velocity in m each step), so any positive TTT below 1 s means the condition seen at one
+step must still hold at the next: `ttt = 2` steps (1 disables the timer). A UE without a link
+connects to its strongest station (cell selection); one handover is make-before-break over
+two steps (connect the target, then release the old link), since an action toggles one link.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from mobrl.evaluation.baselines.base import (
+    PerUEBaseline,
+    first,
+    link_arrays,
+    strongest,
+    ue_link_state,
+)
+
+
+class A3Policy(PerUEBaseline):
+    """3GPP A3 handover: one serving station per UE (its strongest link); hand over to the
+    strongest neighbour whose SNR has been more than `hysteresis_db` (3 dB) above the serving
+    station's on `ttt` (2) consecutive steps; with no link, connect to the strongest station.
+
+    Each step the rule counts, per (station, UE), the consecutive steps on which the station
+    (in range, not serving) met the entering condition against the same serving station; a
+    new serving station restarts the counts. A UE holding several links releases the others
+    first (lowest station id). The counts are the only state: both ways of deciding (per UE and
+    for all UEs at once) read the counts of the step before and write this step's."""
+
+    name = "a3"
+    hysteresis_db = 3.0
+    ttt = 2
+
+    def reset(self, seed: int | None = None) -> None:
+        super().reset(seed)
+        self._step: tuple[int, Any] | None = None
+        self._next: tuple[np.ndarray, np.ndarray] | None = None
+
+    def _counts(self, core: Any, shape: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
+        """The (serving station per UE, (BS, UE) counts) of the step before; this step's
+        are written to `self._next`."""
+        step = (id(core), core.time)
+        if getattr(self, "_step", None) != step:
+            last = getattr(self, "_next", None)
+            fresh = (np.full(shape[1], -1), np.zeros(shape, dtype=int))
+            self._prev = last if last is not None and last[1].shape == shape else fresh
+            self._next = (fresh[0].copy(), fresh[1].copy())
+            self._step = step
+        return self._prev
+
+    def ue_action(self, core: Any, ue: Any) -> int:
+        from mobrl.envs.observations import ue_columns
+
+        reachable, connected, snrs = ue_link_state(core, ue)
+        stations = [bs for _, bs in sorted(core.stations.items())]
+        column = ue_columns(core)[ue.ue_id]
+        serving_before, counts_before = self._counts(core, (len(stations), len(core.users)))
+        if not connected:  # next step's counts stay cleared
+            return max(reachable, key=lambda bs: snrs[bs]).bs_id + 1 if reachable else 0
+        serving = max(sorted(connected, key=lambda bs: bs.bs_id), key=lambda bs: snrs[bs])
+        s = stations.index(serving)
+        factor = 10.0 ** (self.hysteresis_db / 10.0)
+        same = serving_before[column] == s
+        for b, bs in enumerate(stations):
+            if bs in reachable and bs is not serving and snrs[bs] > snrs[serving] * factor:
+                self._next[1][b, column] = counts_before[b, column] + 1 if same else 1
+        self._next[0][column] = s
+        others = sorted(connected - {serving}, key=lambda bs: bs.bs_id)
+        if others:
+            return others[0].bs_id + 1
+        due = [bs for b, bs in enumerate(stations) if self._next[1][b, column] >= self.ttt]
+        return max(due, key=lambda bs: snrs[bs]).bs_id + 1 if due else 0
+
+    def station_actions(self, core: Any) -> np.ndarray:
+        snr, reach, linked = link_arrays(core)
+        serving_before, counts_before = self._counts(core, snr.shape)
+        columns = np.arange(snr.shape[1])
+        held = linked.any(axis=0)
+        serving = np.argmax(np.where(linked, snr, -np.inf), axis=0)
+        factor = 10.0 ** (self.hysteresis_db / 10.0)
+        neighbour = np.arange(snr.shape[0])[:, None] != serving[None, :]
+        entering = (
+            held[None, :] & reach & neighbour & (snr > snr[serving, columns][None, :] * factor)
+        )
+        same = (serving_before == serving)[None, :]
+        counts = np.where(entering, np.where(same, counts_before + 1, 1), 0)
+        self._next = (np.where(held, serving, -1), counts)
+        others = linked & neighbour
+        act = np.where(others.any(axis=0), first(others), strongest(counts >= self.ttt, snr))
+        return np.where(linked.any(axis=0), act, strongest(reach, snr))
+
+
+RULES = (A3Policy,)

@@ -1,0 +1,109 @@
+"""`greedy_fill`: greedy, and every station greedy leaves idle serves its strongest UE.
+
+Source: the rule measured in mobrl's design notes ("greedy + fill idle stations"): greedy is
+mobrl's `greedy` (each UE keeps one link, to its strongest-SNR station); a station that is no
+UE's strongest would stay idle, so it also links to the UE it reaches with the highest SNR.
+Over 100 held-out episodes it gained +0.009/+0.011/+0.011/+0.010/+0.003 mean UE utility over
+greedy on small/medium/large/dense_urban/highway. An idle station's extra link costs no other
+UE a share (nobody else is served there), so the rule never serves a UE less than greedy
+does once its links are in place. No parameters.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from mobrl.evaluation.baselines.base import (
+    PerUEBaseline,
+    active_mask,
+    first,
+    link_arrays,
+    strongest,
+    ue_link_state,
+)
+
+
+class GreedyFillPolicy(PerUEBaseline):
+    """Greedy, then every otherwise idle station linked to its strongest reachable UE.
+
+    Each step the target links are: each active UE to its strongest station in range
+    (greedy's; ties: the lower station id), plus, for each station that is no UE's strongest
+    but reaches an active UE, a link to the UE it reaches with the highest SNR (ties: the
+    lower UE id). A UE moves one toggle a step towards its targets: its strongest station
+    first, then releasing links not in its targets (lowest station id first), then its
+    further target links (strongest first). With `env.obs=topk` a UE frees a slot only for
+    its strongest station, never for a fill link."""
+
+    name = "greedy_fill"
+    frees_slots = True
+
+    def ue_action(self, core: Any, ue: Any) -> int:
+        reachable, connected, snrs = ue_link_state(core, ue)
+        if not reachable:
+            return 0
+        best = max(reachable, key=lambda bs: snrs[bs])
+        if best not in connected:
+            return best.bs_id + 1
+        targets = {best} | {bs for bs, fill in _fill_ues(core).items() if fill == ue.ue_id}
+        extra = sorted(connected - targets, key=lambda bs: bs.bs_id)
+        if extra:
+            return extra[0].bs_id + 1
+        missing = [bs for bs in reachable if bs in targets and bs not in connected]
+        return max(missing, key=lambda bs: snrs[bs]).bs_id + 1 if missing else 0
+
+    def frees_slot(self, core: Any, ue: Any, action: int) -> bool:
+        reachable, _, snrs = ue_link_state(core, ue)
+        return bool(reachable) and max(reachable, key=lambda bs: snrs[bs]).bs_id == action - 1
+
+    def station_actions(self, core: Any) -> np.ndarray:
+        snr, reach, linked = link_arrays(core)
+        columns = np.arange(snr.shape[1])
+        best = np.argmax(np.where(reach, snr, -np.inf), axis=0)  # ties: the lower station id
+        # the fill links among the active UEs; a UE that is not active keeps greedy's target
+        target = _targets(snr, reach & active_mask(core)[None, :])
+        target[best, columns] |= reach.any(axis=0)
+        act = np.where(
+            ~linked[best, columns],
+            best + 1,
+            np.where((linked & ~target).any(axis=0), first(linked & ~target),
+                     strongest(target & ~linked, snr)),
+        )  # fmt: skip
+        return np.where(reach.any(axis=0), act, 0)
+
+    def slot_frees(self, core: Any, actions: np.ndarray) -> np.ndarray:
+        snr, reach, _ = link_arrays(core)
+        best = np.argmax(np.where(reach, snr, -np.inf), axis=0)
+        return reach.any(axis=0) & (actions == best + 1)
+
+
+def _fill_ues(core: Any) -> dict[Any, int]:
+    """Each station that is no active UE's strongest but reaches one: the id of the active UE
+    it reaches with the highest SNR (ties: the lower UE id)."""
+    claimed, reached = set(), {}
+    for ue in sorted(core.active, key=lambda u: u.ue_id):
+        reachable, _, snrs = ue_link_state(core, ue)
+        if reachable:
+            claimed.add(max(reachable, key=lambda bs: snrs[bs]))
+        for bs in reachable:
+            if bs not in reached or snrs[bs] > reached[bs][0]:
+                reached[bs] = (snrs[bs], ue.ue_id)
+    return {bs: ue_id for bs, (_, ue_id) in reached.items() if bs not in claimed}
+
+
+def _targets(snr: np.ndarray, reach: np.ndarray) -> np.ndarray:
+    """The (BS, UE) target links (`_fill_ues` on arrays; `reach` holds only active UEs):
+    each UE's strongest station, and each station that is no UE's strongest its strongest UE."""
+    n_bs, n_ue = snr.shape
+    masked = np.where(reach, snr, -np.inf)
+    best = np.argmax(masked, axis=0)
+    has = np.flatnonzero(reach.any(axis=0))
+    target = np.zeros((n_bs, n_ue), dtype=bool)
+    target[best[has], has] = True
+    idle = np.flatnonzero(reach.any(axis=1) & ~target.any(axis=1))
+    target[idle, np.argmax(masked, axis=1)[idle]] = True
+    return target
+
+
+RULES = (GreedyFillPolicy,)
