@@ -105,8 +105,9 @@ class Run:
         frames = []
         for trial in self.dir.trial_dirs():
             frame = read_progress(trial / TRIAL_PROGRESS)
-            if not frame.empty:
-                frames.append(frame.assign(trial=trial.name))
+            if not frame.empty:  # a column added by concat: no insert into a wide frame
+                tag = pd.DataFrame({"trial": trial.name}, index=frame.index)
+                frames.append(pd.concat([frame, tag], axis=1))
         return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
     @property
