@@ -23,6 +23,7 @@ FIELD_RULES = [
     "deepcomp_static",
     "deepcomp_static_m3",
     "a3",
+    "a3_ttt2",
 ]
 
 

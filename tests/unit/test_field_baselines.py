@@ -143,10 +143,10 @@ def test_static_clusters_serve_a_ue_from_its_strongest_stations_group() -> None:
     assert _acts(policy, core) == [0]
 
 
-def _a3_run(snr_of_station_1: list[float]) -> list[int]:
+def _a3_run(snr_of_station_1: list[float], name: str = "a3_ttt2") -> list[int]:
     """UE 0, served by station 0 (SNR 10), sees station 1 at the given SNRs, one a step; the
     A3 rule's actions, per-UE and array code each keeping their own counts."""
-    per_ue, arrays = _policy("a3"), _policy("a3")
+    per_ue, arrays = _policy(name), _policy(name)
     core = _Core([[10.0], [0.0]], links=[(0, 0)])
     actions = []
     for value in snr_of_station_1:
@@ -159,14 +159,19 @@ def _a3_run(snr_of_station_1: list[float]) -> list[int]:
 
 
 def test_a3_hands_over_only_after_ttt_steps_above_the_hysteresis() -> None:
-    policy = _policy("a3")
-    assert (policy.hysteresis_db, policy.ttt) == (3.0, 2)
+    assert (_policy("a3").hysteresis_db, _policy("a3").ttt) == (3.0, 1)
+    assert (_policy("a3_ttt2").hysteresis_db, _policy("a3_ttt2").ttt) == (3.0, 2)
     above, below = 25.0, 19.0  # 3 dB above 10 is 19.95
-    # the condition on one step only: no handover; on two in a row: handover on the second
+    # TTT 2: the condition on one step only is no handover; on two in a row, handover on the
+    # second; a step below restarts the count
     assert _a3_run([above, below, above, below]) == [0, 0, 0, 0]
-    assert _a3_run([above, above])[-1] == 2
+    assert _a3_run([above, above]) == [0, 2]
+    assert _a3_run([above, below, above, above]) == [0, 0, 0, 2]
+    # TTT 1: at the first step above the hysteresis
+    assert _a3_run([below, above], "a3") == [0, 2]
     # 2.8 dB better for ever is not enough
     assert _a3_run([below] * 6) == [0] * 6
+    assert _a3_run([below] * 6, "a3") == [0] * 6
     # after the handover (connect station 1), the old link is released the next step
     assert _a3_run([above, above, above, above]) == [0, 2, 1, 0]
 
@@ -186,7 +191,7 @@ def test_a3_counts_the_same_in_both_codes_over_an_episode(layout: str) -> None:
 
     config = env_config_from(validate_command_line([f"scenario={layout}", "env=central"]))
     env = make_env(config)
-    arrays, per_ue = _policy("a3"), _policy("a3")
+    arrays, per_ue = _policy("a3_ttt2"), _policy("a3_ttt2")
     obs, _ = env.reset(seed=5)
     handovers = 0
     for _ in range(100):

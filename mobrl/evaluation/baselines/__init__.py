@@ -5,7 +5,7 @@ and parameters in its docstring:
 - `fill`: `greedy_fill` (greedy, then idle stations serve their strongest UE);
 - `deepcomp`: DeepCoMP's `deepcomp_dynamic` (ε) and `deepcomp_static` (clusters of M), with
   variants `deepcomp_dynamic_eps08` and `deepcomp_static_m3`;
-- `a3`: 3GPP A3 handover with hysteresis and time-to-trigger (`a3`).
+- `a3`: 3GPP A3 handover with hysteresis and time-to-trigger (`a3`, variant `a3_ttt2`).
 
 A new rule is a module here whose `RULES` lists its classes, named in `_MODULES` below;
 `mobrl.evaluation.policies.BASELINES` holds them beside the link-set references (`capped`,

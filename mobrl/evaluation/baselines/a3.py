@@ -2,15 +2,16 @@
 
 Source: 3GPP TS 36.331 (LTE RRC) and TS 38.331 (NR RRC), §5.5.4.4 "Event A3": the entering
 condition Mn + Ofn + Ocn − Hys > Mp + Ofp + Ocp + Off must hold for a whole time-to-trigger
-before the UE reports it and is handed over to that neighbour. Here the measurement M is the
-SNR in dB, offsets are 0, so: hand over when a neighbour's SNR exceeds the serving station's by
-more than the hysteresis (`hysteresis_db`, default 3 dB, a common setting of Hys + Off) on
-`ttt` consecutive steps with the same serving station. TS 36.331's TimeToTrigger runs from 0
-to 5120 ms, commonly a few hundred ms; mobile-env measures once a step (1 s: its UEs move
-their velocity in m each step), so any positive TTT below 1 s means the condition seen at one
-step must still hold at the next: `ttt = 2` steps (1 disables the timer). A UE without a link
-connects to its strongest station (cell selection); one handover is make-before-break over
-two steps (connect the target, then release the old link), since an action toggles one link.
+(TTT) before the UE reports it and is handed over to that neighbour. Here the measurement M is
+the SNR in dB and the offsets are 0, so: hand over when a neighbour's SNR exceeds the serving
+station's by more than the hysteresis (`hysteresis_db`, default 3 dB, a common setting of
+Hys + Off) on `ttt` consecutive steps with the same serving station. TS 36.331's TimeToTrigger
+runs from 0 to 5120 ms, commonly a few hundred ms; mobile-env measures once a step (1 s: its
+UEs move their velocity in m each step), so a typical TTT rounds to less than one step: the
+default `ttt = 1` hands over at the first step the condition is seen, and `a3_ttt2` asks for
+two steps in a row (a TTT of at least 1 s). A UE without a link connects to its strongest
+station (cell selection); a handover is make-before-break over two steps (connect the target,
+then release the old link), since an action toggles one link.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from mobrl.evaluation.baselines.base import (
 class A3Policy(PerUEBaseline):
     """3GPP A3 handover: one serving station per UE (its strongest link); hand over to the
     strongest neighbour whose SNR has been more than `hysteresis_db` (3 dB) above the serving
-    station's on `ttt` (2) consecutive steps; with no link, connect to the strongest station.
+    station's on `ttt` (1) consecutive steps; with no link, connect to the strongest station.
 
     Each step the rule counts, per (station, UE), the consecutive steps on which the station
     (in range, not serving) met the entering condition against the same serving station; a
@@ -41,7 +42,7 @@ class A3Policy(PerUEBaseline):
 
     name = "a3"
     hysteresis_db = 3.0
-    ttt = 2
+    ttt = 1
 
     def reset(self, seed: int | None = None) -> None:
         super().reset(seed)
@@ -102,4 +103,11 @@ class A3Policy(PerUEBaseline):
         return np.where(linked.any(axis=0), act, strongest(reach, snr))
 
 
-RULES = (A3Policy,)
+class A3TTT2Policy(A3Policy):
+    """`a3` with a time-to-trigger of 2 steps: the condition must hold on two steps in a row."""
+
+    name = "a3_ttt2"
+    ttt = 2
+
+
+RULES = (A3Policy, A3TTT2Policy)
