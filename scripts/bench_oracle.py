@@ -1,9 +1,9 @@
 """The `oracle` reference against the link-set planner it replaced, measured in one run.
 
 Per layout, every policy plays the same held-out episode seeds (0, 1, ...) one after the
-other in one process: mean UE utility − greedy (paired by seed, mean ± 95 % CI), connected
-fraction and 5th-percentile UE utility (means over episodes), and the policy's own time per
-step (its `act`, the env's step not included; read them as ratios within one run, the
+other in one process: mean UE utility − greedy and − plan (paired by seed, mean ± 95 % CI),
+connected fraction and 5th-percentile UE utility (means over episodes), and the policy's own
+time per step (its `act`, the env's step not included; read them as ratios within one run, the
 machine's load moves all of them). Policies:
 
 - `greedy`: mobrl's greedy baseline (the zero of the gaps);
@@ -16,7 +16,7 @@ With `--scale`, also the oracle's time per step on a generated 100-station / 1,0
 (a few steps of greedy play, the search timed on each state), and its rounds. Usage:
 
     python scripts/bench_oracle.py [--layouts small,medium,large,dense_urban,highway]
-                                   [--episodes 40] [--lookahead] [--scale]
+                                   [--episodes 40] [--obs mobile,topk] [--lookahead] [--scale]
 """
 
 from __future__ import annotations
@@ -92,10 +92,12 @@ def bench_layout(layout: str, obs: str, episodes: int, lookahead: bool) -> list[
         for name, policy in timed.items():
             rows[name].append(run_episode(cfg, policy, seed))
     greedy = [r[keys.UTILITY_MEAN] for r in rows["greedy"]]
+    plan = [r[keys.UTILITY_MEAN] for r in rows["plan"]]
     out = []
     for name, policy in timed.items():
         utility = [r[keys.UTILITY_MEAN] for r in rows[name]]
         gap, half = ci95(list(np.subtract(utility, greedy)))
+        vs_plan, vs_half = ci95(list(np.subtract(utility, plan)))
         out.append(
             {
                 "layout": layout,
@@ -103,6 +105,8 @@ def bench_layout(layout: str, obs: str, episodes: int, lookahead: bool) -> list[
                 "policy": name,
                 "gap": gap,
                 "half": half,
+                "vs_plan": vs_plan,
+                "vs_half": vs_half,
                 "connected": float(np.mean([r[keys.NET_CONNECTED] for r in rows[name]])),
                 "p5": float(np.mean([r[keys.UTILITY_P5] for r in rows[name]])),
                 "ms": 1e3 * policy.seconds / max(policy.steps, 1),
@@ -179,13 +183,17 @@ def main() -> None:
     parser.add_argument("--scale", action="store_true")
     args = parser.parse_args()
     print(f"seeds 0-{args.episodes - 1}, paired; UE utility − greedy as mean ± 95 % CI\n")
-    print("| layout | obs | policy | UE utility − greedy | connected | p5 utility | ms / step |")
-    print("|---|---|---|---|---|---|---|")
+    print(
+        "| layout | obs | policy | UE utility − greedy | − plan | connected | p5 utility "
+        "| ms / step |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
     for obs in args.obs.split(","):
         for layout in args.layouts.split(","):
             for r in bench_layout(layout, obs, args.episodes, args.lookahead):
                 print(
                     f"| {r['layout']} | {r['obs']} | {r['policy']} | {r['gap']:+.4f} ± {r['half']:.4f} | "
+                    f"{r['vs_plan']:+.4f} ± {r['vs_half']:.4f} | "
                     f"{r['connected']:.3f} | {r['p5']:+.3f} | {r['ms']:.2f} |",
                     flush=True,
                 )

@@ -1,6 +1,7 @@
 """Service arithmetic on (BS, UE) arrays: each UE's scaled utility for a set of links, each UE's
 marginal contribution to the team's utility, and the per-step link set that maximises the
-mean UE utility (the `oracle` reference).
+mean UE utility (a start of the `oracle`'s search, mobrl.evaluation.oracle: the link set
+itself may be more than one toggle per UE away).
 
 mobile-env serves a UE at every station it links to with the resource-fair share
 `bw * log2(1 + snr) / n_b` (n_b: the station's links) and scores the summed rate with its

@@ -283,8 +283,8 @@ class _Ascent:
         shared = np.eye(self.stations, dtype=bool)
         linked = np.zeros((len(order), self.stations), dtype=bool)
         for conn in conns:
-            links = conn.astype(np.float32)
-            shared |= links @ links.T > 0
+            multi = conn[:, conn.sum(axis=0) >= 2].astype(np.float32)  # UEs that join stations
+            shared |= multi @ multi.T > 0
             linked |= conn[:, order].T
         adjacent, own = _bits(shared), _bits(linked)
         taken_t = taken_s = 0

@@ -212,28 +212,18 @@ def policy_for_env(
 
 
 class _LinkSetPolicy(_PerUEBaseline):
-    """A rule that picks the whole link set of a step from every UE's SNRs at once
-    (mobrl.envs.service), played as each UE's one toggle per step towards it."""
+    """A rule that decides every UE's action of a step at once from every UE's SNRs
+    (mobrl.envs.service): by default one toggle per UE towards the link set `links` picks."""
 
     frees_slots = True
-
-    def reset(self, seed: int | None = None) -> None:
-        super().reset(seed)
-        self._step: tuple[int, float] | None = None
 
     def links(self, state: Any) -> np.ndarray:
         raise NotImplementedError
 
     def ue_action(self, core: Any, ue: Any) -> int:
-        from mobrl.envs.service import link_state, toward
+        from mobrl.envs.observations import ue_columns
 
-        step = (id(core), core.time)
-        if getattr(self, "_step", None) != step:  # one decision per step for all UEs
-            state = link_state(core)
-            self._actions = toward(state, self.links(state)).tolist()
-            self._columns = {u: i for i, u in enumerate(sorted(core.users))}
-            self._step = step
-        return self._actions[self._columns[ue.ue_id]]
+        return int(self.station_actions(core)[ue_columns(core)[ue.ue_id]])
 
     def station_actions(self, core: Any) -> np.ndarray:
         from mobrl.envs.service import link_state, toward
@@ -256,17 +246,35 @@ class CappedPolicy(_LinkSetPolicy):
 
 
 class OraclePolicy(_LinkSetPolicy):
-    """An upper reference: each step, the link set with the highest mean UE utility given
-    every UE's SNR (exhaustive on small link sets, local search from greedy otherwise). It
-    may change many links a step and sees what no UE agent sees, so no policy is bound by
-    it; the room between greedy and it is what coordination can gain."""
+    """An upper reference: each step, the actions mobile-env allows (each UE keeps its links
+    or toggles one station) with the highest mean UE utility of that step, from every UE's
+    SNR (mobrl.evaluation.oracle). It sees what no UE agent sees, so no policy is bound by it;
+    the room between greedy and it is what coordination can gain."""
 
     name = "oracle"
+    lookahead = False
 
-    def links(self, state: Any) -> np.ndarray:
-        from mobrl.envs.service import best_links
+    def reset(self, seed: int | None = None) -> None:
+        from mobrl.evaluation.oracle import StepSearch
 
-        return best_links(state)
+        super().reset(seed)
+        self.search, self._step = StepSearch(self.lookahead), None
+
+    def station_actions(self, core: Any) -> np.ndarray:
+        if not hasattr(self, "search"):
+            self.reset()
+        if self._step != (id(core), core.time):  # one decision per step for all UEs
+            self._actions = self.search.decide(core, GreedyPolicy().station_actions(core))
+            self._step = (id(core), core.time)
+        return self._actions.copy()
+
+
+class LookaheadOraclePolicy(OraclePolicy):
+    """`oracle` planning two steps ahead: the first step of the best pair of steps, this
+    step's SNRs held for the next (measured above `oracle`: docs/evaluation.md)."""
+
+    name = "oracle2"
+    lookahead = True
 
 
 BASELINES: dict[str, type[Baseline]] = {
@@ -279,6 +287,7 @@ BASELINES: dict[str, type[Baseline]] = {
             FullPolicy,
             CappedPolicy,
             OraclePolicy,
+            LookaheadOraclePolicy,
             PoleAnglePolicy,
         )
     },
