@@ -1,0 +1,370 @@
+"""Imitating the `oracle` on UE-local observations: DAgger on the fast engine, measured in one run.
+
+Per layout (env=ma, `env.obs=topk` or another local observation, fast engine):
+
+1. the oracle (`mobrl.evaluation.policies.BASELINES["oracle"]`; with a slot observation it
+   toggles only stations in each UE's slots) plays `--expert-episodes` training episodes;
+   every active UE's observation is labelled with the oracle's action for that UE as a slot
+   action (0 keeps the links, j toggles the station in slot j);
+2. a classifier with the zoo's policy network (`fcnet_hiddens` of `ppo/small/ma_strong`:
+   64, 64, tanh; obs -> k + 1 logits) is trained on every label so far (cross-entropy, Adam);
+3. DAgger: `--iterations` times, the classifier plays `--episodes` training episodes
+   deterministically while the oracle labels each state it reaches; the classifier is trained
+   again on all labels.
+
+Training episodes use seeds 1,000,000+ (as `mobrl train` does), validation 2,000,000+, the final
+evaluation 0..N-1 (as `mobrl evaluate`). While the oracle plays (step 1) the unrestricted oracle
+(every station in range) is also asked, and the share of UE-steps where its toggle lies outside
+the UE's k slots is counted (`outside`).
+
+The evaluation runs through mobrl's own `play_blocks` and `Tally` (the network is played as a
+`ZooPolicy`, numpy only): the imitated policy, greedy, greedy_fill and oracle on the same seeds,
+plus the unrestricted oracle (`oracle` in `env.obs=mobile`, same episodes) as `oracle_full`.
+Printed as Markdown: the share of the greedy -> oracle gap closed (against the oracle of the
+observation's env, and against the unrestricted one), paired CIs (imitated − greedy, −
+greedy_fill), connected fraction and p5 UE utility (means over episodes), the accuracy of
+imitation (on the last DAgger data, and on validation seeds under the policy's own states) and
+wall times (on a shared 2-core machine: read them as orders of magnitude). Usage:
+
+    python scripts/imitate.py [--layouts small,medium,large,dense_urban,highway] [--obs topk]
+        [--topk 3] [--expert-episodes 8] [--iterations 4] [--episodes 4] [--eval-episodes 100]
+        [--epochs 30] [--save DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from mobrl.core import metrics as keys
+
+TRAIN_SEED = 1_000_000
+VALID_SEED = 2_000_000
+
+
+def env_config(layout: str, obs: str, topk: int | None = None) -> dict[str, Any]:
+    """The env `mobrl evaluate scenario=LAYOUT env.obs=OBS [env.topk=K]` plays."""
+    from mobrl.envs.factory import env_config_from
+    from mobrl.training.checks import validate_command_line
+
+    args = [f"scenario={layout}", f"env.obs={obs}"]
+    if topk is not None and obs != "mobile":
+        args.append(f"env.topk={topk}")
+    return env_config_from(validate_command_line(args))
+
+
+# --- labels --------------------------------------------------------------------------------
+
+
+def slot_labels(core: Any, station_actions: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each UE's station action (UE order; 0 keep, b + 1 toggle b) as a slot action, and a
+    mask of UEs whose toggle names a station outside their k slots (labelled 0)."""
+    from mobrl.envs.observations import station_arrays, topk_slots
+
+    order = topk_slots(station_arrays(core), k)  # (k, UE)
+    act = np.asarray(station_actions, dtype=np.int64)
+    match = (order == (act - 1)[None, :]) & (act > 0)[None, :]
+    found = match.any(axis=0)
+    slots = np.where(found, match.argmax(axis=0) + 1, 0)
+    return slots, (act > 0) & ~found
+
+
+class Collector:
+    """Episodes on the fast engine in which the oracle labels every active UE's observation."""
+
+    def __init__(self, cfg: dict[str, Any], k: int):
+        self.cfg, self.k = cfg, k
+        self.outside = 0  # UE-steps where the unrestricted oracle toggles outside the slots
+        self.toggles = 0  # UE-steps where the unrestricted oracle toggles at all
+        self.ue_steps = 0
+
+    def episode(
+        self, seed: int, learner: Any = None, count_outside: bool = False
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Observations, oracle slot labels and the actions played, for every active UE-step
+        of episode `seed`; the oracle plays unless `learner` is given."""
+        from mobrl.envs.observations import ue_columns
+        from mobrl.envs.service import link_state
+        from mobrl.envs.wrappers import find_core, ue_id
+        from mobrl.evaluation.oracle import StepSearch
+        from mobrl.evaluation.policies import BASELINES
+        from mobrl.evaluation.rollout import episode_env
+
+        env = episode_env(self.cfg, seed)
+        core = find_core(env)
+        expert, greedy = BASELINES["oracle"](), BASELINES["greedy"]()
+        expert.reset(seed)
+        free = StepSearch() if count_outside else None
+        if learner is not None:
+            learner.reset(seed)
+        obs, _ = env.reset(seed=seed)
+        xs, ys, played = [], [], []
+        try:
+            while True:
+                agents = list(obs)
+                column = ue_columns(core)
+                cols = np.array([column[ue_id(a)] for a in agents], dtype=int)
+                labels, _ = slot_labels(core, expert.station_actions(core), self.k)
+                if free is not None:
+                    move = greedy.station_actions(core)
+                    unrestricted = free.decide_state(link_state(core), move, None)
+                    _, out = slot_labels(core, unrestricted, self.k)
+                    self.outside += int(out[cols].sum())
+                    self.toggles += int((unrestricted[cols] > 0).sum())
+                    self.ue_steps += len(cols)
+                x = np.stack([obs[a] for a in agents])
+                y = labels[cols]
+                if learner is None:
+                    actions = {a: int(v) for a, v in zip(agents, y)}
+                else:
+                    actions = learner.act(obs, env)
+                xs.append(x)
+                ys.append(y)
+                played.append(np.array([actions[a] for a in agents]))
+                obs, _, term, trunc, _ = env.step(actions)
+                if term["__all__"] or trunc["__all__"] or not obs:
+                    break
+        finally:
+            env.close()
+        return np.concatenate(xs), np.concatenate(ys), np.concatenate(played)
+
+
+# --- the classifier ------------------------------------------------------------------------
+
+
+def make_net(n_in: int, n_out: int, hidden: list[int]) -> Any:
+    """The zoo's policy network: RLlib's default MLP encoder (tanh) and a linear head."""
+    import torch
+
+    layers: list[Any] = []
+    for h in hidden:
+        layers += [torch.nn.Linear(n_in, h), torch.nn.Tanh()]
+        n_in = h
+    layers.append(torch.nn.Linear(n_in, n_out))
+    return torch.nn.Sequential(*layers)
+
+
+def fit(net: Any, x: np.ndarray, y: np.ndarray, epochs: int, seed: int = 0) -> float:
+    """Cross-entropy training on (x, y), minibatches of 256; the final training accuracy."""
+    import torch
+
+    torch.manual_seed(seed)
+    opt = torch.optim.Adam(net.parameters(), lr=1e-3)
+    xt = torch.as_tensor(x, dtype=torch.float32)
+    yt = torch.as_tensor(y, dtype=torch.int64)
+    n = len(xt)
+    for _ in range(epochs):
+        perm = torch.randperm(n)
+        for start in range(0, n, 256):
+            idx = perm[start : start + 256]
+            loss = torch.nn.functional.cross_entropy(net(xt[idx]), yt[idx])
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    with torch.no_grad():
+        return float((net(xt).argmax(dim=1) == yt).float().mean())
+
+
+def as_layers(net: Any) -> list[tuple[str, Any]]:
+    """The network as the zoo's layer list (`mobrl.evaluation.zoo.save_layers` writes it)."""
+    import torch
+
+    out: list[tuple[str, Any]] = []
+    for layer in net:
+        if isinstance(layer, torch.nn.Linear):
+            w = layer.weight.detach().numpy().astype(np.float32)
+            b = layer.bias.detach().numpy().astype(np.float32)
+            out.append(("linear", (w, b)))
+        else:
+            out.append(("activation", type(layer).__name__))
+    return out
+
+
+def accuracy(pred: np.ndarray, y: np.ndarray) -> dict[str, float]:
+    """Agreement overall, on the oracle's toggles (recall) and on the policy's toggles."""
+    tog, mine = y > 0, pred > 0
+    return {
+        "all": float((pred == y).mean()),
+        "toggles": float((pred[tog] == y[tog]).mean()) if tog.any() else math.nan,
+        "own": float((pred[mine] == y[mine]).mean()) if mine.any() else math.nan,
+        "toggle_share": float(tog.mean()),
+    }
+
+
+def dagger(layout: str, args: argparse.Namespace) -> dict[str, Any]:
+    """DAgger on one layout: the policy (as a ZooPolicy) and what training measured."""
+    from mobrl.evaluation.zoo import ZooPolicy
+
+    cfg = env_config(layout, args.obs, args.topk)
+    k = int(cfg.get("topk") or args.topk)
+    collect = Collector(cfg, k)
+    start = time.perf_counter()
+    seed = TRAIN_SEED
+    xs, ys = [], []
+    for _ in range(args.expert_episodes):
+        x, y, _ = collect.episode(seed, count_outside=True)
+        xs.append(x)
+        ys.append(y)
+        seed += 1
+    expert_s = time.perf_counter() - start
+    net = make_net(xs[0].shape[1], k + 1, args.hidden)
+    policy = None
+    history = []
+    fit_s = 0.0
+    for it in range(args.iterations + 1):
+        t0 = time.perf_counter()
+        train_acc = fit(net, np.concatenate(xs), np.concatenate(ys), args.epochs, seed=it)
+        fit_s += time.perf_counter() - t0
+        policy = ZooPolicy(as_layers(net), cfg)
+        if it == args.iterations:
+            break
+        new = []
+        for _ in range(args.episodes):
+            x, y, played = collect.episode(seed, learner=policy)
+            xs.append(x)
+            ys.append(y)
+            new.append((played, y))
+            seed += 1
+        played = np.concatenate([p for p, _ in new])
+        labels = np.concatenate([y for _, y in new])
+        history.append({"iteration": it, "train_acc": train_acc, **accuracy(played, labels)})
+        print(f"  {layout} DAgger {it}: {history[-1]}", flush=True)
+    train_s = time.perf_counter() - start
+    # accuracy on the policy's own states of validation episodes
+    vx, vy, vp = [], [], []
+    for i in range(args.valid_episodes):
+        _, y, played = collect.episode(VALID_SEED + i, learner=policy)
+        vy.append(y)
+        vp.append(played)
+    x_all, y_all = np.concatenate(xs), np.concatenate(ys)
+    return {
+        "layout": layout,
+        "cfg": cfg,
+        "k": k,
+        "policy": policy,
+        "net": net,
+        "rows": len(y_all),
+        "train_acc": accuracy(policy.actions(x_all), y_all),
+        "valid_acc": accuracy(np.concatenate(vp), np.concatenate(vy)),
+        "outside": collect.outside / max(collect.ue_steps, 1),
+        "outside_of_toggles": collect.outside / max(collect.toggles, 1),
+        "history": history,
+        "expert_s": expert_s,
+        "fit_s": fit_s,
+        "train_s": train_s,
+    }
+
+
+# --- evaluation through mobrl's own paired evaluation ---------------------------------------
+
+
+def evaluate(result: dict[str, Any], episodes: int, full_oracle: bool) -> dict[str, Any]:
+    """The imitated policy, greedy, greedy_fill and oracle on seeds 0..episodes-1 through
+    `play_blocks` and `Tally`; with `full_oracle` also the oracle of `env.obs=mobile`."""
+    from mobrl.evaluation.evaluate import Job, play_blocks, set_main_policy
+    from mobrl.evaluation.paired import TRAINED, Tally
+
+    cfg = result["cfg"]
+    ref = f"imitated:{result['layout']}"
+    set_main_policy(ref, cfg, False, result["policy"])
+    names = [TRAINED, "greedy", "greedy_fill", "oracle"]
+    jobs = [Job(TRAINED, cfg, ref)] + [Job(n, cfg) for n in names[1:]]
+    if full_oracle:
+        names.append("oracle_full")
+        mobile = env_config(result["layout"], "mobile")
+        jobs.append(Job("oracle", mobile))
+    start = time.perf_counter()
+    tally = Tally(names)
+    for block in play_blocks(jobs, range(episodes), False, workers=1):
+        rows = [dict(r, policy=name) for name, job_rows in zip(names, block) for r in job_rows]
+        tally.add(rows)
+    summary = tally.summary()
+    summary["eval_s"] = time.perf_counter() - start
+    return summary
+
+
+def stat(summary: dict[str, Any], policy: str, key: str = keys.UTILITY_MEAN) -> float:
+    return summary["policies"][policy][key]["mean"]
+
+
+def paired(summary: dict[str, Any], other: str, key: str = keys.UTILITY_MEAN) -> str:
+    d = summary["paired_vs_trained"][other]["diff"][key]
+    return f"{d['mean']:+.4f} ± {d['ci95']:.4f}"
+
+
+def share(summary: dict[str, Any], oracle: str) -> str:
+    if oracle not in summary["policies"]:
+        return "-"
+    base = stat(summary, "greedy")
+    room = stat(summary, oracle) - base
+    return f"{(stat(summary, 'trained') - base) / room:.0%}" if room > 1e-9 else "-"
+
+
+def main() -> None:
+    import torch
+
+    torch.set_num_threads(1)
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--layouts", default="small,medium,large,dense_urban,highway")
+    parser.add_argument("--obs", default="topk")
+    parser.add_argument("--topk", type=int, default=None, help="slots (default: the kind's)")
+    parser.add_argument("--expert-episodes", type=int, default=8)
+    parser.add_argument("--iterations", type=int, default=4)
+    parser.add_argument("--episodes", type=int, default=4, help="learner episodes per iteration")
+    parser.add_argument("--valid-episodes", type=int, default=4)
+    parser.add_argument("--eval-episodes", type=int, default=100)
+    parser.add_argument("--epochs", type=int, default=30)
+    parser.add_argument("--hidden", type=lambda s: [int(v) for v in s.split(",")], default=[64, 64])
+    parser.add_argument("--no-full-oracle", action="store_true")
+    parser.add_argument("--save", type=Path, default=None, help="write each network as .npz")
+    args = parser.parse_args()
+    print(
+        f"obs={args.obs} topk={args.topk or 'default'}; expert {args.expert_episodes} episodes, "
+        f"{args.iterations} DAgger iterations x {args.episodes} episodes, {args.epochs} epochs; "
+        f"evaluation seeds 0-{args.eval_episodes - 1}, paired\n",
+        flush=True,
+    )
+    table = []
+    for layout in args.layouts.split(","):
+        r = dagger(layout, args)
+        s = evaluate(r, args.eval_episodes, not args.no_full_oracle)
+        if args.save is not None:
+            from mobrl.evaluation.zoo import save_layers
+
+            args.save.mkdir(parents=True, exist_ok=True)
+            save_layers(args.save / f"{layout}.npz", as_layers(r["net"]))
+            (args.save / f"{layout}.json").write_text(
+                json.dumps({"env_config": r["cfg"], "history": r["history"]}, default=str)
+            )
+        line = (
+            f"| {layout} | {r['k']} | {share(s, 'oracle')} | {share(s, 'oracle_full')} | "
+            f"{paired(s, 'greedy')} | {paired(s, 'greedy_fill')} | {paired(s, 'oracle')} | "
+            f"{stat(s, 'trained', keys.NET_CONNECTED):.3f} / "
+            f"{stat(s, 'greedy', keys.NET_CONNECTED):.3f} | "
+            f"{stat(s, 'trained', keys.UTILITY_P5):+.3f} / "
+            f"{stat(s, 'greedy', keys.UTILITY_P5):+.3f} | "
+            f"{r['train_acc']['all']:.3f} / {r['valid_acc']['all']:.3f} | "
+            f"{r['train_acc']['toggles']:.2f} / {r['valid_acc']['toggles']:.2f} | "
+            f"{r['outside']:.4f} ({r['outside_of_toggles']:.1%}) | {r['rows']} | "
+            f"{r['train_s']:.0f} ({r['expert_s']:.0f} + fit {r['fit_s']:.0f}) | {s['eval_s']:.0f} |"
+        )
+        table.append(line)
+        print(line, flush=True)
+    print(
+        "\n| layout | k | gap closed (oracle) | gap closed (oracle_full) | − greedy | "
+        "− greedy_fill | − oracle | connected (imitated / greedy) | p5 (imitated / greedy) | "
+        "accuracy (train / valid) | toggle recall (train / valid) | outside slots: UE-steps "
+        "(of toggles) | labels | train s (expert + fit) | eval s |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("\n".join(table))
+
+
+if __name__ == "__main__":
+    main()
