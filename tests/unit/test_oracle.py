@@ -107,12 +107,13 @@ def test_search_equals_exhaustive_on_small() -> None:
 
 @pytest.mark.parametrize("layout", ["small", "medium"])
 def test_no_baseline_serves_a_step_better_from_the_same_state(layout: str) -> None:
-    """Along oracle episodes, each baseline's actions are played from a copy of the same
-    state: no step's mean UE utility beats the oracle's."""
+    """Along oracle episodes, every other baseline's actions are played from a copy of the
+    same state: no step's mean UE utility beats the oracle's."""
     config = _config(layout)
     env = episode_env(config, 3)
     obs, _ = env.reset(seed=3)
-    policies = {name: BASELINES[name]() for name in ("noop", "greedy", "full", "capped", "random")}
+    others = [n for n in BASELINES if n not in ("oracle", "oracle2", "pole_angle")]
+    policies = {name: BASELINES[name]() for name in others}
     me = BASELINES["oracle"]()
     for policy in (*policies.values(), me):
         policy.reset(3)
