@@ -220,7 +220,11 @@ def evaluate(
     baselines: Annotated[
         str | None,
         typer.Option(
-            "--baselines", help="Comma-separated: random,noop,greedy,full,capped,oracle,pole_angle."
+            "--baselines",
+            help="Comma-separated baselines (default: the scenario's set): random, noop, "
+            "greedy, greedy_fill, full, capped, a3, a3_ttt2, deepcomp_dynamic, "
+            "deepcomp_dynamic_eps08, deepcomp_static, deepcomp_static_m3, oracle, oracle2 "
+            "(mobile-env layouts); pole_angle (CartPole).",
         ),
     ] = None,
     pick: PickOption = Pick.best,

@@ -217,14 +217,17 @@ def paired_table(summary: dict[str, Any], columns: list[str]) -> Any:
     for col in columns:
         table.add_column(keys.label(col), justify="right")
     if closed:
-        table.add_column("greedy→oracle gap closed", justify="right")
+        table.add_column(
+            f"greedy→{summary.get('gap_reference') or 'oracle'} gap closed", justify="right"
+        )
     for name, gap in gaps.items():
         cells = [_cell(gap["diff"][c], sign=True) for c in columns]
         if closed:
             cells.append("")
         table.add_row(name, *cells)
     if TRAINED in closed:
-        table.add_row("(greedy→oracle gap)", *[""] * len(columns), closed_text(closed[TRAINED]))
+        ref = summary.get("gap_reference") or "oracle"
+        table.add_row(f"(greedy→{ref} gap)", *[""] * len(columns), closed_text(closed[TRAINED]))
     return table
 
 

@@ -90,14 +90,29 @@ def reference(policies: list[str]) -> str | None:
     return REFERENCE_BASELINE if REFERENCE_BASELINE in policies else None
 
 
+#: the upper references, best known first: the gap a policy closes is measured to the best
+#: one an evaluation played (`oracle2` looks two steps ahead and serves slightly better than
+#: `oracle`'s best single step: docs/evaluation.md)
+REFERENCES = ("oracle2", "oracle")
+
+
+def gap_reference(policies: Any) -> str | None:
+    """The best known reference among `policies`, or None."""
+    return next((ref for ref in REFERENCES if ref in policies), None)
+
+
 def gap_closed(summary: dict[str, Any], policy: str = TRAINED) -> float | None:
-    """The share of the greedy -> oracle gap in mean UE utility that `policy` closes (1: as
-    good as the oracle, 0: greedy's level, < 0: below greedy); None without both."""
+    """The share of the greedy -> reference gap in mean UE utility that `policy` closes (1: as
+    good as the best reference played, `gap_reference`; 0: greedy's level; < 0: below greedy);
+    None without greedy and a reference."""
     stats = summary["policies"]
-    if not {policy, "greedy", "oracle"} <= set(stats) or keys.UTILITY_MEAN not in stats[policy]:
+    ref = gap_reference(stats)
+    if ref is None or not {policy, "greedy"} <= set(stats):
+        return None
+    if keys.UTILITY_MEAN not in stats[policy]:
         return None
     base = stats["greedy"][keys.UTILITY_MEAN]["mean"]
-    room = stats["oracle"][keys.UTILITY_MEAN]["mean"] - base
+    room = stats[ref][keys.UTILITY_MEAN]["mean"] - base
     if not room > 1e-9:
         return None
     return (stats[policy][keys.UTILITY_MEAN]["mean"] - base) / room
@@ -170,6 +185,7 @@ class Tally:
         if self.ref is not None:
             closed = {name: gap_closed(out, name) for name in self.policies}
             out["gap_closed"] = {name: share for name, share in closed.items() if share is not None}
+            out["gap_reference"] = gap_reference(self.policies)
         out["notes"] = service_notes(out)
         return out
 

@@ -236,3 +236,17 @@ def test_baselines_play_the_same_episodes_without_observations(layout: str) -> N
             observed.reads_observation = True
             full = play(episode_env(config, 4), observed, config, 4)
             assert fast == full, (overrides, name)
+
+
+def test_evaluate_help_names_every_baseline() -> None:
+    """`mobrl evaluate --help` lists every registered baseline (the help is written out, so
+    that `mobrl --help` imports nothing heavy): a new rule is added there too."""
+    import typer
+
+    from mobrl.cli import app
+
+    command = typer.main.get_command(app).commands["evaluate"]
+    (option,) = [p for p in command.params if "--baselines" in p.opts]
+    named = {n.strip(" .") for n in option.help.replace(";", ",").replace(":", ",").split(",")}
+    missing = [name for name in BASELINES if not any(name in part.split() for part in named)]
+    assert not missing, missing
