@@ -198,12 +198,9 @@ def report(
         where = f" ({metric} {at:.3f} at iteration {summary['best_checkpoint_iteration']}"
         if summary["best_checkpoint_iteration"] != iteration:
             every = cfg.run.checkpoint.frequency
-            where += (
-                f": the best of the iterations with a checkpoint; iteration {iteration} had "
-                f"none (checkpoints every {every} iterations: run.checkpoint.frequency)"
-                if every
-                else ": the best of the iterations with a checkpoint"
-            )
+            where += f": the best of the checkpoints kept; iteration {iteration} has none"
+            if every and every > 1:
+                where += f" (checkpoints every {every} iterations: run.checkpoint.frequency)"
         where += ")"
     console.print(f"[bold]best checkpoint:[/bold] {summary['best_checkpoint']}{where}")
     console.print(f"[bold]last checkpoint:[/bold] {summary['last_checkpoint']}")
