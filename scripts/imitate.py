@@ -7,7 +7,8 @@ Per layout (env=ma, `env.obs=topk` or another local observation, fast engine):
    every active UE's observation is labelled with the oracle's action for that UE as a slot
    action (0 keeps the links, j toggles the station in slot j);
 2. a classifier with the zoo's policy network (`fcnet_hiddens` of `ppo/small/ma_strong`:
-   64, 64, tanh; obs -> k + 1 logits) is trained on every label so far (cross-entropy, Adam);
+   64, 64, tanh; obs -> k + 1 logits) is trained on every label so far (cross-entropy, Adam,
+   `--updates` minibatches of 256, carrying on from the previous weights; the last fit 3x);
 3. DAgger: `--iterations` times, the classifier plays `--episodes` training episodes
    deterministically while the oracle labels each state it reaches; the classifier is trained
    again on all labels.
@@ -28,7 +29,11 @@ wall times (on a shared 2-core machine: read them as orders of magnitude). Usage
 
     python scripts/imitate.py [--layouts small,medium,large,dense_urban,highway] [--obs topk]
         [--topk 3] [--expert-episodes 8] [--iterations 4] [--episodes 4] [--eval-episodes 100]
-        [--epochs 30] [--save DIR]
+        [--updates 1500] [--features none|gain] [--diagnose 4] [--save DIR]
+
+`--features gain` appends to each slot the change of the team's utility if the UE toggled that
+station alone, read from the core by the policy itself (a measurement; no `env.obs` has it).
+`--diagnose N` breaks the policy's differences from the oracle down on N validation episodes.
 """
 
 from __future__ import annotations
@@ -59,6 +64,62 @@ def env_config(layout: str, obs: str, topk: int | None = None) -> dict[str, Any]
     return env_config_from(validate_command_line(args))
 
 
+# --- per-slot features a network could broadcast (measured here before any env.obs has them) --
+
+
+def gain_features(core: Any, cols: np.ndarray, k: int) -> np.ndarray:
+    """(UE, k): the change of the team's summed utility if the UE toggled the station in each
+    of its slots alone (`mobrl.envs.service.toggle_gains`; 0 for an empty slot). A UE can
+    compute it from its own rate and what each station could broadcast: its link count and
+    the summed utility change of its UEs if one joins or leaves."""
+    from mobrl.envs.observations import station_arrays, topk_slots
+    from mobrl.envs.service import link_state, toggle_gains
+
+    state = link_state(core)
+    gains = toggle_gains(state, state.conn)
+    order = topk_slots(station_arrays(core), k)[:, cols]
+    valid = order >= 0
+    vals = gains[np.where(valid, order, 0), cols[None, :]]
+    return np.where(valid & np.isfinite(vals), vals, 0.0).T.astype(np.float32)
+
+
+def with_features(core: Any, obs: dict[Any, np.ndarray], k: int, extra: str) -> np.ndarray:
+    """The agents' observations (dict order) with the `--features` columns appended."""
+    x = np.stack(list(obs.values()))
+    if extra == "none":
+        return x
+    from mobrl.envs.observations import ue_columns
+    from mobrl.envs.wrappers import ue_id
+
+    column = ue_columns(core)
+    cols = np.array([column[ue_id(a)] for a in obs], dtype=int)
+    return np.concatenate([x, gain_features(core, cols, k)], axis=1)
+
+
+class FeaturePolicy:
+    """A zoo network whose input is the observation plus `--features` columns read from the
+    env's core (a measurement of what those features are worth, not an env.obs)."""
+
+    name = "trained"
+
+    def __init__(self, policy: Any, k: int, extra: str):
+        self.policy, self.k, self.extra = policy, k, extra
+
+    def reset(self, seed: int | None = None) -> None:
+        self.policy.reset(seed)
+
+    def actions(self, x: np.ndarray) -> np.ndarray:
+        return self.policy.actions(x)
+
+    def act(self, observation: Any, env: Any = None) -> Any:
+        from mobrl.envs.wrappers import find_core
+
+        if self.extra == "none":
+            return self.policy.act(observation, env)
+        x = with_features(find_core(env), observation, self.k, self.extra)
+        return {a: int(c) for a, c in zip(observation, self.policy.actions(x))}
+
+
 # --- labels --------------------------------------------------------------------------------
 
 
@@ -78,8 +139,8 @@ def slot_labels(core: Any, station_actions: np.ndarray, k: int) -> tuple[np.ndar
 class Collector:
     """Episodes on the fast engine in which the oracle labels every active UE's observation."""
 
-    def __init__(self, cfg: dict[str, Any], k: int):
-        self.cfg, self.k = cfg, k
+    def __init__(self, cfg: dict[str, Any], k: int, extra: str = "none"):
+        self.cfg, self.k, self.extra = cfg, k, extra
         self.outside = 0  # UE-steps where the unrestricted oracle toggles outside the slots
         self.toggles = 0  # UE-steps where the unrestricted oracle toggles at all
         self.ue_steps = 0
@@ -118,7 +179,7 @@ class Collector:
                     self.outside += int(out[cols].sum())
                     self.toggles += int((unrestricted[cols] > 0).sum())
                     self.ue_steps += len(cols)
-                x = np.stack([obs[a] for a in agents])
+                x = with_features(core, obs, self.k, self.extra)
                 y = labels[cols]
                 if learner is None:
                     actions = {a: int(v) for a, v in zip(agents, y)}
@@ -150,8 +211,9 @@ def make_net(n_in: int, n_out: int, hidden: list[int]) -> Any:
     return torch.nn.Sequential(*layers)
 
 
-def fit(net: Any, x: np.ndarray, y: np.ndarray, epochs: int, seed: int = 0) -> float:
-    """Cross-entropy training on (x, y), minibatches of 256; the final training accuracy."""
+def fit(net: Any, x: np.ndarray, y: np.ndarray, updates: int, seed: int = 0) -> float:
+    """`updates` Adam steps of cross-entropy on minibatches of 256 drawn from (x, y) (the net
+    carries on from its weights); the final training accuracy."""
     import torch
 
     torch.manual_seed(seed)
@@ -159,14 +221,12 @@ def fit(net: Any, x: np.ndarray, y: np.ndarray, epochs: int, seed: int = 0) -> f
     xt = torch.as_tensor(x, dtype=torch.float32)
     yt = torch.as_tensor(y, dtype=torch.int64)
     n = len(xt)
-    for _ in range(epochs):
-        perm = torch.randperm(n)
-        for start in range(0, n, 256):
-            idx = perm[start : start + 256]
-            loss = torch.nn.functional.cross_entropy(net(xt[idx]), yt[idx])
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
+    for _ in range(updates):
+        idx = torch.randint(n, (256,))
+        loss = torch.nn.functional.cross_entropy(net(xt[idx]), yt[idx])
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
     with torch.no_grad():
         return float((net(xt).argmax(dim=1) == yt).float().mean())
 
@@ -203,7 +263,7 @@ def dagger(layout: str, args: argparse.Namespace) -> dict[str, Any]:
 
     cfg = env_config(layout, args.obs, args.topk)
     k = int(cfg.get("topk") or args.topk)
-    collect = Collector(cfg, k)
+    collect = Collector(cfg, k, args.features)
     start = time.perf_counter()
     seed = TRAIN_SEED
     xs, ys = [], []
@@ -219,9 +279,10 @@ def dagger(layout: str, args: argparse.Namespace) -> dict[str, Any]:
     fit_s = 0.0
     for it in range(args.iterations + 1):
         t0 = time.perf_counter()
-        train_acc = fit(net, np.concatenate(xs), np.concatenate(ys), args.epochs, seed=it)
+        updates = args.updates * (3 if it == args.iterations else 1)
+        train_acc = fit(net, np.concatenate(xs), np.concatenate(ys), updates, seed=it)
         fit_s += time.perf_counter() - t0
-        policy = ZooPolicy(as_layers(net), cfg)
+        policy = FeaturePolicy(ZooPolicy(as_layers(net), cfg), k, args.features)
         if it == args.iterations:
             break
         new = []
@@ -237,7 +298,7 @@ def dagger(layout: str, args: argparse.Namespace) -> dict[str, Any]:
         print(f"  {layout} DAgger {it}: {history[-1]}", flush=True)
     train_s = time.perf_counter() - start
     # accuracy on the policy's own states of validation episodes
-    vx, vy, vp = [], [], []
+    vy, vp = [], []
     for i in range(args.valid_episodes):
         _, y, played = collect.episode(VALID_SEED + i, learner=policy)
         vy.append(y)
@@ -259,6 +320,59 @@ def dagger(layout: str, args: argparse.Namespace) -> dict[str, Any]:
         "fit_s": fit_s,
         "train_s": train_s,
     }
+
+
+def diagnose(result: dict[str, Any], episodes: int) -> dict[str, list[float]]:
+    """Where the policy's UE-steps differ from the oracle's on validation episodes it plays:
+    per kind of difference, the count and the step utility the difference alone costs (the
+    oracle's joint action with that one UE's action replaced by the policy's). A missed
+    toggle is split by join or leave and by whether that toggle alone would raise the team's
+    utility (`gain_features` > 0): a join that pays only with other UEs' moves of the same
+    step cannot be told from local information."""
+    from mobrl.envs.observations import station_arrays, topk_station_actions, ue_columns
+    from mobrl.envs.service import link_state
+    from mobrl.envs.wrappers import find_core, ue_id
+    from mobrl.evaluation.oracle import step_utility
+    from mobrl.evaluation.policies import BASELINES
+    from mobrl.evaluation.rollout import episode_env
+
+    policy, k = result["policy"], result["k"]
+    out: dict[str, list[float]] = {}
+    for seed in range(VALID_SEED, VALID_SEED + episodes):
+        env = episode_env(result["cfg"], seed)
+        core = find_core(env)
+        expert = BASELINES["oracle"]()
+        expert.reset(seed)
+        policy.reset(seed)
+        obs, _ = env.reset(seed=seed)
+        while True:
+            want, state = expert.station_actions(core), link_state(core)
+            labels, _ = slot_labels(core, want, k)
+            acts = policy.act(obs, env)
+            column = ue_columns(core)
+            slots = np.zeros(len(column), dtype=np.int64)
+            for a, v in acts.items():
+                slots[column[ue_id(a)]] = v
+            mine = topk_station_actions(station_arrays(core), slots, k) * state.active
+            best = step_utility(state, want)
+            for c in np.flatnonzero(state.active & (slots != labels)):
+                if slots[c] == 0:
+                    gain = gain_features(core, np.array([c]), k)[0][labels[c] - 1]
+                    what = "leave" if state.conn[want[c] - 1, c] else "join"
+                    pays = "pays alone" if gain > 1e-9 else "does not pay alone"
+                    kind = f"oracle {what}s ({pays}), policy keeps"
+                else:
+                    kind = "policy toggles, oracle keeps" if labels[c] == 0 else "other slot"
+                one = want.copy()
+                one[c] = mine[c]
+                entry = out.setdefault(kind, [0, 0.0])
+                entry[0] += 1
+                entry[1] += best - step_utility(state, one)
+            obs, _, term, trunc, _ = env.step(acts)
+            if term["__all__"] or trunc["__all__"] or not obs:
+                break
+        env.close()
+    return out
 
 
 # --- evaluation through mobrl's own paired evaluation ---------------------------------------
@@ -319,20 +433,38 @@ def main() -> None:
     parser.add_argument("--episodes", type=int, default=4, help="learner episodes per iteration")
     parser.add_argument("--valid-episodes", type=int, default=4)
     parser.add_argument("--eval-episodes", type=int, default=100)
-    parser.add_argument("--epochs", type=int, default=30)
+    parser.add_argument(
+        "--updates", type=int, default=1500, help="minibatches per fit (the last: 3x)"
+    )
     parser.add_argument("--hidden", type=lambda s: [int(v) for v in s.split(",")], default=[64, 64])
+    parser.add_argument(
+        "--features",
+        choices=["none", "gain"],
+        default="none",
+        help="gain: append each slot's single-toggle team utility change (read from the core)",
+    )
+    parser.add_argument(
+        "--diagnose", type=int, default=0, help="validation episodes of `diagnose` (0: none)"
+    )
     parser.add_argument("--no-full-oracle", action="store_true")
     parser.add_argument("--save", type=Path, default=None, help="write each network as .npz")
     args = parser.parse_args()
     print(
-        f"obs={args.obs} topk={args.topk or 'default'}; expert {args.expert_episodes} episodes, "
-        f"{args.iterations} DAgger iterations x {args.episodes} episodes, {args.epochs} epochs; "
+        f"obs={args.obs} topk={args.topk or 'default'} features={args.features}; expert {args.expert_episodes} episodes, "
+        f"{args.iterations} DAgger iterations x {args.episodes} episodes, {args.updates} updates per fit; "
         f"evaluation seeds 0-{args.eval_episodes - 1}, paired\n",
         flush=True,
     )
     table = []
     for layout in args.layouts.split(","):
         r = dagger(layout, args)
+        if args.diagnose:
+            found = diagnose(r, args.diagnose)
+            total = sum(v[1] for v in found.values()) or 1.0
+            for kind, (n, cost) in sorted(found.items()):
+                print(f"  {layout}: {kind}: {n} UE-steps, {cost:.4f} utility ({cost / total:.0%})")
+        if args.eval_episodes <= 0:
+            continue
         s = evaluate(r, args.eval_episodes, not args.no_full_oracle)
         if args.save is not None:
             from mobrl.evaluation.zoo import save_layers
