@@ -4,10 +4,12 @@ Both engines step the same scenario with the same pre-drawn random actions, in a
 rounds in one process, so the ratio is not biased by the machine's load at one moment. With
 `--train`, also measures RLlib sampling throughput under `mobrl train` (env steps/s of one env
 runner): stock mobile-env and mobrl's engine through RLlib's multi-agent runner, and mobrl's
-UE-slot sampler (the default for env=ma where it applies). Usage:
+UE-slot sampler (the default for env=ma where it applies). With `--obs a,b`, instead: the fast
+engine's env=ma steps/s with each observation (e.g. `--obs topk,topk_gain`), same rounds. Usage:
 
     python scripts/bench_env.py [--scenarios small,medium,large] [--modes ma,central]
                                 [--seconds 2] [--rounds 3] [--train] [--copies 8]
+                                [--obs topk,topk_gain]
 """
 
 from __future__ import annotations
@@ -64,6 +66,38 @@ def bench_engines(scenarios: list[str], modes: list[str], seconds: float, rounds
                     rates[engine].append(steps_per_second(env, actions, seconds))
             stock, fast = (statistics.median(rates[e]) for e in ("stock", "fast"))
             table.add_row(scenario, mode, f"{stock:.0f}", f"{fast:.0f}", f"{fast / stock:.1f}x")
+    Console().print(table)
+
+
+def bench_observations(scenarios: list[str], observations: list[str], seconds: float, rounds: int):
+    """The fast engine's env=ma steps/s with each observation, in alternating rounds; the
+    ratio is each to the first (slot actions drawn in 0..3, which every k >= 3 accepts)."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from mobrl.scenarios.kinds.mobile import TOPK_OBSERVATIONS, make_mobile_core
+
+    table = Table(title=f"fast engine env=ma steps/s by env.obs (median of {rounds} rounds)")
+    for col in ("scenario", *observations, *(f"{o} / {observations[0]}" for o in observations[1:])):
+        table.add_column(col, justify="left" if col == "scenario" else "right")
+    for scenario in scenarios:
+        envs = {
+            o: make_mobile_core(
+                scenario, "ma", "fast", {}, None, o, 3 if o in TOPK_OBSERVATIONS else None
+            )
+            for o in observations
+        }
+        first = envs[observations[0]]
+        rng = np.random.default_rng(0)
+        raw = rng.integers(0, 4, size=(100, first.NUM_USERS))
+        ids = sorted(first.users)
+        actions = [dict(zip(ids, row.tolist())) for row in raw]
+        rates: dict[str, list[float]] = {o: [] for o in observations}
+        for _ in range(rounds):
+            for o, env in envs.items():
+                rates[o].append(steps_per_second(env, actions, seconds))
+        med = [statistics.median(rates[o]) for o in observations]
+        table.add_row(scenario, *(f"{m:.0f}" for m in med), *(f"{m / med[0]:.2f}" for m in med[1:]))
     Console().print(table)
 
 
@@ -139,7 +173,12 @@ def main() -> None:
     parser.add_argument("--train-scenarios", default="small,medium")
     parser.add_argument("--train-steps", type=int, default=2000)
     parser.add_argument("--copies", type=int, default=8, help="env copies of the UE-slot sampler")
+    parser.add_argument("--obs", default=None, help="compare env.obs values on the fast engine")
     args = parser.parse_args()
+    if args.obs:
+        obs = args.obs.split(",")
+        bench_observations(args.scenarios.split(","), obs, args.seconds, args.rounds)
+        return
     bench_engines(args.scenarios.split(","), args.modes.split(","), args.seconds, args.rounds)
     if args.train:
         bench_training(args.train_scenarios.split(","), args.train_steps, args.copies)

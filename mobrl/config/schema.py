@@ -38,10 +38,11 @@ class EnvConf:
     #: single-agent vector slot per UE: several times faster) or `multi_agent`
     sampler: str = "auto"
     #: what each UE observes: `mobile` (mobile-env's own features), `extended` (those plus,
-    #: per station, whether it is in range and how many UEs it serves) or `topk` (env=ma: k
-    #: station slots, the same size on every layout); see mobrl.envs.observations
+    #: per station, whether it is in range and how many UEs it serves), `topk` (env=ma: k
+    #: station slots, the same size on every layout) or `topk_gain` (topk plus each slot's
+    #: single-toggle gain); see mobrl.envs.observations
     obs: str = "mobile"
-    #: env.obs=topk: the number of station slots each UE observes and acts on
+    #: env.obs=topk or topk_gain: the number of station slots each UE observes and acts on
     topk: int = 3
     #: env=ma: the share of each UE's learning reward taken from the mean reward of all UEs
     #: of its env copy (0: its own mobile-env reward, 1: the team mean). The sum over UEs,

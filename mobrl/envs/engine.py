@@ -34,7 +34,7 @@ from mobile_env.handlers.multi_agent import MComMAHandler
 
 from mobrl.envs import channel
 from mobrl.envs.engine_views import StockViews
-from mobrl.envs.observations import topk_rows, topk_station_actions
+from mobrl.envs.observations import topk_station_actions
 from mobrl.envs.service import marginal_utilities
 
 #: the simulation models the engine computes natively (exact classes: a subclass may change them)
@@ -269,8 +269,8 @@ class FastEngine(StockViews):
         """Multi-agent observation rows of the UEs at `idx`."""
         handler = self.handler  # type: ignore[attr-defined]
         k = getattr(handler, "topk", None)
-        if k is not None:  # env.obs=topk (mobrl.envs.observations)
-            return topk_rows(self.topk_state(), idx, k)
+        if k is not None:  # env.obs=topk or topk_gain (mobrl.envs.observations)
+            return handler.rows(self, idx)  # the handler's rows from this engine's arrays
         return self._features(idx, handler.features)
 
     def topk_state(self) -> dict[str, Any]:

@@ -30,6 +30,16 @@ then 2 of the UE's own: its utility (mobile-env's `utility`) and its link count 
 Slots beyond the layout's stations are all zero. The action is Discrete(k + 1): 0 keeps the
 links, j toggles the link to the station in slot j (a zero slot does nothing). The observation
 has 5k + 2 entries and the action k + 1 on every layout, so one policy acts on all of them.
+
+`topk_gain` is `topk` plus k entries after its 5k + 2, per slot:
+
+- `gain`: the change of the team's summed utility (mobile-env's scaled utility summed over the
+  active UEs) if the UE toggled the slot's station alone this step (mobrl.envs.service's
+  `toggle_gains`; 0 for an empty slot or a station out of range). A UE can compute it from its
+  own rate and what each station could broadcast: its link count and the summed utility
+  change of its UEs if one joins or leaves. Unscaled: its space's bounds are unbounded.
+
+Its actions are `topk`'s.
 """
 
 from __future__ import annotations
@@ -42,6 +52,7 @@ from mobile_env.handlers.central import MComCentralHandler
 from mobile_env.handlers.multi_agent import MComMAHandler
 
 from mobrl.core.protocols import StationArrays, implements
+from mobrl.envs.service import link_arrays, link_state, toggle_gains
 
 #: per-station features `extended` adds after mobile-env's own
 EXTRA_FEATURES = ("reachable", "load")
@@ -130,20 +141,6 @@ def station_arrays(env: Any) -> dict[str, Any]:
     }
 
 
-def link_arrays(env: Any) -> dict[str, np.ndarray]:
-    """The links part of `station_arrays`: (BS, UE) `snr`, `conn` (links up) and `reach` (SNR
-    above the UE's threshold), stations and UEs in id order."""
-    if implements(env, StationArrays):
-        state = env.topk_state()
-        return {key: state[key] for key in ("snr", "conn", "reach")}
-    stations = [env.stations[b] for b in sorted(env.stations)]
-    ues = [env.users[u] for u in sorted(env.users)]
-    snr = np.array([[env.channel.snr(bs, ue) for ue in ues] for bs in stations], dtype=float)
-    thr = np.array([ue.snr_threshold for ue in ues], dtype=float)[None, :]
-    conn = np.array([[ue in env.connections.get(bs, ()) for ue in ues] for bs in stations])
-    return {"snr": snr, "conn": conn.reshape(snr.shape), "reach": snr > thr}
-
-
 def topk_order(snr: np.ndarray, linked: np.ndarray, k: int) -> np.ndarray:
     """(k, UE) station index per slot (-1: no station): linked stations first, then the rest,
     each by SNR from strongest (ties: lower station id)."""
@@ -186,6 +183,28 @@ def topk_rows(state: dict[str, Any], columns: np.ndarray, k: int) -> np.ndarray:
     return out
 
 
+def slot_gains(env: Any, state: dict[str, Any], columns: np.ndarray, k: int) -> np.ndarray:
+    """(len(columns), k) `gain` of `topk_gain` (`state`: the env's `station_arrays`): the team's
+    summed utility change if the UE at each of `columns` toggled its slot's station alone (0:
+    an empty slot, a station out of range or an inactive UE)."""
+    links = link_state(env)
+    gains = toggle_gains(links, links.conn)
+    order = topk_order(
+        state["snr"][:, columns], state["conn"][:, columns] & state["reach"][:, columns], k
+    )
+    valid = order >= 0
+    vals = gains[np.where(valid, order, 0), np.asarray(columns)[None, :]]
+    return np.where(valid & np.isfinite(vals), vals, 0.0).T.astype(np.float32)
+
+
+def topk_gain_rows(env: Any, columns: np.ndarray, k: int) -> np.ndarray:
+    """`topk_gain` observation rows (float32) of the UEs at `columns` of `env`'s arrays."""
+    state = station_arrays(env)
+    return np.concatenate(
+        [topk_rows(state, columns, k), slot_gains(env, state, columns, k)], axis=1
+    )
+
+
 def topk_slots(state: dict[str, Any], k: int) -> np.ndarray:
     """(k, UE) station index in each UE's slots (-1: none), for every UE of the state."""
     return topk_order(state["snr"], state["conn"] & state["reach"], k)
@@ -212,6 +231,11 @@ class TopKMAHandler(MComMAHandler):
         return topk_size(cls.topk)
 
     @classmethod
+    def rows(cls, env: Any, columns: np.ndarray) -> np.ndarray:
+        """Observation rows of the UEs at `columns` of `station_arrays` (both engines)."""
+        return topk_rows(station_arrays(env), columns, cls.topk)
+
+    @classmethod
     def action_space(cls, env: Any) -> Any:
         import gymnasium
 
@@ -224,8 +248,7 @@ class TopKMAHandler(MComMAHandler):
         column = ue_columns(env)
         active = sorted(ue.ue_id for ue in env.active if not env.time_is_up)
         columns = np.array([column[u] for u in active], dtype=int)
-        rows = topk_rows(station_arrays(env), columns, cls.topk)
-        return dict(zip(active, rows))
+        return dict(zip(active, cls.rows(env, columns)))
 
     @classmethod
     def action(cls, env: Any, action: dict[int, int]) -> dict[int, int]:
@@ -237,6 +260,28 @@ class TopKMAHandler(MComMAHandler):
         return {ue_id: int(stations[column[ue_id]]) for ue_id in action}
 
 
+class TopKGainMAHandler(TopKMAHandler):
+    """`env.obs=topk_gain`: `topk`'s rows and actions plus each slot's single-toggle gain."""
+
+    @classmethod
+    def ue_obs_size(cls, env: Any) -> int:
+        return topk_size(cls.topk) + cls.topk
+
+    @classmethod
+    def observation_space(cls, env: Any) -> Any:
+        import gymnasium
+
+        k = cls.topk
+        low = np.concatenate([np.full(topk_size(k), -1.0), np.full(k, -np.inf)])
+        high = np.concatenate([np.full(topk_size(k), 1.0), np.full(k, np.inf)])
+        box = gymnasium.spaces.Box(low.astype(np.float32), high.astype(np.float32))
+        return gymnasium.spaces.Dict({ue_id: box for ue_id in env.users})
+
+    @classmethod
+    def rows(cls, env: Any, columns: np.ndarray) -> np.ndarray:
+        return topk_gain_rows(env, columns, cls.topk)
+
+
 def ue_columns(env: Any) -> dict[int, int]:
     """UE id -> its column in `station_arrays` (UEs in id order)."""
     if implements(env, StationArrays):
@@ -244,10 +289,16 @@ def ue_columns(env: Any) -> dict[int, int]:
     return {u: i for i, u in enumerate(sorted(env.users))}
 
 
+#: the observations with k station slots and slot actions, and their handler bases
+TOPK_HANDLERS = {"topk": TopKMAHandler, "topk_gain": TopKGainMAHandler}
+
+
 @functools.cache
-def topk_handler(k: int) -> type:
-    """The `topk` handler class with `k` station slots (one class per k)."""
-    return type(f"TopK{k}MAHandler", (TopKMAHandler,), {"topk": k})
+def topk_handler(k: int, obs: str = "topk") -> type:
+    """The `topk` (or `topk_gain`) handler class with `k` station slots (one class per k)."""
+    base = TOPK_HANDLERS[obs]
+    name = "TopK" if obs == "topk" else "TopKGain"
+    return type(f"{name}{k}MAHandler", (base,), {"topk": k})
 
 
 HANDLERS = {
@@ -260,8 +311,8 @@ HANDLERS = {
 
 def handler_for(obs: str, mode: str, topk: int | None = None) -> type:
     """The mobile-env handler class of `env.obs` in `env.mode` (`topk`: the slot count)."""
-    if obs == "topk":
+    if obs in TOPK_HANDLERS:
         if topk is None:
-            raise ValueError("env.obs=topk needs its slot count (the kind's default fills it)")
-        return topk_handler(int(topk))
+            raise ValueError(f"env.obs={obs} needs its slot count (the kind's default fills it)")
+        return topk_handler(int(topk), obs)
     return HANDLERS[obs, mode]

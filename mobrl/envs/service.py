@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from mobrl.core.protocols import LinkArrays, implements
+from mobrl.core.protocols import LinkArrays, StationArrays, implements
 
 #: improvements smaller than this are rounding, not gains
 _EPS = 1e-12
@@ -76,14 +76,26 @@ class LinkState:
         return self.utility_sum(conn) / max(int(self.active.sum()), 1)
 
 
+def link_arrays(env: Any) -> dict[str, np.ndarray]:
+    """The links part of `mobrl.envs.observations.station_arrays`: (BS, UE) `snr`, `conn`
+    (links up) and `reach` (SNR above the UE's threshold), stations and UEs in id order."""
+    if implements(env, StationArrays):
+        state = env.topk_state()
+        return {key: state[key] for key in ("snr", "conn", "reach")}
+    stations = [env.stations[b] for b in sorted(env.stations)]
+    ues = [env.users[u] for u in sorted(env.users)]
+    snr = np.array([[env.channel.snr(bs, ue) for ue in ues] for bs in stations], dtype=float)
+    thr = np.array([ue.snr_threshold for ue in ues], dtype=float)[None, :]
+    conn = np.array([[ue in env.connections.get(bs, ()) for ue in ues] for bs in stations])
+    return {"snr": snr, "conn": conn.reshape(snr.shape), "reach": snr > thr}
+
+
 def link_state(core: Any) -> LinkState:
     """The `LinkState` of a mobile-env core (fast engine or stock) as the next step sees it:
     links out of range are dropped first, as the step itself does."""
-    from mobrl.envs.observations import station_arrays
-
     if implements(core, LinkArrays):
         return core.link_state()
-    state = station_arrays(core)
+    state = link_arrays(core)
     snr, reach = np.asarray(state["snr"], dtype=float), np.asarray(state["reach"], dtype=bool)
     stations = [core.stations[b] for b in sorted(core.stations)]
     bw = np.array([bs.bw for bs in stations], dtype=float)[:, None]

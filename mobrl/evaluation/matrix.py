@@ -83,10 +83,10 @@ def _check_fits(policy: Any, env_config: dict[str, Any], label: str) -> None:
     try:
         policy.check_spaces(env)
     except UserError:
-        from mobrl.scenarios.kinds.mobile import MobileSpec
+        from mobrl.scenarios.kinds.mobile import TOPK_OBSERVATIONS, MobileSpec
 
         obs = MobileSpec.of(env_config).obs
-        if obs == "topk":
+        if obs in TOPK_OBSERVATIONS:
             raise  # k differs, say: check_spaces names both spaces
         raise UserError(
             f"{label} cannot act on {env_config['scenario']}: its observation (env.obs={obs}) "

@@ -185,3 +185,68 @@ def test_topk_options_are_checked() -> None:
     env = make_env({**env_config, "sampler": "multi_agent"})
     obs, _ = env.reset()
     assert next(iter(obs.values())).shape == (22,)
+
+
+# --- env.obs=topk_gain: topk plus each slot's single-toggle gain --------------------------------
+
+
+@pytest.mark.parametrize("layout", ["small", "medium"])
+def test_topk_gain_is_the_same_on_both_engines(layout: str) -> None:
+    fast = make_mobile_core(layout, "ma", "fast", {"seed": 4}, obs="topk_gain", topk=3)
+    stock = make_mobile_core(layout, "ma", "stock", {"seed": 4}, obs="topk_gain", topk=3)
+    assert fast.observation_space == stock.observation_space
+    assert fast.action_space == stock.action_space
+    obs_f, _ = fast.reset()
+    obs_s, _ = stock.reset()
+    rng = np.random.default_rng(0)
+    for _ in range(60):
+        assert obs_f.keys() == obs_s.keys()
+        for ue in obs_f:
+            np.testing.assert_allclose(obs_f[ue], obs_s[ue], atol=1e-5)
+        action = {ue: int(rng.integers(0, 4)) for ue in obs_f}
+        obs_f, rew_f, *_ = fast.step(action)
+        obs_s, rew_s, *_ = stock.step(action)
+        assert rew_f == pytest.approx(rew_s)
+
+
+@pytest.mark.parametrize("k", [2, 5])
+def test_topk_gain_is_topk_plus_each_slots_toggle_gain(k: int) -> None:
+    from mobrl.envs.observations import station_arrays, topk_size, topk_slots, ue_columns
+    from mobrl.envs.service import link_state, toggle_gains
+
+    core = make_mobile_core("medium", "ma", "fast", {"seed": 2}, obs="topk_gain", topk=k)
+    plain = _topk_core("medium", k=k, seed=2)
+    ue = min(core.users)
+    assert core.observation_space[ue].shape == (topk_size(k) + k,)
+    assert core.action_space == plain.action_space
+    obs, _ = core.reset()
+    base, _ = plain.reset()
+    rng = np.random.default_rng(3)
+    seen = 0
+    for _ in range(30):
+        state = link_state(core)
+        gains = toggle_gains(state, state.conn)
+        order = topk_slots(station_arrays(core), k)
+        column = ue_columns(core)
+        for ue_id, row in obs.items():
+            np.testing.assert_array_equal(row[: topk_size(k)], base[ue_id])
+            for j, b in enumerate(order[:, column[ue_id]]):
+                g = gains[b, column[ue_id]] if b >= 0 else 0.0
+                want = g if np.isfinite(g) else 0.0
+                assert row[topk_size(k) + j] == pytest.approx(want, abs=1e-5)
+                seen += bool(want)
+        assert all(core.observation_space[u].contains(o) for u, o in obs.items())
+        action = {u: int(rng.integers(0, k + 1)) for u in obs}
+        obs, *_ = core.step(action)
+        base, *_ = plain.step(action)
+    assert seen  # some slots carry a gain
+
+
+def test_topk_gain_reaches_the_env_and_needs_env_ma() -> None:
+    env_config = env_config_from(validate_command_line(["env.obs=topk_gain", "env.topk=2"]))
+    assert env_config["obs"] == "topk_gain" and env_config["topk"] == 2
+    env = make_env({**env_config, "sampler": "multi_agent"})
+    obs, _ = env.reset()
+    assert next(iter(obs.values())).shape == (5 * 2 + 2 + 2,)
+    with pytest.raises(UserError, match="env.obs=topk_gain needs one agent per UE"):
+        env_config_from(validate_command_line(["env=central", "env.obs=topk_gain"]))

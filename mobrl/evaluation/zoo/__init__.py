@@ -191,6 +191,8 @@ class ZooPolicy:
         return chosen if self.nvec is not None else int(chosen)
 
     def check_spaces(self, env: Any) -> None:
+        from mobrl.scenarios.kinds.mobile import TOPK_OBSERVATIONS
+
         space = (
             env.observation_spaces[env.possible_agents[0]]
             if hasattr(env, "observation_spaces") and isinstance(env.observation_spaces, dict)
@@ -199,11 +201,12 @@ class ZooPolicy:
         width = self.layers[0][1][0].shape[1]
         if space.shape != (width,):
             trained = self.env_config.get("scenario") or self.env_config.get("id")
-            if self.env_config.get("obs") == "topk":  # it acts on any layout, with its obs
+            obs = self.env_config.get("obs")
+            if obs in TOPK_OBSERVATIONS:  # it acts on any layout, with its obs
                 k = self.env_config.get("topk")
                 raise UserError(
-                    f"the zoo policy observes env.obs=topk (env.topk={k}), {width} values per "
-                    f"agent, but this scenario gives {space.shape}. Add env.obs=topk "
+                    f"the zoo policy observes env.obs={obs} (env.topk={k}), {width} values per "
+                    f"agent, but this scenario gives {space.shape}. Add env.obs={obs} "
                     f"env.topk={k} to the overrides, or compare layouts with --scenarios."
                 )
             raise UserError(

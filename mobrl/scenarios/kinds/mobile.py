@@ -12,7 +12,9 @@ MOBILE_MODES = ("ma", "central")
 #: `fast`: mobrl's array engine (mobrl.envs.engine); `stock`: mobile-env's own step
 MOBILE_ENGINES = ("fast", "stock")
 #: values of `env.obs` (the handlers behind them: mobrl.envs.observations.HANDLERS)
-OBSERVATIONS = ("mobile", "extended", "topk")
+OBSERVATIONS = ("mobile", "extended", "topk", "topk_gain")
+#: the observations with `env.topk` station slots and slot actions (one policy, any layout)
+TOPK_OBSERVATIONS = ("topk", "topk_gain")
 #: values of `env.reward` (mobrl.envs.service.REWARDS)
 REWARDS = ("mobile", "utility", "marginal")
 #: station slots of `env.obs=topk` unless `env.topk` says otherwise
@@ -47,7 +49,7 @@ class MobileSpec:
             mode=mode,
             engine=cfg.engine,
             obs=obs,
-            topk=check_topk(cfg.env.get("topk")) if obs == "topk" else None,
+            topk=check_topk(cfg.env.get("topk")) if obs in TOPK_OBSERVATIONS else None,
             team_reward=check_team_reward(cfg.env.get("team_reward", cls.team_reward)),
             reward=check_reward(cfg.env.get("reward", cls.reward), mode),
         )
@@ -60,7 +62,7 @@ class MobileSpec:
             engine=env_config.get("engine") or cls.engine,
             obs=env_config.get("obs") or cls.obs,
             topk=env_config.get("topk")
-            or (TOPK_DEFAULT if env_config.get("obs") == "topk" else None),
+            or (TOPK_DEFAULT if env_config.get("obs") in TOPK_OBSERVATIONS else None),
             team_reward=float(env_config.get("team_reward") or cls.team_reward),
             reward=env_config.get("reward") or cls.reward,
         )
@@ -68,7 +70,7 @@ class MobileSpec:
     def fields(self) -> dict[str, Any]:
         """The kind's entries of `env_config` (`engine` is one of every kind's)."""
         out: dict[str, Any] = {"mode": self.mode, "layout": self.layout, "obs": self.obs}
-        if self.obs == "topk":
+        if self.obs in TOPK_OBSERVATIONS:
             out["topk"] = self.topk
         return {**out, "team_reward": self.team_reward, "reward": self.reward}
 
@@ -179,11 +181,11 @@ def check_obs(obs: str, mode: str = "ma") -> str:
 
     if obs not in OBSERVATIONS:
         raise unknown_choice(
-            "env.obs", str(obs), OBSERVATIONS, "Use env.obs=mobile, extended or topk."
+            "env.obs", str(obs), OBSERVATIONS, "Use env.obs=mobile, extended, topk or topk_gain."
         )
-    if obs == "topk" and mode != "ma":
+    if obs in TOPK_OBSERVATIONS and mode != "ma":
         raise UserError(
-            f"env.obs=topk needs one agent per UE (env=ma), not env.mode={mode}: a central "
+            f"env.obs={obs} needs one agent per UE (env=ma), not env.mode={mode}: a central "
             f"agent's observation grows with the UE count anyway. Use env=ma or env.obs=extended."
         )
     return obs
@@ -257,7 +259,7 @@ def make_mobile_core(
     if isinstance(layout, str):
         layout = scenarios.load(scenarios.path_of(layout))
     stations, users, config = scenarios.build_config(layout)
-    if obs == "topk":
+    if obs in TOPK_OBSERVATIONS:
         topk = topk or TOPK_DEFAULT  # runs from before env.topk
     handler = with_reward(handler_for(obs, mode, topk), reward)
     config = deep_dict_merge(config, {"handler": handler, **(kwargs or {})})
