@@ -32,7 +32,9 @@ wall times (on a shared 2-core machine: read them as orders of magnitude). Usage
         [--updates 1500] [--features none|gain] [--diagnose 4] [--save DIR]
 
 `--features gain` appends to each slot the change of the team's utility if the UE toggled that
-station alone, read from the core by the policy itself (a measurement; no `env.obs` has it).
+station alone, read from the core by the policy itself (what `env.obs=topk_gain` observes:
+`--obs topk_gain` gives the same inputs). The loop's parts are `mobrl.training.imitation`'s
+(`run.imitate` runs them inside `mobrl train`).
 `--diagnose N` breaks the policy's differences from the oracle down on N validation episodes.
 """
 
@@ -40,7 +42,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import time
 from pathlib import Path
 from typing import Any
@@ -48,8 +49,18 @@ from typing import Any
 import numpy as np
 
 from mobrl.core import metrics as keys
+from mobrl.training.imitation import (
+    TRAIN_SEED,
+    Collector,
+    accuracy,
+    as_layers,
+    fit,
+    gain_features,
+    make_net,
+    slot_labels,
+    with_features,
+)
 
-TRAIN_SEED = 1_000_000
 VALID_SEED = 2_000_000
 
 
@@ -62,38 +73,6 @@ def env_config(layout: str, obs: str, topk: int | None = None) -> dict[str, Any]
     if topk is not None and obs != "mobile":
         args.append(f"env.topk={topk}")
     return env_config_from(validate_command_line(args))
-
-
-# --- per-slot features a network could broadcast (measured here before any env.obs has them) --
-
-
-def gain_features(core: Any, cols: np.ndarray, k: int) -> np.ndarray:
-    """(UE, k): the change of the team's summed utility if the UE toggled the station in each
-    of its slots alone (`mobrl.envs.service.toggle_gains`; 0 for an empty slot). A UE can
-    compute it from its own rate and what each station could broadcast: its link count and
-    the summed utility change of its UEs if one joins or leaves."""
-    from mobrl.envs.observations import station_arrays, topk_slots
-    from mobrl.envs.service import link_state, toggle_gains
-
-    state = link_state(core)
-    gains = toggle_gains(state, state.conn)
-    order = topk_slots(station_arrays(core), k)[:, cols]
-    valid = order >= 0
-    vals = gains[np.where(valid, order, 0), cols[None, :]]
-    return np.where(valid & np.isfinite(vals), vals, 0.0).T.astype(np.float32)
-
-
-def with_features(core: Any, obs: dict[Any, np.ndarray], k: int, extra: str) -> np.ndarray:
-    """The agents' observations (dict order) with the `--features` columns appended."""
-    x = np.stack(list(obs.values()))
-    if extra == "none":
-        return x
-    from mobrl.envs.observations import ue_columns
-    from mobrl.envs.wrappers import ue_id
-
-    column = ue_columns(core)
-    cols = np.array([column[ue_id(a)] for a in obs], dtype=int)
-    return np.concatenate([x, gain_features(core, cols, k)], axis=1)
 
 
 class FeaturePolicy:
@@ -120,141 +99,7 @@ class FeaturePolicy:
         return {a: int(c) for a, c in zip(observation, self.policy.actions(x))}
 
 
-# --- labels --------------------------------------------------------------------------------
-
-
-def slot_labels(core: Any, station_actions: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """Each UE's station action (UE order; 0 keep, b + 1 toggle b) as a slot action, and a
-    mask of UEs whose toggle names a station outside their k slots (labelled 0)."""
-    from mobrl.envs.observations import station_arrays, topk_slots
-
-    order = topk_slots(station_arrays(core), k)  # (k, UE)
-    act = np.asarray(station_actions, dtype=np.int64)
-    match = (order == (act - 1)[None, :]) & (act > 0)[None, :]
-    found = match.any(axis=0)
-    slots = np.where(found, match.argmax(axis=0) + 1, 0)
-    return slots, (act > 0) & ~found
-
-
-class Collector:
-    """Episodes on the fast engine in which the oracle labels every active UE's observation."""
-
-    def __init__(self, cfg: dict[str, Any], k: int, extra: str = "none"):
-        self.cfg, self.k, self.extra = cfg, k, extra
-        self.outside = 0  # UE-steps where the unrestricted oracle toggles outside the slots
-        self.toggles = 0  # UE-steps where the unrestricted oracle toggles at all
-        self.ue_steps = 0
-
-    def episode(
-        self, seed: int, learner: Any = None, count_outside: bool = False
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Observations, oracle slot labels and the actions played, for every active UE-step
-        of episode `seed`; the oracle plays unless `learner` is given."""
-        from mobrl.envs.observations import ue_columns
-        from mobrl.envs.service import link_state
-        from mobrl.envs.wrappers import find_core, ue_id
-        from mobrl.evaluation.oracle import StepSearch
-        from mobrl.evaluation.policies import BASELINES
-        from mobrl.evaluation.rollout import episode_env
-
-        env = episode_env(self.cfg, seed)
-        core = find_core(env)
-        expert, greedy = BASELINES["oracle"](), BASELINES["greedy"]()
-        expert.reset(seed)
-        free = StepSearch() if count_outside else None
-        if learner is not None:
-            learner.reset(seed)
-        obs, _ = env.reset(seed=seed)
-        xs, ys, played = [], [], []
-        try:
-            while True:
-                agents = list(obs)
-                column = ue_columns(core)
-                cols = np.array([column[ue_id(a)] for a in agents], dtype=int)
-                labels, _ = slot_labels(core, expert.station_actions(core), self.k)
-                if free is not None:
-                    move = greedy.station_actions(core)
-                    unrestricted = free.decide_state(link_state(core), move, None)
-                    _, out = slot_labels(core, unrestricted, self.k)
-                    self.outside += int(out[cols].sum())
-                    self.toggles += int((unrestricted[cols] > 0).sum())
-                    self.ue_steps += len(cols)
-                x = with_features(core, obs, self.k, self.extra)
-                y = labels[cols]
-                if learner is None:
-                    actions = {a: int(v) for a, v in zip(agents, y)}
-                else:
-                    actions = learner.act(obs, env)
-                xs.append(x)
-                ys.append(y)
-                played.append(np.array([actions[a] for a in agents]))
-                obs, _, term, trunc, _ = env.step(actions)
-                if term["__all__"] or trunc["__all__"] or not obs:
-                    break
-        finally:
-            env.close()
-        return np.concatenate(xs), np.concatenate(ys), np.concatenate(played)
-
-
-# --- the classifier ------------------------------------------------------------------------
-
-
-def make_net(n_in: int, n_out: int, hidden: list[int]) -> Any:
-    """The zoo's policy network: RLlib's default MLP encoder (tanh) and a linear head."""
-    import torch
-
-    layers: list[Any] = []
-    for h in hidden:
-        layers += [torch.nn.Linear(n_in, h), torch.nn.Tanh()]
-        n_in = h
-    layers.append(torch.nn.Linear(n_in, n_out))
-    return torch.nn.Sequential(*layers)
-
-
-def fit(net: Any, x: np.ndarray, y: np.ndarray, updates: int, seed: int = 0) -> float:
-    """`updates` Adam steps of cross-entropy on minibatches of 256 drawn from (x, y) (the net
-    carries on from its weights); the final training accuracy."""
-    import torch
-
-    torch.manual_seed(seed)
-    opt = torch.optim.Adam(net.parameters(), lr=1e-3)
-    xt = torch.as_tensor(x, dtype=torch.float32)
-    yt = torch.as_tensor(y, dtype=torch.int64)
-    n = len(xt)
-    for _ in range(updates):
-        idx = torch.randint(n, (256,))
-        loss = torch.nn.functional.cross_entropy(net(xt[idx]), yt[idx])
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-    with torch.no_grad():
-        return float((net(xt).argmax(dim=1) == yt).float().mean())
-
-
-def as_layers(net: Any) -> list[tuple[str, Any]]:
-    """The network as the zoo's layer list (`mobrl.evaluation.zoo.save_layers` writes it)."""
-    import torch
-
-    out: list[tuple[str, Any]] = []
-    for layer in net:
-        if isinstance(layer, torch.nn.Linear):
-            w = layer.weight.detach().numpy().astype(np.float32)
-            b = layer.bias.detach().numpy().astype(np.float32)
-            out.append(("linear", (w, b)))
-        else:
-            out.append(("activation", type(layer).__name__))
-    return out
-
-
-def accuracy(pred: np.ndarray, y: np.ndarray) -> dict[str, float]:
-    """Agreement overall, on the oracle's toggles (recall) and on the policy's toggles."""
-    tog, mine = y > 0, pred > 0
-    return {
-        "all": float((pred == y).mean()),
-        "toggles": float((pred[tog] == y[tog]).mean()) if tog.any() else math.nan,
-        "own": float((pred[mine] == y[mine]).mean()) if mine.any() else math.nan,
-        "toggle_share": float(tog.mean()),
-    }
+# --- DAgger (mobrl.training.imitation's loop, with measurements) ---------------------------
 
 
 def dagger(layout: str, args: argparse.Namespace) -> dict[str, Any]:

@@ -163,6 +163,21 @@ class FaultConf:
 
 
 @dataclass
+class ImitateConf:
+    """Imitating a reference before RL (mobrl.training.imitation): mobile-env layouts with
+    env=ma and env.obs=topk or topk_gain; `expert=null`: off."""
+
+    #: the baseline to imitate (e.g. `oracle`); null: no imitation
+    expert: Optional[str] = None
+    #: episodes the expert plays first, and the policy plays in each DAgger round
+    episodes: int = 4
+    #: DAgger rounds (the policy plays, the expert labels, the policy is fit again)
+    rounds: int = 4
+    #: minibatches of 256 per fit (the last fit: 3x)
+    updates: int = 1500
+
+
+@dataclass
 class RunConf:
     """Budget, resources, checkpointing and where results go."""
 
@@ -176,6 +191,7 @@ class RunConf:
     batch: BatchConf = field(default_factory=BatchConf)
     eval: EvalConf = field(default_factory=EvalConf)
     fault: FaultConf = field(default_factory=FaultConf)
+    imitate: ImitateConf = field(default_factory=ImitateConf)
     #: log per-UE, fairness and network metrics of mobile-env scenarios
     ue_metrics: bool = True
     #: where the trial trains: `auto` (one trial that needs nothing remote trains in mobrl's

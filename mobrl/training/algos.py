@@ -57,10 +57,15 @@ def config_class(name: str) -> type[AlgorithmConfig]:
 
 
 def build_algorithm_config(
-    cfg: DictConfig, env_name: str, env_config: dict, fault: dict | None = None
+    cfg: DictConfig,
+    env_name: str,
+    env_config: dict,
+    fault: dict | None = None,
+    imitate: bool = True,
 ) -> AlgorithmConfig:
     """Translate the composed mobrl config into an RLlib AlgorithmConfig (new API stack);
-    `fault`: a fault to make on purpose (`mobrl.core.faults.plan`)."""
+    `fault`: a fault to make on purpose (`mobrl.core.faults.plan`); `imitate=False` leaves
+    `run.imitate` out (a resumed run continues from its checkpoint)."""
     from omegaconf import OmegaConf
 
     from mobrl.core import faults
@@ -149,7 +154,15 @@ def build_algorithm_config(
     on_result = [callback for callback in on_result if callback is not None]
     if cfg.run.checkpoint.keep:  # last: the score as the callbacks before it left it
         on_result.append(partial(score_at_top, metric=cfg.tune.metric))
-    algo.callbacks(on_train_result=on_result, on_episode_end=log_episode_return)
+    on_init = {}
+    settings = cfg.run.get("imitate")
+    if imitate and settings is not None and settings.expert:
+        from mobrl.training.imitation import pretrain
+
+        # DAgger into the local learner's module before the first iteration
+        imitation = OmegaConf.to_container(settings, resolve=True)
+        on_init["on_algorithm_init"] = partial(pretrain, settings=imitation, env_config=env_config)
+    algo.callbacks(on_train_result=on_result, on_episode_end=log_episode_return, **on_init)
 
     policies, mapping = policy_setup(env_config)
     if policies is not None and not slots:

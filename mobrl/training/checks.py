@@ -115,6 +115,9 @@ def check_settings(cfg: DictConfig) -> None:
     from mobrl.training.trackers import check_logger
 
     check_logger(cfg)  # logger=mlflow|wandb: its package is installed
+    from mobrl.training.imitation import check_imitate
+
+    check_imitate(cfg)  # run.imitate: where it applies
 
 
 #: settings that must be positive when set (null: the algorithm's default or no criterion)

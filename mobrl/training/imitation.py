@@ -1,0 +1,373 @@
+"""Imitating a reference policy before RL (`run.imitate`): DAgger on mobrl's fast engine, fit
+into the algorithm's own RLModule.
+
+On a mobile-env layout with env=ma and a slot observation (`env.obs=topk` or `topk_gain`):
+
+1. the expert (`run.imitate.expert`, a baseline of `mobrl.evaluation.policies.BASELINES`,
+   e.g. `oracle`; with a slot observation it toggles only stations in each UE's slots) plays
+   `run.imitate.episodes` training episodes; every active UE's observation is labelled with
+   the expert's action for that UE as a slot action (0 keeps the links, j toggles the station
+   in slot j);
+2. the policy (the RLModule's acting path: its actor encoder and `pi` head) is fit to every
+   label so far: cross-entropy on its action logits, Adam, `run.imitate.updates` minibatches
+   of 256, carrying on from its weights;
+3. `run.imitate.rounds` times, the policy plays `run.imitate.episodes` episodes
+   deterministically while the expert labels each state it reaches (DAgger), and is fit again
+   on all labels (the last fit: 3x the updates).
+
+`pretrain` runs it from RLlib's `on_algorithm_init` callback, on the local learner's module
+(`run.resources.num_learners=0`), and syncs the weights to the env runners; RL training then
+goes on as usual. Episodes use seeds 1,000,000+ (those of `mobrl train`), never evaluation's.
+`scripts/imitate.py` measures the same loop (with a numpy copy of the network) per layout.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+#: episode seeds of imitation (as `mobrl train`'s; evaluation plays 0..N-1)
+TRAIN_SEED = 1_000_000
+#: minibatch rows of a fit
+BATCH = 256
+
+
+# --- per-slot features a network could broadcast (scripts/imitate.py `--features gain`) -------
+
+
+def gain_features(core: Any, cols: np.ndarray, k: int) -> np.ndarray:
+    """(UE, k): the change of the team's summed utility if the UE toggled the station in each
+    of its slots alone (`env.obs=topk_gain`'s last k columns; 0 for an empty slot)."""
+    from mobrl.envs.observations import slot_gains, station_arrays
+
+    return slot_gains(core, station_arrays(core), cols, k)
+
+
+def with_features(core: Any, obs: dict[Any, np.ndarray], k: int, extra: str) -> np.ndarray:
+    """The agents' observations (dict order), with the gain columns appended (`extra="gain"`)."""
+    x = np.stack(list(obs.values()))
+    if extra == "none":
+        return x
+    from mobrl.envs.observations import ue_columns
+    from mobrl.envs.wrappers import ue_id
+
+    column = ue_columns(core)
+    cols = np.array([column[ue_id(a)] for a in obs], dtype=int)
+    return np.concatenate([x, gain_features(core, cols, k)], axis=1)
+
+
+# --- labels --------------------------------------------------------------------------------
+
+
+def slot_labels(core: Any, station_actions: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each UE's station action (UE order; 0 keep, b + 1 toggle b) as a slot action, and a
+    mask of UEs whose toggle names a station outside their k slots (labelled 0)."""
+    from mobrl.envs.observations import station_arrays, topk_slots
+
+    order = topk_slots(station_arrays(core), k)  # (k, UE)
+    act = np.asarray(station_actions, dtype=np.int64)
+    match = (order == (act - 1)[None, :]) & (act > 0)[None, :]
+    found = match.any(axis=0)
+    slots = np.where(found, match.argmax(axis=0) + 1, 0)
+    return slots, (act > 0) & ~found
+
+
+class Collector:
+    """Episodes on the fast engine in which the expert labels every active UE's observation."""
+
+    def __init__(self, cfg: dict[str, Any], k: int, extra: str = "none", expert: str = "oracle"):
+        self.cfg = {**cfg, "engine": "fast"}
+        self.k, self.extra, self.expert = k, extra, expert
+        self.outside = 0  # UE-steps where the unrestricted oracle toggles outside the slots
+        self.toggles = 0  # UE-steps where the unrestricted oracle toggles at all
+        self.ue_steps = 0
+
+    def episode(
+        self, seed: int, learner: Any = None, count_outside: bool = False
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Observations, expert slot labels and the actions played, for every active UE-step
+        of episode `seed`; the expert plays unless `learner` is given."""
+        from mobrl.envs.observations import ue_columns
+        from mobrl.envs.service import link_state
+        from mobrl.envs.wrappers import find_core, ue_id
+        from mobrl.evaluation.oracle import StepSearch
+        from mobrl.evaluation.policies import BASELINES
+        from mobrl.evaluation.rollout import episode_env
+
+        env = episode_env(self.cfg, seed)
+        core = find_core(env)
+        expert, greedy = BASELINES[self.expert](), BASELINES["greedy"]()
+        expert.reset(seed)
+        free = StepSearch() if count_outside else None
+        if learner is not None:
+            learner.reset(seed)
+        obs, _ = env.reset(seed=seed)
+        xs, ys, played = [], [], []
+        try:
+            while True:
+                agents = list(obs)
+                column = ue_columns(core)
+                cols = np.array([column[ue_id(a)] for a in agents], dtype=int)
+                labels, _ = slot_labels(core, expert.station_actions(core), self.k)
+                if free is not None:
+                    move = greedy.station_actions(core)
+                    unrestricted = free.decide_state(link_state(core), move, None)
+                    _, out = slot_labels(core, unrestricted, self.k)
+                    self.outside += int(out[cols].sum())
+                    self.toggles += int((unrestricted[cols] > 0).sum())
+                    self.ue_steps += len(cols)
+                x = with_features(core, obs, self.k, self.extra)
+                y = labels[cols]
+                if learner is None:
+                    actions = {a: int(v) for a, v in zip(agents, y)}
+                else:
+                    actions = learner.act(obs, env)
+                xs.append(x)
+                ys.append(y)
+                played.append(np.array([actions[a] for a in agents]))
+                obs, _, term, trunc, _ = env.step(actions)
+                if term["__all__"] or trunc["__all__"] or not obs:
+                    break
+        finally:
+            env.close()
+        return np.concatenate(xs), np.concatenate(ys), np.concatenate(played)
+
+
+# --- fitting -------------------------------------------------------------------------------
+
+
+def make_net(n_in: int, n_out: int, hidden: list[int]) -> Any:
+    """The zoo's policy network: RLlib's default MLP encoder (tanh) and a linear head."""
+    import torch
+
+    layers: list[Any] = []
+    for h in hidden:
+        layers += [torch.nn.Linear(n_in, h), torch.nn.Tanh()]
+        n_in = h
+    layers.append(torch.nn.Linear(n_in, n_out))
+    return torch.nn.Sequential(*layers)
+
+
+def fit(net: Any, x: np.ndarray, y: np.ndarray, updates: int, seed: int = 0) -> float:
+    """`updates` Adam steps of cross-entropy on minibatches of 256 drawn from (x, y); `net`
+    maps observations to logits (a torch module or callable with `parameters`) and carries on
+    from its weights. The final training accuracy."""
+    import torch
+
+    torch.manual_seed(seed)
+    params = [p for p in net.parameters() if p.requires_grad]
+    opt = torch.optim.Adam(params, lr=1e-3)
+    xt = torch.as_tensor(x, dtype=torch.float32)
+    yt = torch.as_tensor(y, dtype=torch.int64)
+    n = len(xt)
+    for _ in range(updates):
+        idx = torch.randint(n, (BATCH,))
+        loss = torch.nn.functional.cross_entropy(net(xt[idx]), yt[idx])
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    with torch.no_grad():
+        return float((net(xt).argmax(dim=1) == yt).float().mean())
+
+
+def as_layers(net: Any) -> list[tuple[str, Any]]:
+    """The network as the zoo's layer list (`mobrl.evaluation.zoo.save_layers` writes it)."""
+    import torch
+
+    out: list[tuple[str, Any]] = []
+    for layer in net:
+        if isinstance(layer, torch.nn.Linear):
+            w = layer.weight.detach().numpy().astype(np.float32)
+            b = layer.bias.detach().numpy().astype(np.float32)
+            out.append(("linear", (w, b)))
+        else:
+            out.append(("activation", type(layer).__name__))
+    return out
+
+
+def accuracy(pred: np.ndarray, y: np.ndarray) -> dict[str, float]:
+    """Agreement overall, on the expert's toggles (recall) and on the policy's toggles."""
+    import math
+
+    tog, mine = y > 0, pred > 0
+    return {
+        "all": float((pred == y).mean()),
+        "toggles": float((pred[tog] == y[tog]).mean()) if tog.any() else math.nan,
+        "own": float((pred[mine] == y[mine]).mean()) if mine.any() else math.nan,
+        "toggle_share": float(tog.mean()),
+    }
+
+
+class ModuleLogits:
+    """An RLlib RLModule's action logits as a torch callable (its acting path: the actor
+    encoder and the `pi` head, through `forward_train`, so with gradients; the value path
+    gets none), with the module's parameters."""
+
+    def __init__(self, module: Any):
+        self.module = module
+
+    def parameters(self) -> Any:
+        return self.module.parameters()
+
+    def __call__(self, x: Any) -> Any:
+        from ray.rllib.core.columns import Columns
+
+        return self.module.forward_train({Columns.OBS: x})[Columns.ACTION_DIST_INPUTS]
+
+
+class GreedyActor:
+    """A logits callable (`ModuleLogits`, a torch net) playing its most likely action per
+    agent: the `learner` of `Collector.episode`."""
+
+    def __init__(self, logits: Any):
+        self.logits = logits
+
+    def reset(self, seed: int | None = None) -> None:
+        pass
+
+    def actions(self, x: np.ndarray) -> np.ndarray:
+        import torch
+
+        with torch.no_grad():
+            out = self.logits(torch.as_tensor(x, dtype=torch.float32))
+        return out.argmax(dim=1).numpy()
+
+    def act(self, observation: dict[Any, np.ndarray], env: Any = None) -> dict[Any, int]:
+        x = np.stack(list(observation.values()))
+        return {a: int(c) for a, c in zip(observation, self.actions(x))}
+
+
+def dagger(
+    net: Any,
+    env_config: dict[str, Any],
+    expert: str = "oracle",
+    episodes: int = 4,
+    rounds: int = 4,
+    updates: int = 1500,
+    log: Any = None,
+) -> dict[str, Any]:
+    """DAgger into `net` (a logits callable with `parameters`, e.g. `ModuleLogits`) on the
+    env of `env_config` (a slot observation; played on the fast engine): what it measured."""
+    from mobrl.scenarios.kinds.mobile import MobileSpec
+
+    k = int(MobileSpec.of(env_config).topk)
+    collect = Collector(env_config, k, expert=expert)
+    seed = TRAIN_SEED
+    xs, ys = [], []
+    for _ in range(episodes):
+        x, y, _ = collect.episode(seed)
+        xs.append(x)
+        ys.append(y)
+        seed += 1
+    history = []
+    actor = GreedyActor(net)
+    train_acc = 0.0
+    for it in range(rounds + 1):
+        n = updates * (3 if it == rounds else 1)
+        train_acc = fit(net, np.concatenate(xs), np.concatenate(ys), n, seed=it)
+        if it == rounds:
+            break
+        played, labels = [], []
+        for _ in range(episodes):
+            x, y, p = collect.episode(seed, learner=actor)
+            xs.append(x)
+            ys.append(y)
+            played.append(p)
+            labels.append(y)
+            seed += 1
+        history.append(
+            {
+                "round": it,
+                "train_acc": train_acc,
+                **accuracy(*map(np.concatenate, (played, labels))),
+            }
+        )
+        if log is not None:
+            log(f"imitation round {it}: {history[-1]}")
+    return {"rows": int(sum(len(y) for y in ys)), "train_acc": train_acc, "history": history}
+
+
+def pretrain(
+    *, algorithm: Any, settings: dict[str, Any], env_config: dict[str, Any], **kwargs: Any
+) -> None:
+    """RLlib `on_algorithm_init` callback: DAgger (`settings`: `run.imitate`) into each RLModule
+    of the local learner, then the env runners get the weights."""
+    import torch
+
+    def imitate(learner: Any) -> dict[str, Any]:
+        out = {}
+        for module_id in list(learner.module.keys()):
+            module = learner.module[module_id]
+            with torch.enable_grad():
+                out[module_id] = dagger(
+                    ModuleLogits(module),
+                    env_config,
+                    settings["expert"],
+                    int(settings["episodes"]),
+                    int(settings["rounds"]),
+                    int(settings["updates"]),
+                )
+        return out
+
+    found = algorithm.learner_group.foreach_learner(imitate)
+    algorithm.env_runner_group.sync_weights(
+        from_worker_or_learner_group=algorithm.learner_group, inference_only=True
+    )
+    if algorithm.eval_env_runner_group is not None:
+        algorithm.eval_env_runner_group.sync_weights(
+            from_worker_or_learner_group=algorithm.learner_group, inference_only=True
+        )
+    algorithm.imitation = found
+
+
+def check_imitate(cfg: Any) -> None:
+    """`run.imitate` applies (a mobile-env layout, env=ma, a slot observation, a known
+    expert, one local learner, an algorithm with an RLModule policy head), or a one-line
+    error naming the fix. Nothing to check while `run.imitate.expert` is null."""
+    from mobrl.core.errors import UserError, unknown_choice
+
+    settings = cfg.run.get("imitate")
+    if settings is None or not settings.expert:
+        return
+    from mobrl.evaluation.policies import BASELINES
+    from mobrl.scenarios.kinds.mobile import TOPK_OBSERVATIONS
+
+    off = "or drop run.imitate.expert"
+    from mobrl.scenarios.kinds import kind_of
+
+    if kind_of(cfg).name != "mobile":
+        raise UserError(
+            f"run.imitate imitates mobile-env baselines; scenario={cfg.scenario.name} is not a "
+            f"mobile-env layout. Use e.g. scenario=small, {off}."
+        )
+    if cfg.env.mode != "ma":
+        raise UserError(f"run.imitate needs one agent per UE: use env=ma, {off}.")
+    obs = cfg.env.get("obs", "mobile")
+    if obs not in TOPK_OBSERVATIONS:
+        raise UserError(
+            f"run.imitate needs a slot observation, not env.obs={obs}: use env.obs=topk_gain "
+            f"(or topk), {off}."
+        )
+    if settings.expert not in BASELINES or not hasattr(
+        BASELINES[settings.expert], "station_actions"
+    ):
+        able = [n for n, b in BASELINES.items() if hasattr(b, "station_actions")]
+        raise unknown_choice(
+            "run.imitate.expert", str(settings.expert), able, "Use run.imitate.expert=oracle."
+        )
+    if cfg.algo.name != "ppo":
+        raise UserError(
+            f"run.imitate fits PPO's policy head; algo={cfg.algo.name} has none to fit. Use "
+            f"algo=ppo, {off}."
+        )
+    if cfg.run.resources.num_learners != 0:
+        raise UserError(
+            "run.imitate fits the policy in the algorithm's own learner: set "
+            f"run.resources.num_learners=0, {off}."
+        )
+    for key in ("episodes", "updates"):
+        if int(settings[key]) < 1:
+            raise UserError(f"run.imitate.{key} must be >= 1, got {settings[key]}.")
+    if int(settings.rounds) < 0:
+        raise UserError(f"run.imitate.rounds must be >= 0, got {settings.rounds}.")

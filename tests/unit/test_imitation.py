@@ -1,0 +1,79 @@
+"""`run.imitate`'s DAgger (mobrl.training.imitation): labels, the fit, and where it applies."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from mobrl.core.errors import UserError
+from mobrl.envs.factory import env_config_from
+from mobrl.training.checks import validate_command_line
+
+
+def _env(obs: str = "topk_gain") -> dict:
+    return env_config_from(validate_command_line(["scenario=small", f"env.obs={obs}"]))
+
+
+def test_dagger_imitates_the_oracle_on_small_after_a_tiny_budget() -> None:
+    import torch
+
+    from mobrl.training.imitation import Collector, GreedyActor, accuracy, dagger, make_net
+
+    torch.manual_seed(0)
+    env_config = _env()
+    net = make_net(5 * 3 + 2 + 3, 4, [64, 64])
+    found = dagger(net, env_config, "oracle", episodes=2, rounds=1, updates=300)
+    assert found["rows"] > 0 and len(found["history"]) == 1
+    assert found["train_acc"] > 0.85
+    # on an unseen episode, in the states the policy itself reaches
+    _, labels, played = Collector(env_config, 3).episode(1_500_000, learner=GreedyActor(net))
+    acc = accuracy(played, labels)
+    assert acc["all"] > 0.85, acc
+
+
+def test_gain_features_are_topk_gains_last_columns() -> None:
+    from mobrl.envs.observations import ue_columns
+    from mobrl.envs.wrappers import find_core, ue_id
+    from mobrl.evaluation.rollout import episode_env
+    from mobrl.training.imitation import with_features
+
+    plain, gain = episode_env(_env("topk"), 3), episode_env(_env(), 3)
+    obs_p, _ = plain.reset(seed=3)
+    obs_g, _ = gain.reset(seed=3)
+    core = find_core(plain)
+    for _ in range(10):
+        x = with_features(core, obs_p, 3, "gain")
+        np.testing.assert_allclose(x, np.stack(list(obs_g.values())), atol=1e-6)
+        column = ue_columns(core)
+        act = {a: int(column[ue_id(a)] % 4) for a in obs_p}
+        obs_p, *_ = plain.step(act)
+        obs_g, *_ = gain.step(act)
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        (["env=central", "env.obs=extended"], "run.imitate needs one agent per UE: use env=ma"),
+        (["env.obs=mobile"], "use env.obs=topk_gain"),
+        (["run.imitate.expert=orcle"], "Did you mean 'oracle'"),
+        (["algo=dqn"], "Use algo=ppo"),
+        (["run.resources.num_learners=1"], "run.resources.num_learners=0"),
+        (["run.imitate.episodes=0"], "run.imitate.episodes must be >= 1"),
+    ],
+)
+def test_imitate_where_it_applies_only(overrides: list[str], message: str) -> None:
+    from mobrl.training.checks import check_settings
+
+    base = ["scenario=small", "env.obs=topk_gain", "run.imitate.expert=oracle"]
+    with pytest.raises(UserError, match=message):
+        check_settings(validate_command_line([*base, *overrides]))
+
+
+def test_imitate_is_off_by_default_and_checks_pass_where_it_applies() -> None:
+    from mobrl.training.checks import check_settings
+
+    cfg = validate_command_line(["scenario=small"])
+    assert cfg.run.imitate.expert is None
+    check_settings(
+        validate_command_line(["scenario=small", "env.obs=topk_gain", "run.imitate.expert=oracle"])
+    )
