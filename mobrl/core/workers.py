@@ -7,16 +7,17 @@ every worker, and `python -` or `python -c` fail. loky's processes start clean (
 only what the jobs they are sent need), so `mobrl.evaluate(...)` works from a script, a
 notebook, standard input or a shell alike.
 
-Ctrl-C reaches every process of the terminal's group. Workers ignore it (SIGINT stays blocked
-from their first instruction and is ignored once they run), so the one line that reports the
-interrupt comes from the main process, which kills the workers instead of waiting for the
-episodes they have queued.
+Ctrl-C reaches every process of the terminal's group. Workers ignore it from their first
+instruction (they start while this process ignores it, and their initializer ignores it
+again), so the one line that reports the interrupt comes from the main process, which kills
+the workers instead of waiting for the episodes they have queued.
 """
 
 from __future__ import annotations
 
 import logging
 import signal
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -27,31 +28,49 @@ def _ignore_interrupts() -> None:
 
 
 @contextmanager
-def sigint_blocked() -> Iterator[None]:
-    """Hold SIGINT back in this thread while the block runs: processes and threads started
-    in it inherit the blocked signal (a worker started here never sees a Ctrl-C, not even
-    while it boots); a Ctrl-C pressed meanwhile is delivered when the block ends."""
-    if not hasattr(signal, "pthread_sigmask"):  # not on Windows: the initializer does it
+def sigint_ignored() -> Iterator[None]:
+    """Ignore Ctrl-C in this process while the block starts worker processes: an ignored
+    signal stays ignored across a child's exec and Python leaves it so, so a worker started
+    here never sees a Ctrl-C, not even while it boots (a Ctrl-C pressed in these few
+    milliseconds is lost). Only the main thread can set signal handlers; elsewhere the
+    workers' initializer alone ignores it."""
+    if threading.current_thread() is not threading.main_thread():
         yield
         return
-    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         yield
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+        signal.signal(signal.SIGINT, previous)
+
+
+class Pool:
+    """A loky pool whose first submission (which starts the worker processes) happens while
+    this process ignores Ctrl-C, so the workers are born ignoring it."""
+
+    def __init__(self, pool: Any) -> None:
+        self.pool, self.started = pool, False
+
+    def submit(self, fn: Any, *args: Any) -> Any:
+        if self.started:
+            return self.pool.submit(fn, *args)
+        with sigint_ignored():
+            future = self.pool.submit(fn, *args)
+        self.started = True
+        return future
 
 
 @contextmanager
-def process_pool(workers: int) -> Iterator[Any]:
-    """A pool of `workers` fresh processes (a loky `ProcessPoolExecutor`). Submit jobs
-    inside `sigint_blocked()` (the pool starts its processes on the first submissions). On
-    the way out, the pool waits for its jobs; after an error or Ctrl-C it kills its workers
-    at once, without waiting for what they have queued."""
+def process_pool(workers: int) -> Iterator[Pool]:
+    """A pool of `workers` fresh processes (loky's `ProcessPoolExecutor`, started by the
+    first `submit`). On the way out, it waits for its jobs; after an error or Ctrl-C it kills
+    its workers at once, without waiting for what they have queued."""
     from loky import ProcessPoolExecutor
 
-    pool = ProcessPoolExecutor(max_workers=workers, initializer=_ignore_interrupts)
+    with sigint_ignored():  # what the pool starts now (its helper processes) never sees it
+        pool = ProcessPoolExecutor(max_workers=workers, initializer=_ignore_interrupts)
     try:
-        yield pool
+        yield Pool(pool)
     except BaseException:
         # kill the workers and wait for the pool's own thread to settle every future; a
         # future already cancelled makes that thread log a traceback for a result nobody

@@ -128,7 +128,7 @@ def play_blocks(
             yield ordered({(j, i): play(j, i, s) for j in range(len(jobs)) for i, s in chunk})
         return
 
-    from mobrl.core.workers import process_pool, sigint_blocked
+    from mobrl.core.workers import process_pool
 
     def tick(future: Any) -> None:
         if not future.cancelled() and future.exception() is None:
@@ -138,13 +138,12 @@ def play_blocks(
     with process_pool(pool_workers) as pool:
         for chunk in chunks:
             futures = {}
-            with sigint_blocked():  # workers started now never see a Ctrl-C
-                for j, job in enumerate(jobs):
-                    if local[j]:
-                        continue
-                    for i, seed in chunk:
-                        args = (job.name, seed, job.checkpoint, job.env_config, explore)
-                        futures[pool.submit(_run, *args)] = (j, i, seed)
+            for j, job in enumerate(jobs):
+                if local[j]:
+                    continue
+                for i, seed in chunk:
+                    args = (job.name, seed, job.checkpoint, job.env_config, explore)
+                    futures[pool.submit(_run, *args)] = (j, i, seed)
             for future in futures:
                 future.add_done_callback(tick)
             if prepare is not None:

@@ -118,15 +118,14 @@ def _frames(recording: Recording, workers: int) -> Iterator[np.ndarray]:
         for state in states:
             yield from draw_frames(recording.scene, [state])
         return
-    from mobrl.core.workers import process_pool, sigint_blocked
+    from mobrl.core.workers import process_pool
 
     tasks = [
         (recording.scene, states[i : i + _FRAMES_PER_TASK])
         for i in range(0, len(states), _FRAMES_PER_TASK)
     ]
     with process_pool(workers) as pool:
-        with sigint_blocked():  # workers started now never see a Ctrl-C
-            drawn = [pool.submit(_draw_task, task) for task in tasks]
+        drawn = [pool.submit(_draw_task, task) for task in tasks]
         for future in drawn:  # in order; an interrupt leaves the pool to kill the workers
             yield from future.result()
 
