@@ -74,7 +74,9 @@ def _interruptible(command: Callable[..., None]) -> Callable[..., None]:
     return run
 
 
-def _unknown_option(command: typer.core.TyperCommand, args: list[str]) -> UserError | None:
+def _unknown_option(
+    command: typer.core.TyperCommand, args: list[str], path: str
+) -> UserError | None:
     """The first `--option` in `args` that `command` does not have, as a one-line error with
     the closest one it has (Click would report a required option as missing instead, and
     the commands that pass overrides through would take it for a malformed override)."""
@@ -92,7 +94,7 @@ def _unknown_option(command: typer.core.TyperCommand, args: list[str]) -> UserEr
 
 def _check_options(ctx: typer.Context) -> None:
     """What a command that takes overrides was given beyond its options must be overrides."""
-    unknown = _unknown_option(ctx.command, ctx.args)
+    unknown = _unknown_option(ctx.command, ctx.args, ctx.command_path)
     if unknown is not None:
         raise unknown
 
@@ -480,7 +482,14 @@ def main() -> None:
         print(f"error: {err}", file=sys.stderr)
         raise SystemExit(USER_ERROR_EXIT) from None
     except usage_error as err:
-        unknown = _unknown_option(err.ctx.command, sys.argv[1:]) if err.ctx else None
+        command_error = err.ctx is not None and not isinstance(
+            err.ctx.command, typer.core.TyperGroup
+        )
+        unknown = (
+            _unknown_option(err.ctx.command, sys.argv[2:], err.ctx.command_path)
+            if command_error
+            else None
+        )
         if unknown is not None:  # a typo, rather than what it left missing
             print(f"error: {unknown}", file=sys.stderr)
             raise SystemExit(USER_ERROR_EXIT) from None
