@@ -77,3 +77,21 @@ def test_imitate_is_off_by_default_and_checks_pass_where_it_applies() -> None:
     check_settings(
         validate_command_line(["scenario=small", "env.obs=topk_gain", "run.imitate.expert=oracle"])
     )
+
+
+def test_the_algorithm_imitates_at_init_but_not_when_resumed() -> None:
+    from mobrl.envs import factory
+    from mobrl.training.algos import build_algorithm_config
+
+    cfg = validate_command_line(
+        ["scenario=small", "env.obs=topk_gain", "run=smoke", "run.imitate.expert=oracle"]
+    )
+    env_config = factory.env_config_from(cfg)
+    fresh = build_algorithm_config(cfg, factory.ENV_NAME, env_config)
+    assert fresh.callbacks_on_algorithm_init is not None
+    assert fresh.callbacks_on_algorithm_init.keywords["settings"]["expert"] == "oracle"
+    resumed = build_algorithm_config(cfg, factory.ENV_NAME, env_config, imitate=False)
+    assert resumed.callbacks_on_algorithm_init is None
+    plain = validate_command_line(["scenario=small", "env.obs=topk_gain", "run=smoke"])
+    off = build_algorithm_config(plain, factory.ENV_NAME, factory.env_config_from(plain))
+    assert off.callbacks_on_algorithm_init is None
