@@ -16,51 +16,19 @@ read them as an order of magnitude). Usage:
 from __future__ import annotations
 
 import argparse
-import time
+import sys
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from mobrl.core import metrics as keys
+from mobrl.evaluation.baselines import FIELD_RULES
 
-RULES = ",".join(
-    [
-        "greedy_fill",
-        "deepcomp_dynamic",
-        "deepcomp_dynamic_eps08",
-        "deepcomp_static",
-        "deepcomp_static_m3",
-        "a3",
-        "a3_ttt2",
-        "full",
-    ]
-)
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_oracle import Timed, env_config  # noqa: E402
 
-
-class Timed:
-    """A policy whose `act` time is summed (the env's step is not)."""
-
-    def __init__(self, policy: Any):
-        self.policy, self.seconds, self.steps = policy, 0.0, 0
-        self.reads_observation = getattr(policy, "reads_observation", True)
-
-    def reset(self, seed: int | None = None) -> None:
-        self.policy.reset(seed)
-
-    def act(self, observation: Any, env: Any = None) -> Any:
-        start = time.perf_counter()
-        action = self.policy.act(observation, env)
-        self.seconds += time.perf_counter() - start
-        self.steps += 1
-        return action
-
-
-def env_config(layout: str) -> dict[str, Any]:
-    """The env `mobrl baselines scenario=LAYOUT` plays."""
-    from mobrl.envs.factory import env_config_from
-    from mobrl.training.checks import validate_command_line
-
-    return env_config_from(validate_command_line([f"scenario={layout}"]))
+RULES = ",".join([*FIELD_RULES, "full"])
 
 
 def bench_layout(layout: str, names: list[str], seeds: range) -> list[dict[str, Any]]:

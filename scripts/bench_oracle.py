@@ -32,12 +32,13 @@ import numpy as np
 from mobrl.core import metrics as keys
 
 
-def env_config(layout: str, obs: str) -> dict[str, Any]:
-    """The env `mobrl evaluate scenario=LAYOUT env.obs=OBS` plays."""
+def env_config(layout: str, obs: str | None = None) -> dict[str, Any]:
+    """The env `mobrl evaluate scenario=LAYOUT [env.obs=OBS]` plays."""
     from mobrl.envs.factory import env_config_from
     from mobrl.training.checks import validate_command_line
 
-    return env_config_from(validate_command_line([f"scenario={layout}", f"env.obs={obs}"]))
+    overrides = [f"scenario={layout}"] + ([f"env.obs={obs}"] if obs else [])
+    return env_config_from(validate_command_line(overrides))
 
 
 class Timed:

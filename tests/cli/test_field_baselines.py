@@ -4,15 +4,7 @@ from __future__ import annotations
 
 import json
 
-FIELD_RULES = [
-    "greedy_fill",
-    "deepcomp_dynamic",
-    "deepcomp_dynamic_eps08",
-    "deepcomp_static",
-    "deepcomp_static_m3",
-    "a3",
-    "a3_ttt2",
-]
+from mobrl.evaluation.baselines import FIELD_RULES
 
 
 def test_field_rules_play_through_the_baselines_command(mobrl_cli, tmp_path) -> None:

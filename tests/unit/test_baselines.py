@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from mobrl.envs.factory import make_env
+from mobrl.evaluation.baselines import FIELD_RULES
 from mobrl.evaluation.policies import (
     BASELINES,
     FullPolicy,
@@ -14,17 +15,6 @@ from mobrl.evaluation.policies import (
     PoleAnglePolicy,
     baselines_for,
 )
-
-#: the field's rules (mobrl.evaluation.baselines: fill, deepcomp, a3)
-FIELD_RULES = [
-    "greedy_fill",
-    "deepcomp_dynamic",
-    "deepcomp_dynamic_eps08",
-    "deepcomp_static",
-    "deepcomp_static_m3",
-    "a3",
-    "a3_ttt2",
-]
 
 
 def _small(mode: str = "ma", engine: str = "fast"):

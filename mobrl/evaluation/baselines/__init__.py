@@ -29,7 +29,11 @@ _MODULES = (classic, fill, deepcomp, a3)
 #: every rule of the package by its baseline name, in the order of `_MODULES`
 RULES: dict[str, type[Baseline]] = {cls.name: cls for m in _MODULES for cls in m.RULES}
 
+#: the field's rules (not mobrl's classic ones), by name
+FIELD_RULES: list[str] = [cls.name for m in (fill, deepcomp, a3) for cls in m.RULES]
+
 __all__ = [
+    "FIELD_RULES",
     "RULES",
     "Baseline",
     "FullPolicy",

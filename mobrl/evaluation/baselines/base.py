@@ -123,7 +123,7 @@ def ue_link_state(core: Any, ue: Any) -> tuple[list[Any], set[Any], dict[Any, fl
 def link_arrays(core: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(BS, UE) SNRs, reachable links (SNR above the UE's threshold) and live links in range,
     stations and UEs in id order (`ue_link_state` for all UEs at once)."""
-    from mobrl.envs.observations import link_arrays as arrays
+    from mobrl.envs.service import link_arrays as arrays
 
     state = arrays(core)
     reach = np.asarray(state["reach"], dtype=bool)
