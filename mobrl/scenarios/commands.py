@@ -70,9 +70,17 @@ def show(name: str) -> str:
     return header + yaml.safe_dump(data, sort_keys=False, default_flow_style=None)
 
 
+#: layouts with more stations than this are drawn without each station's range outline
+OUTLINED_STATIONS = 30
+#: and with more than this, without station letters (A to Z)
+LABELLED_STATIONS = 26
+
+
 def plot(name: str, out: Path, width_px: int, height_px: int, dpi: int = 100) -> Path:
     """A PNG of the layout: coverage depth, each station's range at the UE's SNR threshold,
-    stations, and where the UEs start (first episode of the layout's seed)."""
+    stations, and where the UEs start (first episode of the layout's seed). Large layouts
+    (city scale) keep to what stays readable: smaller markers, no station letters, and the
+    coverage depth alone instead of an outline per station."""
     import os
 
     import matplotlib
@@ -94,8 +102,9 @@ def plot(name: str, out: Path, width_px: int, height_px: int, dpi: int = 100) ->
         raise UserError(f"--out '{out.name}' is not a .png file. End the name with .png.")
     check_writable(out.parent, "--out", example="./layout.png")
     data = scenarios.load(find(name))
-    core = make_mobile_core(data, "central", "fast")
+    core = make_mobile_core(data, "ma", "fast")  # the UEs start where they do with central
     core.reset()
+    n_bs, n_ue = len(data["stations"]), data["ues"]["count"]
 
     fig = Figure(figsize=(width_px / dpi, height_px / dpi), dpi=dpi)
     ax = fig.add_subplot()
@@ -107,15 +116,19 @@ def plot(name: str, out: Path, width_px: int, height_px: int, dpi: int = 100) ->
     in_range = np.zeros_like(gx, dtype=int)
     for s in data["stations"]:
         t1, t2 = channel.loss_terms(s["frequency"], s["height"], ue["height"])
+        # only the grid points within the station's range (+2 m for the truncated positions)
+        reach = 10 ** ((s["tx_power"] - t1 - 10 * np.log10(ue["snr_threshold"] * ue["noise"])) / t2)
+        cols = slice(*np.searchsorted(xs, [s["x"] - reach - 2, s["x"] + reach + 2]))
+        rows = slice(*np.searchsorted(ys, [s["y"] - reach - 2, s["y"] + reach + 2]))
         snr = channel.snr(
             t1,
             t2,
             s["tx_power"],
             ue["noise"],
-            int(s["x"]) - np.trunc(gx),
-            int(s["y"]) - np.trunc(gy),
+            int(s["x"]) - np.trunc(gx[rows, cols]),
+            int(s["y"]) - np.trunc(gy[rows, cols]),
         )
-        in_range += snr > ue["snr_threshold"]
+        in_range[rows, cols] += snr > ue["snr_threshold"]
     depth = ax.imshow(
         in_range, origin="lower", extent=(0, w, 0, h), cmap="Blues", vmin=0,
         vmax=max(int(in_range.max()), 1), alpha=0.8, aspect="equal",
@@ -126,25 +139,33 @@ def plot(name: str, out: Path, width_px: int, height_px: int, dpi: int = 100) ->
     bar_ax = make_axes_locatable(ax).append_axes("right", size="3%", pad=0.1)
     top = max(int(in_range.max()), 1)
     fig.colorbar(depth, cax=bar_ax, label="stations in range", ticks=range(top + 1))
-    for lx, ly in isolines(core, 0.0):
-        ax.plot([*lx, lx[0]], [*ly, ly[0]], color="gray", linewidth=0.8)
-    for i, s in enumerate(data["stations"]):
-        ax.plot(s["x"], s["y"], marker="^", color="black", markersize=9)
-        ax.annotate(chr(ord("A") + i % 26), (s["x"], s["y"]), xytext=(5, 5),
-                    textcoords="offset points", fontsize=8)  # fmt: skip
+    if n_bs <= OUTLINED_STATIONS:  # beyond, the outlines hide the depth they outline
+        for lx, ly in isolines(core, 0.0):
+            ax.plot([*lx, lx[0]], [*ly, ly[0]], color="gray", linewidth=0.8)
+    # marker sizes shrink with the count beyond the small layouts' (points, pt²)
+    station_size = 9 * min(1.0, (OUTLINED_STATIONS / n_bs) ** 0.5)
+    ue_area = 18 * min(1.0, (100 / n_ue) ** 0.5)
+    xy = np.array([(s["x"], s["y"]) for s in data["stations"]])
+    ax.plot(*xy.T, linestyle="none", marker="^", color="black", markersize=max(station_size, 2),
+            label="station" if n_bs > LABELLED_STATIONS else None)  # fmt: skip
+    if n_bs <= LABELLED_STATIONS:
+        for i, (x, y) in enumerate(xy):
+            ax.annotate(chr(ord("A") + i), (x, y), xytext=(5, 5), textcoords="offset points",
+                        fontsize=8)  # fmt: skip
     starts = np.array([(u.x, u.y) for u in core.users.values()])
     active = {u.ue_id for u in core.active}
     present = np.array([u.ue_id in active for u in core.users.values()])
-    ax.scatter(*starts[present].T, s=18, color="tab:orange", label="UE (at start)", zorder=3)
+    ax.scatter(*starts[present].T, s=max(ue_area, 5), color="tab:orange", linewidths=0,
+               label="UE (at start)", zorder=3)  # fmt: skip
     if (~present).any():
-        ax.scatter(*starts[~present].T, s=18, facecolors="none", edgecolors="tab:orange",
-                   label="UE (arrives later)", zorder=3)  # fmt: skip
+        ax.scatter(*starts[~present].T, s=max(ue_area, 5), facecolors="none",
+                   edgecolors="tab:orange", label="UE (arrives later)", zorder=3)  # fmt: skip
     ax.set_xlim(0, w)
     ax.set_ylim(0, h)
     ax.set_xlabel("x (m)")
     ax.set_ylabel("y (m)")
-    ax.set_title(f"{name}: {len(data['stations'])} stations, {ue['count']} UEs", fontsize=10)
-    ax.legend(loc="upper right", fontsize=7)
+    ax.set_title(f"{name}: {n_bs} stations, {n_ue} UEs", fontsize=10)
+    ax.legend(loc="upper right", fontsize=7, markerscale=max(1.0, 6 / max(station_size, 2)))
     fig.tight_layout()
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(f".{out.stem}.partial.png")

@@ -1,0 +1,335 @@
+"""`mobrl scenarios generate | import`: city-scale layout files from a site generator or a CSV.
+
+Sites come from a hexagonal grid (`hex:N`, the N sites nearest the grid's centre: a round
+cluster; `hex:COLSxROWS`, a rectangular block that fills its map), random
+placement (`poisson:DENSITY` stations per km², `uniform:N` exactly N) or a CSV of station
+positions (`mobrl.scenarios.sitefile`). They are centred on the map, which is their bounding
+box plus a margin unless `--size` fixes it. Stations take mobile-env's parameters
+(`DEFAULTS['station_defaults']`) unless overridden; UEs mobile-env's, moving over the whole map.
+The file written records the command that made it in its header, so running that command
+again reproduces it.
+"""
+
+from __future__ import annotations
+
+import math
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+
+from mobrl import scenarios
+from mobrl.core.errors import UserError
+
+#: the inter-site distance of hex sites unless --isd is given (m): mobile-env's large layout
+#: has 13 stations on 300 x 300 m (144 per km²; a hexagonal grid 90 m apart has 143). With
+#: mobile-env's default station and UE parameters a station reaches about 69 m, so every
+#: point is covered (the farthest point of a hexagonal cell is ISD / sqrt(3) = 52 m away)
+#: and neighbouring cells overlap
+DEFAULT_ISD = 90.0
+#: the margin around sites whose spacing is unknown (a single imported station), in metres
+DEFAULT_MARGIN = 50.0
+_PER_KM2 = ("/km2", "/km²", "/km^2")
+
+
+@dataclass
+class Options:
+    """What `generate` and `import` share: UEs, map, seed, station parameters, output."""
+
+    ues: str
+    out: Path
+    size: str | None = None
+    margin: float | None = None
+    seed: int = 0
+    force: bool = False
+    station: dict[str, float] = field(default_factory=dict)  # overrides of station_defaults
+
+    def flags(self) -> list[str]:
+        """These options as command-line flags, in a fixed order."""
+        out = ["--ues", self.ues]
+        if self.size is not None:
+            out += ["--size", self.size]
+        if self.margin is not None:
+            out += ["--margin", f"{self.margin:g}"]
+        out += ["--seed", str(self.seed)]
+        for key, flag in STATION_FLAGS.items():
+            if key in self.station:
+                out += [flag, f"{self.station[key]:g}"]
+        return out
+
+
+#: station_defaults keys settable from the command line, and their flags
+STATION_FLAGS = {
+    "bandwidth": "--bandwidth",
+    "frequency": "--frequency",
+    "tx_power": "--tx-power",
+    "height": "--station-height",
+}
+
+
+def _number(text: str, what: str, example: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value <= 0:
+        raise UserError(f"{what} '{text}' is not a positive number. Write e.g. {example}.")
+    return value
+
+
+def _count(text: str, what: str, example: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise UserError(f"{what} '{text}' is not a whole number >= 1. Write e.g. {example}.")
+    return int(text)
+
+
+def parse_size(size: str | None) -> tuple[float, float] | None:
+    """`--size WxH` in metres, or None."""
+    if size is None:
+        return None
+    parts = size.lower().replace("×", "x").split("x")
+    if len(parts) != 2:
+        raise UserError(
+            f"--size '{size}' is not WIDTHxHEIGHT in metres. Write e.g. --size 1000x800."
+        )
+    w, h = (_number(p, "--size", "--size 1000x800") for p in parts)
+    return w, h
+
+
+def parse_sites(spec: str) -> tuple[str, Any]:
+    """`--sites hex:N | hex:COLSxROWS | poisson:DENSITY[/km2] | uniform:N` as (kind, number);
+    hex's number is N or (cols, rows)."""
+    kind, _, value = spec.partition(":")
+    fix = "Write --sites hex:N, hex:COLSxROWS, poisson:DENSITY (stations per km²) or uniform:N."
+    if kind == "hex" and "x" in value:
+        cols, _, rows = value.partition("x")
+        return kind, tuple(_count(v, "--sites hex:", "--sites hex:10x10") for v in (cols, rows))
+    if kind == "hex":
+        return kind, _count(value, f"--sites {kind}:", "--sites hex:100 or hex:10x10")
+    if kind == "uniform":
+        return kind, _count(value, f"--sites {kind}:", "--sites uniform:100")
+    if kind == "poisson":
+        for unit in _PER_KM2:
+            value = value.removesuffix(unit)
+        return kind, _number(value, "--sites poisson:", "--sites poisson:120 (per km²)")
+    raise UserError(f"--sites '{spec}' is not a known site generator. {fix}")
+
+
+def ue_count(spec: str, width: float, height: float) -> int:
+    """`--ues N` (a count) or `--ues D/km2` (a density over the map), as a count >= 1."""
+    for unit in _PER_KM2:
+        if spec.endswith(unit):
+            density = _number(spec.removesuffix(unit), "--ues", "--ues 800/km2")
+            return max(1, round(density * width * height / 1e6))
+    return _count(spec, "--ues", "--ues 1000 (a count) or --ues 800/km2 (a density)")
+
+
+def hex_sites(n: int, isd: float) -> np.ndarray:
+    """The `n` sites of a hexagonal grid with spacing `isd` nearest its centre (ring by ring;
+    within a ring by angle from east, counter-clockwise), as (n, 2) offsets from the centre."""
+    rings = 0
+    while 3 * rings * (rings + 1) + 1 < n:
+        rings += 1
+    q, r = np.meshgrid(np.arange(-rings, rings + 1), np.arange(-rings, rings + 1))
+    q, r = q.ravel(), r.ravel()
+    keep = np.maximum.reduce([abs(q), abs(r), abs(q + r)]) <= rings
+    q, r = q[keep], r[keep]
+    xy = np.stack([isd * (q + r / 2), isd * r * math.sqrt(3) / 2], axis=1)
+    distance = np.round(np.hypot(*xy.T) / isd, 6)
+    angle = np.round(np.mod(np.arctan2(xy[:, 1], xy[:, 0]), 2 * math.pi), 6)
+    order = np.lexsort((angle, distance))
+    return xy[order[:n]]
+
+
+def hex_block(cols: int, rows: int, isd: float) -> np.ndarray:
+    """A rectangular block of a hexagonal grid: `rows` rows of `cols` sites `isd` apart, every
+    other row shifted by isd / 2, rows isd * sqrt(3) / 2 apart; row by row from the bottom."""
+    c, r = np.meshgrid(np.arange(cols), np.arange(rows))
+    c, r = c.ravel(), r.ravel()
+    return np.stack([isd * (c + (r % 2) / 2), isd * r * math.sqrt(3) / 2], axis=1)
+
+
+def nearest_distances(points: np.ndarray) -> np.ndarray:
+    """Each point's distance to its nearest other point (inf for a single point)."""
+    out = np.full(len(points), np.inf)
+    for start in range(0, len(points), 1024):
+        block = points[start : start + 1024]
+        d = np.hypot(*(block[:, None, :] - points[None, :, :]).transpose(2, 0, 1))
+        d[np.arange(len(block)), np.arange(start, start + len(block))] = np.inf
+        out[start : start + len(block)] = d.min(axis=1)
+    return out
+
+
+def place(
+    points: np.ndarray, size: tuple[float, float] | None, margin: float
+) -> tuple[float, float, np.ndarray]:
+    """Centre `points` (m) on the map: (width, height, positions on the map). Without a size
+    the map is their bounding box plus `margin` on each side, in whole metres."""
+    low, high = points.min(axis=0), points.max(axis=0)
+    if size is None:
+        width, height = (float(math.ceil(v)) for v in high - low + 2 * margin)
+        width, height = max(width, 1.0), max(height, 1.0)
+    else:
+        width, height = size
+    placed = np.round(points - (low + high) / 2 + [width / 2, height / 2], 1)
+    if size is not None and ((placed < 0).any() or (placed > [width, height]).any()):
+        need = np.ceil(high - low)
+        raise UserError(
+            f"the stations span {need[0]:g} x {need[1]:g} m, more than --size "
+            f"{width:g}x{height:g}. Enlarge --size, or drop it for the stations' extent "
+            "plus a margin."
+        )
+    return width, height, placed
+
+
+def random_sites(kind: str, number: float, size: tuple[float, float], seed: int) -> np.ndarray:
+    """Stations scattered uniformly over the map: a Poisson count of `number` per km², or
+    exactly `number` (`uniform`), drawn from `seed`."""
+    rng = np.random.default_rng(seed)
+    width, height = size
+    count = int(rng.poisson(number * width * height / 1e6)) if kind == "poisson" else int(number)
+    if count == 0:
+        raise UserError(
+            f"--sites poisson:{number:g} drew no station on {width:g} x {height:g} m "
+            f"(seed {seed}). Raise the density or --size, or use another --seed."
+        )
+    return np.round(rng.uniform(0, 1, size=(count, 2)) * [width, height], 1)
+
+
+def layout(
+    positions: np.ndarray,
+    width: float,
+    height: float,
+    options: Options,
+    description: str,
+    extra: dict[str, np.ndarray] | None = None,
+) -> dict[str, Any]:
+    """A layout file's data: the stations at `positions`, mobile-env's other parameters."""
+    ues = scenarios.DEFAULTS["ues"]
+    stations = []
+    for i, (x, y) in enumerate(positions.tolist()):
+        station = {"x": x, "y": y}
+        for key, column in (extra or {}).items():
+            station[key] = float(column[i])
+        stations.append(station)
+    return {
+        "description": description,
+        "width": width,
+        "height": height,
+        "episode_length": scenarios.DEFAULTS["episode_length"],
+        "seed": options.seed,
+        "station_defaults": {**scenarios.DEFAULTS["station_defaults"], **options.station},
+        "stations": stations,
+        "ues": {**ues, "count": ue_count(options.ues, width, height)},
+        "movement": {"model": "random_waypoint"},
+        "arrival": {"model": "always"},
+    }
+
+
+def coverage(data: dict[str, Any], samples: int = 200) -> float:
+    """The share of the map within range of at least one station (SNR above the UEs'
+    threshold), on a grid of `samples` x `samples` points."""
+    from mobrl.envs.channel import loss_terms, snr
+
+    ue = data["ues"]
+    xs = (np.arange(samples) + 0.5) * data["width"] / samples
+    ys = (np.arange(samples) + 0.5) * data["height"] / samples
+    gx, gy = (g.ravel() for g in np.meshgrid(xs, ys))
+    covered = np.zeros(gx.shape, dtype=bool)
+    for s in data["stations"]:
+        t1, t2 = loss_terms(s["frequency"], s["height"], ue["height"])
+        best = snr(t1, t2, s["tx_power"], ue["noise"], s["x"] - gx, s["y"] - gy)
+        covered |= best > ue["snr_threshold"]
+    return float(covered.mean())
+
+
+def write(data: dict[str, Any], options: Options, command: list[str], notes: list[str]) -> str:
+    """Validate the layout, write it to `options.out` with its making in the header; return
+    one line on what was written."""
+    from mobrl.core.files import atomic_write_text, check_writable
+
+    out = Path(options.out).expanduser()
+    if out.suffix not in (".yaml", ".yml"):
+        raise UserError(f"--out '{out}' is not a .yaml file. End the name with .yaml.")
+    if out.exists() and not options.force:
+        raise UserError(f"--out '{out}' already exists. Add --force to replace it.")
+    check_writable(out.parent, "--out", example="./scenarios/mine.yaml")
+    resolved = scenarios.validate(yaml.safe_load(yaml.safe_dump(data)), out)
+    covered = coverage(resolved)
+    header = [
+        f"# {data['description']}",
+        f"# {len(data['stations'])} stations, {data['ues']['count']} UEs on a "
+        f"{data['width']:g} x {data['height']:g} m map; {covered:.1%} of it within a station's "
+        "range (units: m, Hz, MHz, dBm, m per step)",
+        *(f"# {note}" for note in notes),
+        "# made by (run it again to reproduce this file):",
+        f"#   {shlex.join(['mobrl', 'scenarios', *command])}",
+    ]
+    body = yaml.safe_dump(data, sort_keys=False, default_flow_style=None, width=100)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(out, "\n".join(header) + "\n" + body)
+    return (
+        f"{out}: {len(data['stations'])} stations, {data['ues']['count']} UEs, "
+        f"{data['width']:g} x {data['height']:g} m map, {covered:.1%} covered"
+    )
+
+
+def generate_command(sites: str, isd: float | None, options: Options) -> str:
+    """`mobrl scenarios generate`: a layout from a site generator, written to `--out`."""
+    kind, number = parse_sites(sites)
+    size = parse_size(options.size)
+    command = ["generate", "--sites", sites]
+    if kind == "hex":
+        spacing = DEFAULT_ISD if isd is None else isd
+        command += ["--isd", f"{spacing:g}"]
+        margin = spacing / 2 if options.margin is None else options.margin
+        if isinstance(number, tuple):
+            points = hex_block(*number, spacing)
+            shape = f"{number[0]} x {number[1]} block"
+        else:
+            points, shape = hex_sites(number, spacing), "round cluster"
+        width, height, positions = place(points, size, margin)
+        what = f"hexagonal grid of {len(points)} sites ({shape}), inter-site distance {spacing:g} m"
+    else:
+        if isd is not None or options.margin is not None:
+            flag = "--isd" if isd is not None else "--margin"
+            raise UserError(
+                f"{flag} applies to hex sites; random stations fill the whole map. Drop {flag}."
+            )
+        if size is None:
+            raise UserError(
+                f"--sites {sites} needs --size WxH: the area to scatter stations over. "
+                "Add e.g. --size 1000x1000."
+            )
+        width, height = size
+        positions = random_sites(kind, number, size, options.seed)
+        rule = f"{number:g} per km² (Poisson)" if kind == "poisson" else "uniform"
+        what = f"{len(positions)} stations placed at random, {rule}, seed {options.seed}"
+    command += [*options.flags(), "--out", str(options.out)]
+    ues = ue_count(options.ues, width, height)
+    data = layout(positions, width, height, options, f"{what}, {ues} UEs")
+    return write(data, options, command, [])
+
+
+def import_command(csv: Path, options: Options) -> str:
+    """`mobrl scenarios import`: a layout with the stations of a CSV, written to `--out`."""
+    from mobrl.scenarios.sitefile import read_sites
+
+    sites = read_sites(Path(csv).expanduser())
+    if options.margin is not None:
+        margin = options.margin
+    elif len(sites.xy) > 1:
+        margin = float(np.median(nearest_distances(sites.xy))) / 2
+    else:
+        margin = DEFAULT_MARGIN
+    width, height, positions = place(sites.xy, parse_size(options.size), margin)
+    ues = ue_count(options.ues, width, height)
+    data = layout(
+        positions, width, height, options, f"{len(positions)} stations of {Path(csv).name}, "
+        f"{ues} UEs", sites.columns,
+    )  # fmt: skip
+    command = ["import", str(csv), *options.flags(), "--out", str(options.out)]
+    return write(data, options, command, sites.notes)
