@@ -71,18 +71,19 @@ STATION_FLAGS = {
 
 
 def _number(text: str, what: str, example: str) -> float:
+    """`text` as a positive number; else an error naming `what` (the option and its value)."""
     try:
         value = float(text)
     except ValueError:
         value = math.nan
     if not math.isfinite(value) or value <= 0:
-        raise UserError(f"{what} '{text}' is not a positive number. Write e.g. {example}.")
+        raise UserError(f"{what}: '{text}' is not a positive number. Write e.g. {example}.")
     return value
 
 
 def _count(text: str, what: str, example: str) -> int:
     if not text.isdigit() or int(text) < 1:
-        raise UserError(f"{what} '{text}' is not a whole number >= 1. Write e.g. {example}.")
+        raise UserError(f"{what}: '{text}' is not a whole number >= 1. Write e.g. {example}.")
     return int(text)
 
 
@@ -95,7 +96,7 @@ def parse_size(size: str | None) -> tuple[float, float] | None:
         raise UserError(
             f"--size '{size}' is not WIDTHxHEIGHT in metres. Write e.g. --size 1000x800."
         )
-    w, h = (_number(p, "--size", "--size 1000x800") for p in parts)
+    w, h = (_number(p, f"--size '{size}'", "--size 1000x800") for p in parts)
     return w, h
 
 
@@ -106,15 +107,16 @@ def parse_sites(spec: str) -> tuple[str, Any]:
     fix = "Write --sites hex:N, hex:COLSxROWS, poisson:DENSITY (stations per km²) or uniform:N."
     if kind == "hex" and "x" in value:
         cols, _, rows = value.partition("x")
-        return kind, tuple(_count(v, "--sites hex:", "--sites hex:10x10") for v in (cols, rows))
+        what = f"--sites '{spec}'"
+        return kind, tuple(_count(v, what, "--sites hex:10x10") for v in (cols, rows))
     if kind == "hex":
-        return kind, _count(value, f"--sites {kind}:", "--sites hex:100 or hex:10x10")
+        return kind, _count(value, f"--sites '{spec}'", "--sites hex:100 or hex:10x10")
     if kind == "uniform":
-        return kind, _count(value, f"--sites {kind}:", "--sites uniform:100")
+        return kind, _count(value, f"--sites '{spec}'", "--sites uniform:100")
     if kind == "poisson":
         for unit in _PER_KM2:
             value = value.removesuffix(unit)
-        return kind, _number(value, "--sites poisson:", "--sites poisson:120 (per km²)")
+        return kind, _number(value, f"--sites '{spec}'", "--sites poisson:120 (per km²)")
     raise UserError(f"--sites '{spec}' is not a known site generator. {fix}")
 
 
@@ -122,7 +124,7 @@ def ue_count(spec: str, width: float, height: float) -> int:
     """`--ues N` (a count) or `--ues D/km2` (a density over the map), as a count >= 1."""
     for unit in _PER_KM2:
         if spec.endswith(unit):
-            density = _number(spec.removesuffix(unit), "--ues", "--ues 800/km2")
+            density = _number(spec.removesuffix(unit), f"--ues '{spec}'", "--ues 800/km2")
             return max(1, round(density * width * height / 1e6))
     return _count(spec, "--ues", "--ues 1000 (a count) or --ues 800/km2 (a density)")
 

@@ -39,14 +39,23 @@ class Sites:
     notes: list[str] = field(default_factory=list)
 
 
+def _wrap(degrees: np.ndarray | float) -> np.ndarray | float:
+    return (degrees + 180) % 360 - 180
+
+
+def centre(lat: np.ndarray, lon: np.ndarray) -> tuple[float, float]:
+    """The centre of the stations' extent in degrees (an extent across the antimeridian too)."""
+    east = _wrap(lon - lon[0])
+    return (lat.min() + lat.max()) / 2, float(_wrap(lon[0] + (east.min() + east.max()) / 2))
+
+
 def project(lat: np.ndarray, lon: np.ndarray) -> np.ndarray:
     """Degrees to metres east and north of the centre of their extent (see the module)."""
-    lat0 = (lat.min() + lat.max()) / 2
-    lon0 = (lon.min() + lon.max()) / 2
+    lat0, lon0 = centre(lat, lon)
     phi0 = math.radians(lat0)
     w = 1 - _E2 * math.sin(phi0) ** 2
     meridional, prime = _A * (1 - _E2) / w**1.5, _A / math.sqrt(w)
-    east = prime * math.cos(phi0) * np.radians((lon - lon0 + 180) % 360 - 180)
+    east = prime * math.cos(phi0) * np.radians(_wrap(lon - lon0))
     north = meridional * np.radians(lat - lat0)
     return np.stack([east, north], axis=1)
 
@@ -125,18 +134,19 @@ def read_sites(path: Path) -> Sites:
                     f"{values[outside[0]]:g}, beyond ±{limit}°. Give degrees (WGS84)."
                 )
         xy = project(lats, lons)
+        lat0, lon0 = centre(lats, lons)
         notes.append(
             f"stations from {path.name}: columns {lat}, {lon} (degrees) projected to metres "
-            f"around {(lats.min() + lats.max()) / 2:.6f}, {(lons.min() + lons.max()) / 2:.6f}"
+            f"around {lat0:.6f}, {lon0:.6f}"
         )
     extra = {}
     for key in STATION_COLUMNS:
-        if key in columns:
-            values = _numbers(frame, columns[key], path)
+        if _key(key) in columns:
+            values = _numbers(frame, columns[_key(key)], path)
             if key != "tx_power" and (values <= 0).any():
                 row = int(np.flatnonzero(values <= 0)[0])
                 raise UserError(
-                    f"stations file '{path}': column {columns[key]}, line {row + 2} holds "
+                    f"stations file '{path}': column {columns[_key(key)]}, line {row + 2} holds "
                     f"{values[row]:g}; {key} must be > 0. Fix the value."
                 )
             extra[key] = values
@@ -144,5 +154,6 @@ def read_sites(path: Path) -> Sites:
     _, first = np.unique(np.round(xy, 1), axis=0, return_index=True)
     first = np.sort(first)
     if len(first) < len(xy):
-        notes.append(f"{len(xy) - len(first)} lines at an earlier line's position merged into it")
+        merged = len(xy) - len(first)
+        notes.append(f"{merged} line{'s' * (merged > 1)} at an earlier line's position merged")
     return Sites(xy[first], {k: v[first] for k, v in extra.items()}, notes)
