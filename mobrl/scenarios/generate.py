@@ -101,22 +101,22 @@ def parse_size(size: str | None) -> tuple[float, float] | None:
 
 
 def parse_sites(spec: str) -> tuple[str, Any]:
-    """`--sites hex:N | hex:COLSxROWS | poisson:DENSITY[/km2] | uniform:N` as (kind, number);
-    hex's number is N or (cols, rows)."""
-    kind, _, value = spec.partition(":")
+    """`--sites hex:N | hex:COLSxROWS | poisson:DENSITY[/km2] | uniform:N` as (generator,
+    number); hex's number is N or (cols, rows)."""
+    generator, _, value = spec.partition(":")
     fix = "Write --sites hex:N, hex:COLSxROWS, poisson:DENSITY (stations per km²) or uniform:N."
-    if kind == "hex" and "x" in value:
+    if generator == "hex" and "x" in value:
         cols, _, rows = value.partition("x")
         what = f"--sites '{spec}'"
-        return kind, tuple(_count(v, what, "--sites hex:10x10") for v in (cols, rows))
-    if kind == "hex":
-        return kind, _count(value, f"--sites '{spec}'", "--sites hex:100 or hex:10x10")
-    if kind == "uniform":
-        return kind, _count(value, f"--sites '{spec}'", "--sites uniform:100")
-    if kind == "poisson":
+        return generator, tuple(_count(v, what, "--sites hex:10x10") for v in (cols, rows))
+    if generator == "hex":
+        return generator, _count(value, f"--sites '{spec}'", "--sites hex:100 or hex:10x10")
+    if generator == "uniform":
+        return generator, _count(value, f"--sites '{spec}'", "--sites uniform:100")
+    if generator == "poisson":
         for unit in _PER_KM2:
             value = value.removesuffix(unit)
-        return kind, _number(value, f"--sites '{spec}'", "--sites poisson:120 (per km²)")
+        return generator, _number(value, f"--sites '{spec}'", "--sites poisson:120 (per km²)")
     raise UserError(f"--sites '{spec}' is not a known site generator. {fix}")
 
 
@@ -187,12 +187,14 @@ def place(
     return width, height, placed
 
 
-def random_sites(kind: str, number: float, size: tuple[float, float], seed: int) -> np.ndarray:
+def random_sites(generator: str, number: float, size: tuple[float, float], seed: int) -> np.ndarray:
     """Stations scattered uniformly over the map: a Poisson count of `number` per km², or
     exactly `number` (`uniform`), drawn from `seed`."""
     rng = np.random.default_rng(seed)
     width, height = size
-    count = int(rng.poisson(number * width * height / 1e6)) if kind == "poisson" else int(number)
+    count = (
+        int(rng.poisson(number * width * height / 1e6)) if generator == "poisson" else int(number)
+    )
     if count == 0:
         raise UserError(
             f"--sites poisson:{number:g} drew no station on {width:g} x {height:g} m "
@@ -281,10 +283,10 @@ def write(data: dict[str, Any], options: Options, command: list[str], notes: lis
 
 def generate_command(sites: str, isd: float | None, options: Options) -> str:
     """`mobrl scenarios generate`: a layout from a site generator, written to `--out`."""
-    kind, number = parse_sites(sites)
+    generator, number = parse_sites(sites)
     size = parse_size(options.size)
     command = ["generate", "--sites", sites]
-    if kind == "hex":
+    if generator == "hex":
         spacing = DEFAULT_ISD if isd is None else isd
         command += ["--isd", f"{spacing:g}"]
         margin = spacing / 2 if options.margin is None else options.margin
@@ -307,8 +309,8 @@ def generate_command(sites: str, isd: float | None, options: Options) -> str:
                 "Add e.g. --size 1000x1000."
             )
         width, height = size
-        positions = random_sites(kind, number, size, options.seed)
-        rule = f"{number:g} per km² (Poisson)" if kind == "poisson" else "uniform"
+        positions = random_sites(generator, number, size, options.seed)
+        rule = f"{number:g} per km² (Poisson)" if generator == "poisson" else "uniform"
         what = f"{len(positions)} stations placed at random, {rule}, seed {options.seed}"
     command += [*options.flags(), "--out", str(options.out)]
     ues = ue_count(options.ues, width, height)

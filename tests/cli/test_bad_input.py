@@ -140,6 +140,26 @@ CASES = [
     ("scenarios show unknown", "scenarios show mediun", "medium"),
     ("scenarios show broken file", "scenarios show {f}/broken.yaml", "broken.yaml"),
     ("scenarios plot bad size", "scenarios plot small --size 9x", "--size"),
+    (
+        "scenarios generate unknown sites",
+        "scenarios generate --sites hexagon:7 --ues 10 --out {f}/net.yaml",
+        "--sites hex:N",
+    ),
+    (
+        "scenarios generate over an existing file",
+        "scenarios generate --sites hex:7 --ues 10 --out {f}/existing.yaml",
+        "Add --force",
+    ),
+    (
+        "scenarios import no columns",
+        "scenarios import {f}/nocols.csv --ues 5 --out n.yaml",
+        "lat,lon",
+    ),
+    (
+        "scenarios import not a number",
+        "scenarios import {f}/nan.csv --ues 5 --out n.yaml",
+        "column lon, line 3",
+    ),
     # option values Typer parses: wrong types, unknown options, missing values
     ("option of the wrong type", "evaluate --checkpoint zoo:small --episodes abc", "'--episodes'"),
     ("unknown option", "evaluate --checkpoint zoo:small --episode 5", "--episode"),
@@ -168,6 +188,9 @@ def fixtures(tmp_path_factory) -> Path:
     corrupt.mkdir()
     (corrupt / "rllib_checkpoint.json").write_text("{not json")
     (folder / "existing.mp4").write_bytes(b"a video the user keeps")
+    (folder / "existing.yaml").write_text("a layout the user keeps\n")
+    (folder / "nocols.csv").write_text("cell,range\n1,500\n")
+    (folder / "nan.csv").write_text("lat,lon\n52.5,13.4\n52.6,east\n")
     (folder / "empty").mkdir()
     return folder
 

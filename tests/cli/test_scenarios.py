@@ -39,3 +39,22 @@ def test_scenarios_plot_writes_a_png_of_the_requested_size(tmp_path: Path) -> No
     assert image.shape[:2] == (480, 640) and image.std() > 10
     bad = run_mobrl("scenarios", "plot", "cartpole", "--out", str(tmp_path / "x.png"))
     assert bad.returncode == 2 and "not a mobile-env layout" in bad.stderr
+
+
+def test_scenarios_generate_writes_a_layout_that_mobrl_shows_and_plots(tmp_path: Path) -> None:
+    import imageio.v3 as iio
+
+    out = tmp_path / "net.yaml"
+    made = run_mobrl("scenarios", "generate", "--sites", "hex:19", "--ues", "60", "--out", str(out))
+    assert made.returncode == 0, made.stderr
+    assert "19 stations, 60 UEs" in made.stdout and "covered" in made.stdout
+    assert "# made by" in out.read_text()
+    shown = run_mobrl("scenarios", "show", str(out))
+    assert shown.returncode == 0 and "count: 60" in shown.stdout
+    again = run_mobrl("scenarios", "generate", "--sites", "hex:19", "--ues", "6", "--out", str(out))
+    assert again.returncode == 2 and again.stderr.count("\n") == 1 and "--force" in again.stderr
+    # a city-scale layout plots (small markers, no letters, no outlines: commands.plot)
+    png = tmp_path / "city.png"
+    plotted = run_mobrl("scenarios", "plot", "city", "--out", str(png), "--size", "400x300")
+    assert plotted.returncode == 0, plotted.stderr
+    assert iio.imread(png).shape[:2] == (300, 400)
