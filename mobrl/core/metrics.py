@@ -47,6 +47,15 @@ def eval_beats(baseline: str) -> str:
     return f"{EVALUATION}/beats/{baseline}"
 
 
+#: share of the greedy -> reference gap in mean UE utility closed at the latest evaluation
+#: (when `run.eval.baselines` holds greedy and a reference, e.g. [greedy,oracle2])
+EVAL_CLOSED = "evaluation/closed"
+#: wall time spent in evaluation during training so far (not in time_total_s)
+EVAL_TIME_TOTAL = "evaluation/time_total_s"
+#: wall time of imitating a reference before RL (`run.imitate`; not in time_total_s)
+IMITATION_TIME = "imitation/time_s"
+
+
 def result_value(result: dict, key: str) -> object:
     """A result's value of `key`: flat (`"a/b"` as Tune's files name it) or nested
     (`result["a"]["b"]`, as RLlib returns it); None when absent."""

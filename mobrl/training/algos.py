@@ -157,11 +157,12 @@ def build_algorithm_config(
     on_init = {}
     settings = cfg.run.get("imitate")
     if imitate and settings is not None and settings.expert:
-        from mobrl.training.imitation import pretrain
+        from mobrl.training.imitation import imitation_result, pretrain
 
         # DAgger into the local learner's module before the first iteration
         imitation = OmegaConf.to_container(settings, resolve=True)
         on_init["on_algorithm_init"] = partial(pretrain, settings=imitation, env_config=env_config)
+        on_result.insert(0, imitation_result)
     algo.callbacks(on_train_result=on_result, on_episode_end=log_episode_return, **on_init)
 
     policies, mapping = policy_setup(env_config)

@@ -293,7 +293,11 @@ def pretrain(
 ) -> None:
     """RLlib `on_algorithm_init` callback: DAgger (`settings`: `run.imitate`) into each RLModule
     of the local learner, then the env runners get the weights."""
+    import time
+
     import torch
+
+    started = time.perf_counter()
 
     def imitate(learner: Any) -> dict[str, Any]:
         out = {}
@@ -318,7 +322,21 @@ def pretrain(
         algorithm.eval_env_runner_group.sync_weights(
             from_worker_or_learner_group=algorithm.learner_group, inference_only=True
         )
-    algorithm.imitation = found
+    # what training results report (`imitation_result`): the iterations' time_total_s starts
+    # after this, so the time a policy took to reach a level is this plus theirs
+    algorithm.imitation = {"time_s": time.perf_counter() - started, "learners": found}
+
+
+def imitation_result(*, algorithm: Any, result: dict, **kwargs: Any) -> None:
+    """RLlib `on_train_result` callback: every result carries the imitation's wall time, so
+    that result files tell the whole training time (absent on a resumed run, which does not
+    imitate again)."""
+    done = getattr(algorithm, "imitation", None)
+    if done:
+        from mobrl.core.metrics import IMITATION_TIME
+
+        section, key = IMITATION_TIME.split("/")
+        result[section] = {key: float(done["time_s"])}
 
 
 def check_imitate(cfg: Any) -> None:

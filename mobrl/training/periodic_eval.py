@@ -10,6 +10,8 @@ paired gap to a baseline lies above 0.
 
 from __future__ import annotations
 
+import time
+from statistics import fmean
 from typing import Any
 
 from mobrl.core import metrics as keys
@@ -144,6 +146,8 @@ class PeriodicEvaluation:
         self._baseline_values: dict[str, list[float]] | None = None
         self._beats = dict.fromkeys(baselines, 0.0)
         self._last_iteration = 0
+        #: wall time spent in these evaluations so far (baselines included)
+        self._seconds = 0.0
 
     def due(self, iteration: int) -> bool:
         """The first iteration (so every result file has the columns), every `interval`-th,
@@ -165,8 +169,10 @@ class PeriodicEvaluation:
         iteration = int(result.get(keys.ITERATION, 0))
         section: dict[str, Any] = {}
         if self.due(iteration) or self.is_last(result):
+            started = time.perf_counter()
             modules = {pid: algorithm.get_module(pid) for pid in self.policy_ids}
             section = self.evaluate(modules)
+            self._seconds += time.perf_counter() - started
             self._last_iteration = iteration
             for name in self.baselines:
                 low = section["gap"][name]["ci_low"]
@@ -174,6 +180,8 @@ class PeriodicEvaluation:
         # present on every result, so that Tune's stop rule and progress.csv always see them
         section["iteration"] = self._last_iteration
         section["beats"] = dict(self._beats)
+        # RLlib's time_total_s leaves the callbacks out: what evaluation costs on top
+        section["time_total_s"] = self._seconds
         result[keys.EVALUATION] = section
 
     def evaluate(self, modules: dict[str, Any]) -> dict[str, Any]:
@@ -203,7 +211,24 @@ class PeriodicEvaluation:
                 "ci95": gap_half,
                 "ci_low": gap_mean - gap_half,
             }
+        closed = self.closed(section["score"])
+        if closed is not None:
+            section["closed"] = closed
         return section
+
+    def closed(self, score: float) -> float | None:
+        """The share of the greedy -> reference gap in mean UE utility that a policy scoring
+        `score` closes on these seeds (as `mobrl evaluate`'s, paired.gap_closed), when the
+        metric is the utility and greedy and a reference are among the baselines."""
+        from mobrl.evaluation.paired import gap_reference
+
+        values = self.baseline_values()
+        ref = gap_reference(values)
+        if self.metric != keys.UTILITY_MEAN or ref is None or "greedy" not in values:
+            return None
+        base = fmean(values["greedy"])
+        room = fmean(values[ref]) - base
+        return (score - base) / room if room > 1e-9 else None
 
     def baseline_values(self) -> dict[str, list[float]]:
         """Each baseline's `metric` on the evaluation seeds (computed once)."""

@@ -102,14 +102,20 @@ def test_callback_reports_paired_gaps_that_match_evaluate(monkeypatch) -> None:
     later = {metrics.ITERATION: 2}
     ev.interval = 5
     ev(algorithm=None, result=later)
-    assert later[metrics.EVALUATION] == {"iteration": 1, "beats": section["beats"]}
+    assert "closed" not in section  # no share of a gap without greedy and a reference
+    assert later[metrics.EVALUATION] == {
+        "iteration": 1,
+        "beats": section["beats"],
+        "time_total_s": section["time_total_s"],  # what evaluating cost so far
+    }
+    assert section["time_total_s"] > 0
 
 
 def test_evaluation_scores_by_mean_ue_utility_on_mobile_layouts(monkeypatch) -> None:
     """mobile-env layouts rank by mean UE utility by default (their return can be gamed):
     the score and the gaps are in utility, paired with the baselines on the same seeds."""
     from mobrl.envs.factory import env_config_from
-    from mobrl.evaluation.policies import CappedPolicy, GreedyPolicy
+    from mobrl.evaluation.policies import CappedPolicy, GreedyPolicy, OraclePolicy
     from mobrl.evaluation.rollout import run_episode
     from mobrl.training.periodic_eval import PeriodicEvaluation, eval_metric, periodic_evaluation
 
@@ -121,8 +127,9 @@ def test_evaluation_scores_by_mean_ue_utility_on_mobile_layouts(monkeypatch) -> 
     seeds = list(range(700, 704))
     env_config = env_config_from(cfg)
     ev = PeriodicEvaluation(
-        env_config, 1, len(seeds), 700, ["greedy"], ["shared"], metric=metrics.UTILITY_MEAN
-    )
+        env_config, 1, len(seeds), 700, ["greedy", "oracle"], ["shared"],
+        metric=metrics.UTILITY_MEAN,
+    )  # fmt: skip
     monkeypatch.setattr(
         "mobrl.evaluation.policies.TrainedPolicy",
         lambda modules, env_config, explore: CappedPolicy(),
@@ -137,6 +144,13 @@ def test_evaluation_scores_by_mean_ue_utility_on_mobile_layouts(monkeypatch) -> 
     gap, _, _ = mean_ci([a - b[metrics.UTILITY_MEAN] for a, b in zip(utility, greedy)])
     assert section["gap"]["greedy"]["mean"] == pytest.approx(gap)
     assert gap < -0.1 and section["beats"]["greedy"] == 0.0  # capped serves far worse
+    # the share of the greedy -> oracle gap closed, as `mobrl evaluate` defines it
+    oracle = [run_episode(env_config, OraclePolicy(), s)[metrics.UTILITY_MEAN] for s in seeds]
+    base = sum(g[metrics.UTILITY_MEAN] for g in greedy) / len(seeds)
+    room = sum(oracle) / len(seeds) - base
+    assert room > 0
+    assert section["closed"] == pytest.approx((sum(utility) / len(seeds) - base) / room)
+    assert section["closed"] < -1  # below greedy by more than the whole gap
 
 
 @pytest.mark.parametrize(

@@ -114,7 +114,8 @@ def test_zoo_list_reads_at_80_columns_and_as_json(capsys) -> None:
     records = json.loads(capsys.readouterr().out)
     assert {r["policy"] for r in records} == {f"zoo:{n}" for n in zoo.names()}
     for r in records:
-        assert r["vs_greedy"]["ue/utility/mean"]["mean"] > 0 and 0 < r["gap_to_oracle_closed"]
+        assert r["vs_greedy"]["ue/utility/mean"]["mean"] > 0 and 0 < r["gap_closed"]
+        assert r["gap_reference"] in ("oracle", "oracle2")
 
 
 def test_export_reads_the_training_progress_of_a_trial_whose_last_line_was_cut(
@@ -137,4 +138,35 @@ def test_export_reads_the_training_progress_of_a_trial_whose_last_line_was_cut(
     text = "\n".join(json.dumps(r) for r in rows)
     (tmp_path / "result.json").write_text(text + '\n{"training_iteration": 4, "time')
     os.utime(checkpoint, (saved, saved))
-    assert _trial_progress(checkpoint) == {"iteration": 2, "env_steps": 400, "wall_time_s": 3.0}
+    assert _trial_progress(checkpoint) == {
+        "iteration": 2, "env_steps": 400, "wall_time_s": 3.0, "imitation_s": 0.0,
+        "evaluation_s": 0.0,
+    }  # fmt: skip
+
+
+def test_milestones_count_imitation_and_leave_out_evaluation() -> None:
+    """When a run first beat greedy and first closed 90 % of the gap: the first evaluated
+    result that did, as training time (imitation before RL plus the iterations' own time);
+    None when never reached; absent when the run did not measure it."""
+    from mobrl.evaluation.zoo.commands import milestones
+
+    def row(i: int, beats: float, closed: float | None) -> dict:
+        ev = {"beats": {"greedy": beats}, "iteration": i, "time_total_s": 20.0 * i}
+        if closed is not None:
+            ev["closed"] = closed
+        return {
+            "training_iteration": i, "time_total_s": 5.0 * i,
+            "num_env_steps_sampled_lifetime": 2000 * i, "imitation": {"time_s": 40.0},
+            "evaluation": ev,
+        }  # fmt: skip
+
+    rows = [row(1, 0.0, 0.5), row(2, 1.0, 0.85), row(3, 1.0, 0.93), row(4, 1.0, 0.95)]
+    assert milestones(rows) == {
+        "beat_greedy": {"s": 50.0, "env_steps": 4000, "iteration": 2},
+        "closed_90": {"s": 55.0, "env_steps": 6000, "iteration": 3},
+    }
+    assert milestones(rows[:2]) == {
+        "beat_greedy": {"s": 50.0, "env_steps": 4000, "iteration": 2}, "closed_90": None,
+    }  # fmt: skip
+    unmeasured = [{k: v for k, v in r.items() if k != "evaluation"} for r in rows]
+    assert milestones(unmeasured) == {}

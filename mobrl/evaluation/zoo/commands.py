@@ -12,24 +12,64 @@ from mobrl.core.errors import UserError
 from mobrl.core.files import atomic_write_json
 from mobrl.core.rundir import read_trial_results
 from mobrl.evaluation import zoo
-from mobrl.evaluation.paired import closed_text
+from mobrl.evaluation.paired import REFERENCES, closed_text
 
 
 def _trial_progress(checkpoint: Path) -> dict[str, Any]:
-    """Wall time, env steps and iteration of the result the checkpoint was saved after (the
-    trial's last result written before the checkpoint)."""
+    """Wall time (imitation before RL included), env steps and iteration of the result the
+    checkpoint was saved after (the trial's last result written before the checkpoint), and
+    when the run first beat greedy and first closed 90 % of the gap to the reference in its
+    evaluation during training (`milestones`)."""
     saved = checkpoint.stat().st_mtime
-    best: dict[str, Any] = {}
-    for row in read_trial_results(checkpoint.parent):  # a line cut by a stop is left out
-        if row.get("timestamp", 0) <= saved + 1:
-            best = row
-    if not best:
+    # a line cut by a stop is left out
+    rows = [r for r in read_trial_results(checkpoint.parent) if r.get("timestamp", 0) <= saved + 1]
+    if not rows:
         return {}
+    best = rows[-1]
     return {
         "iteration": best.get("training_iteration"),
         "env_steps": best.get("num_env_steps_sampled_lifetime"),
-        "wall_time_s": round(float(best.get("time_total_s", float("nan"))), 1),
+        "wall_time_s": _training_s(best),
+        "imitation_s": round(float(keys.result_value(best, keys.IMITATION_TIME) or 0.0), 1),
+        "evaluation_s": round(float(keys.result_value(best, keys.EVAL_TIME_TOTAL) or 0.0), 1),
+        **milestones(rows),
     }
+
+
+def _training_s(row: dict[str, Any]) -> float:
+    """Training wall time up to `row`: imitation before RL (which RLlib's time_total_s leaves
+    out) and the iterations (whose time_total_s leaves out evaluation during training)."""
+    total = float(row.get(keys.TIME_TOTAL, float("nan")))
+    return round(total + float(keys.result_value(row, keys.IMITATION_TIME) or 0.0), 1)
+
+
+#: the share of the greedy -> reference gap a policy must close to count as near the reference
+NEAR = 0.9
+
+
+def milestones(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """From a trial's results with evaluation during training (`run.eval.*` with greedy and a
+    reference among the baselines): the first result whose evaluation beat greedy (paired CI
+    above 0) and the first that closed >= 90 % of the greedy -> reference gap, each as
+    training time (`_training_s`), env steps and iteration; None where never reached, absent
+    where not measured."""
+
+    def at(row: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "s": _training_s(row),
+            "env_steps": row.get(keys.ENV_STEPS),
+            "iteration": row.get(keys.ITERATION),
+        }
+
+    out: dict[str, Any] = {}
+    if any(keys.result_value(r, keys.eval_beats("greedy")) is not None for r in rows):
+        hit = next((r for r in rows if keys.result_value(r, keys.eval_beats("greedy"))), None)
+        out["beat_greedy"] = at(hit) if hit else None
+    closed = [keys.result_value(r, keys.EVAL_CLOSED) for r in rows]
+    if any(c is not None for c in closed):
+        hit = next((r for r, c in zip(rows, closed) if c is not None and c >= NEAR), None)
+        out["closed_90"] = at(hit) if hit else None
+    return out
 
 
 def _evaluation(evaluation: Path, checkpoint: Path) -> dict[str, Any]:
@@ -71,6 +111,7 @@ def _evaluation(evaluation: Path, checkpoint: Path) -> dict[str, Any]:
         # trained − each baseline, paired by seed, in every measure ("diff")
         "paired_vs_trained": summary.get("paired_vs_trained", {}),
         "gap_closed": (summary.get("gap_closed") or {}).get("trained"),
+        "gap_reference": summary.get("gap_reference"),
     }
 
 
@@ -156,7 +197,34 @@ def _trained_on(meta: dict[str, Any], reward: str) -> str:
 
 
 def _closed(meta: dict[str, Any]) -> str:
+    """The share of the greedy -> reference gap closed ("below greedy" below it)."""
     return closed_text((meta.get("evaluation") or {}).get("gap_closed"))
+
+
+def _reference(meta: dict[str, Any]) -> str:
+    """The reference the gap is measured to (entries from before it was recorded: oracle)."""
+    ev = meta.get("evaluation") or {}
+    return ev.get("gap_reference") or ("oracle" if ev.get("gap_closed") is not None else "-")
+
+
+def best_rule(meta: dict[str, Any]) -> str | None:
+    """The baseline other than greedy and the references that served best (highest mean UE
+    utility) in the entry's evaluation: the strongest rule the policy is paired with."""
+    by_policy = (meta.get("evaluation") or {}).get("ue_metrics") or {}
+    rules = {
+        name: stats[keys.UTILITY_MEAN]["mean"]
+        for name, stats in by_policy.items()
+        if name not in ("trained", "greedy", *REFERENCES) and keys.UTILITY_MEAN in stats
+    }
+    return max(rules, key=rules.__getitem__) if rules else None
+
+
+def _reached(train: dict[str, Any], milestone: str) -> str:
+    """When training first reached `milestone` (wall time, imitation included)."""
+    if milestone not in train:
+        return "-"  # not measured: no evaluation during training with these baselines
+    hit = train[milestone]
+    return "not reached" if hit is None else f"{hit['s']:.0f} s"
 
 
 def _service(meta: dict[str, Any], key: str) -> str:
@@ -178,18 +246,25 @@ def rows() -> list[dict[str, str]]:
         size = (zoo.entries_dir() / f"{name}.npz").stat().st_size
         reward = meta.get("reward") or (meta.get("env_config") or {}).get("reward", "mobile")
         steps = int(train.get("env_steps") or 0)
+        rule = best_rule(meta)
         out.append(
             {
                 "policy": f"zoo:{name}",
-                "trained on": _trained_on(meta, reward),
-                "UE utility − greedy": _gap(meta, "greedy", keys.UTILITY_MEAN),
-                "gap to oracle closed": _closed(meta),
+                # service first: trained / greedy, then paired against greedy, the strongest
+                # rule and the reference; mobile-env's return beside them
                 "UE utility": _service(meta, keys.UTILITY_MEAN),
                 "connected": _service(meta, keys.NET_CONNECTED),
                 "p5 utility": _service(meta, keys.UTILITY_P5),
+                "UE utility − greedy": _gap(meta, "greedy", keys.UTILITY_MEAN),
+                "− best rule": (f"{_gap(meta, rule, keys.UTILITY_MEAN)} ({rule})" if rule else "-"),
+                "gap closed": _closed(meta),
+                "reference": _reference(meta),
                 "return − greedy": _gap(meta, "greedy"),
-                "episodes (seeds)": f"{ev.get('episodes', '-')} ({ev.get('seeds', '-')})",
+                "time to beat greedy": _reached(train, "beat_greedy"),
+                "time to 90 %": _reached(train, "closed_90"),
                 "training": f"{train.get('wall_time_s', '-')} s, {steps / 1e3:.0f}k steps",
+                "trained on": _trained_on(meta, reward),
+                "episodes (seeds)": f"{ev.get('episodes', '-')} ({ev.get('seeds', '-')})",
                 "size": f"{size / 1024:.0f} KiB",
                 "command": meta.get("command") or "",
             }
@@ -198,7 +273,7 @@ def rows() -> list[dict[str, str]]:
 
 
 #: the columns `mobrl zoo list` shows by default (80 columns); --wide shows every one
-NARROW = ("policy", "UE utility − greedy", "gap to oracle closed", "connected", "p5 utility")
+NARROW = ("policy", "connected", "p5 utility", "UE utility − greedy", "gap closed")
 
 
 def records() -> list[dict[str, Any]]:
@@ -216,7 +291,8 @@ def records() -> list[dict[str, Any]]:
                 "obs": meta.get("obs"),
                 "reward": meta.get("reward"),
                 "vs_greedy": gap.get("diff") or {},
-                "gap_to_oracle_closed": ev.get("gap_closed"),
+                "gap_closed": ev.get("gap_closed"),
+                "gap_reference": None if _reference(meta) == "-" else _reference(meta),
                 "service": ev.get("ue_metrics") or {},
                 "episodes": ev.get("episodes"),
                 "seeds": ev.get("seeds"),
@@ -272,7 +348,9 @@ def list_command(
         if not wide:
             console.print(
                 f"{r['policy']}: trained on {r['trained on']}; {r['episodes (seeds)']} "
-                f"episodes (seeds); return − greedy {r['return − greedy']}; "
+                f"episodes (seeds); gap closed to {r['reference']}; UE utility − best rule "
+                f"{r['− best rule']}; return − greedy {r['return − greedy']}; beat greedy "
+                f"after {r['time to beat greedy']}, 90 % after {r['time to 90 %']}; "
                 f"{r['training']}; {r['size']}",
                 markup=False,
             )
