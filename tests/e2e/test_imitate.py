@@ -29,10 +29,36 @@ def _vs_greedy(run_dir: Path, out: Path) -> dict:
 
 
 def test_imitating_the_oracle_beats_greedy_where_smoke_ppo_does_not(tmp_path: Path) -> None:
+    """...and the zoo entry of the imitated run records its training time with the imitation
+    in it, and when its evaluation during training first beat greedy."""
     imitated = tmp_path / "imitated" / "run"
-    train_smoke(imitated, *BASE, "run.imitate.expert=oracle", "run.imitate.episodes=2")
+    train_smoke(
+        imitated, *BASE, "run.imitate.expert=oracle", "run.imitate.episodes=2",
+        "run.eval.interval=1", "run.eval.episodes=4", "run.eval.baselines=[greedy,oracle]",
+    )  # fmt: skip
     diff = _vs_greedy(imitated, tmp_path / "eval_imitated")
     assert diff["mean"] - diff["ci95"] > 0, diff  # better than greedy, paired by seed
+    (results,) = imitated.glob("tune/*/result.json")
+    rows = [json.loads(line) for line in results.read_text().splitlines()]
+    imitation_s = rows[0]["imitation"]["time_s"]
+    assert imitation_s > 0 and all(r["imitation"]["time_s"] == imitation_s for r in rows)
+    assert all(0 <= r["evaluation"]["closed"] for r in rows)  # greedy and oracle evaluated
+    exported = run_mobrl(
+        "zoo", "export", "--checkpoint", str(imitated), "--name", "imitated",
+        "--evaluation", str(tmp_path / "eval_imitated"), "--output", str(tmp_path / "zoo"),
+    )  # fmt: skip
+    assert exported.returncode == 0, exported.stdout + exported.stderr
+    training = json.loads((tmp_path / "zoo" / "imitated.json").read_text())["training"]
+    last = rows[-1]
+    assert training["imitation_s"] == round(imitation_s, 1)
+    assert training["wall_time_s"] == round(last["time_total_s"] + imitation_s, 1)
+    first = next((r for r in rows if r["evaluation"]["beats"]["greedy"]), None)  # 4 seeds
+    if first is None:
+        assert training["beat_greedy"] is None
+    else:
+        assert training["beat_greedy"]["iteration"] == first["training_iteration"]
+        assert training["beat_greedy"]["s"] == round(first["time_total_s"] + imitation_s, 1)
+    assert "closed_90" in training  # measured (reached or None)
     plain = tmp_path / "plain" / "run"
     train_smoke(plain, *BASE)
     assert _vs_greedy(plain, tmp_path / "eval_plain")["mean"] < 0

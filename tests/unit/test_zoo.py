@@ -168,5 +168,7 @@ def test_milestones_count_imitation_and_leave_out_evaluation() -> None:
     assert milestones(rows[:2]) == {
         "beat_greedy": {"s": 50.0, "env_steps": 4000, "iteration": 2}, "closed_90": None,
     }  # fmt: skip
+    resumed = rows[:2] + [{k: v for k, v in r.items() if k != "imitation"} for r in rows[2:]]
+    assert milestones(resumed) == milestones(rows)  # a resumed run does not imitate again
     unmeasured = [{k: v for k, v in r.items() if k != "evaluation"} for r in rows]
     assert milestones(unmeasured) == {}

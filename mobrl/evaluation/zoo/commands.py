@@ -29,18 +29,24 @@ def _trial_progress(checkpoint: Path) -> dict[str, Any]:
     return {
         "iteration": best.get("training_iteration"),
         "env_steps": best.get("num_env_steps_sampled_lifetime"),
-        "wall_time_s": _training_s(best),
-        "imitation_s": round(float(keys.result_value(best, keys.IMITATION_TIME) or 0.0), 1),
+        "wall_time_s": _training_s(best, _imitation_s(rows)),
+        "imitation_s": round(_imitation_s(rows), 1),
         "evaluation_s": round(float(keys.result_value(best, keys.EVAL_TIME_TOTAL) or 0.0), 1),
         **milestones(rows),
     }
 
 
-def _training_s(row: dict[str, Any]) -> float:
+def _imitation_s(rows: list[dict[str, Any]]) -> float:
+    """The run's imitation time before RL (a resumed run's later results lack it: it does not
+    imitate again)."""
+    found = (keys.result_value(r, keys.IMITATION_TIME) for r in rows)
+    return float(next((v for v in found if v is not None), 0.0))
+
+
+def _training_s(row: dict[str, Any], imitation_s: float) -> float:
     """Training wall time up to `row`: imitation before RL (which RLlib's time_total_s leaves
     out) and the iterations (whose time_total_s leaves out evaluation during training)."""
-    total = float(row.get(keys.TIME_TOTAL, float("nan")))
-    return round(total + float(keys.result_value(row, keys.IMITATION_TIME) or 0.0), 1)
+    return round(float(row.get(keys.TIME_TOTAL, float("nan"))) + imitation_s, 1)
 
 
 #: the share of the greedy -> reference gap a policy must close to count as near the reference
@@ -54,9 +60,11 @@ def milestones(rows: list[dict[str, Any]]) -> dict[str, Any]:
     training time (`_training_s`), env steps and iteration; None where never reached, absent
     where not measured."""
 
+    imitation_s = _imitation_s(rows)
+
     def at(row: dict[str, Any]) -> dict[str, Any]:
         return {
-            "s": _training_s(row),
+            "s": _training_s(row, imitation_s),
             "env_steps": row.get(keys.ENV_STEPS),
             "iteration": row.get(keys.ITERATION),
         }
