@@ -34,6 +34,7 @@ from mobile_env.handlers.multi_agent import MComMAHandler
 
 from mobrl.envs import channel
 from mobrl.envs.engine_views import StockViews
+from mobrl.envs.neighbours import SparseLinks, SparseState, grid_for
 from mobrl.envs.observations import topk_station_actions
 from mobrl.envs.service import marginal_utilities
 
@@ -85,7 +86,7 @@ def unsupported_models(core: MComCore) -> list[str]:
     return bad
 
 
-class FastEngine(StockViews):
+class FastEngine(SparseLinks, StockViews):
     """Mixin placed before a mobile-env core class: `class X(FastEngine, MComCore)` (or one of
     mobile-env's scenario classes, e.g. `class X(FastEngine, MComSmall)`)."""
 
@@ -135,6 +136,8 @@ class FastEngine(StockViews):
                 ),
             )
         )
+        # city-scale layouts: the step on candidate (BS, UE) pairs only (mobrl.envs.neighbours)
+        self._grid = grid_for(self, getattr(core.handler, "topk", None) or 0)
 
     # --- state as arrays ----------------------------------------------------------------------
 
@@ -143,10 +146,10 @@ class FastEngine(StockViews):
         self._y = np.array([float(ue.y) for ue in self._ue_list])
 
     def _compute_snr(self) -> None:
-        """SNR of every BS-UE pair at the current positions (OkumuraHata, same operations)."""
-        dx = self._bx - np.trunc(self._x)[None, :]
-        dy = self._by - np.trunc(self._y)[None, :]
-        self._snr = channel.snr(self._t1, self._t2, self._tx, self._noise, dx, dy)
+        """SNR of every BS-UE pair at the current positions (the sparse path: of candidates)."""
+        if self._grid is not None:
+            return self._sparse_snr()
+        self._snr = self._dense_snr()
         self._reach = self._snr > self._thr
 
     def _set_active(self) -> None:
@@ -168,6 +171,8 @@ class FastEngine(StockViews):
 
     def _rates(self) -> np.ndarray:
         """Resource-fair share of each connection's max. data rate (0 where not connected)."""
+        if self._grid is not None:
+            return self._sparse_rate_matrix()
         counts = self._conn.sum(axis=1, keepdims=True)
         full = self._bw * np.log2(1 + self._snr) / np.maximum(counts, 1)
         # a link that moved out of range keeps its share but carries nothing (as in mobile-env)
@@ -176,6 +181,8 @@ class FastEngine(StockViews):
     def _station_utilities(self) -> tuple[np.ndarray, np.ndarray]:
         """Connections per BS, and the mean scaled utility of each BS's connected UEs (the
         idle value for BSs without any), as mobile-env broadcasts them."""
+        if self._grid is not None:
+            return self._sparse_station_utilities()
         counts = self._conn.sum(axis=1)
         sums = (self._conn * self._util0).sum(axis=1)
         return counts, np.where(counts > 0, sums / np.maximum(counts, 1), self._idle)
@@ -276,8 +283,7 @@ class FastEngine(StockViews):
     def topk_state(self) -> dict[str, Any]:
         """The arrays `env.obs=topk` reads (mobrl.envs.observations.station_arrays)."""
         counts, bs_util = self._bs_stats
-        return {
-            "snr": self._snr,
+        state = {
             "conn": self._conn,
             "reach": self._reach,
             "counts": counts.astype(float),
@@ -285,6 +291,9 @@ class FastEngine(StockViews):
             "util": self._util if hasattr(self, "_util") else np.full(len(self._ue_list), np.nan),
             "idle": self._idle,
         }
+        if self._grid is not None:  # the SNR matrix is built only if read
+            return SparseState(self, **state)
+        return {"snr": self._snr, **state}
 
     def _advance(self, act: np.ndarray | None, monitor: bool) -> None:
         """Apply the UEs' actions (None: no UE acts) and advance the simulation one step;
@@ -302,10 +311,12 @@ class FastEngine(StockViews):
                 conn[rows, chosen] = ~conn[rows, chosen] & self._reach[rows, chosen]
 
         # data rates, each UE's summed rate (in BS order, as mobile-env adds them), utilities
-        rates = self._rates()
-        macro = np.zeros(len(self._ue_list))
-        for row in rates:
-            macro += row
+        if self._grid is None:
+            macro = np.zeros(len(self._ue_list))
+            for row in self._rates():
+                macro += row
+        else:
+            macro = self._sparse_rates()[3]
         self._macro = macro
         self._connected_before = conn.any(axis=0)
         util = self._no_util.copy()
@@ -400,6 +411,8 @@ class FastEngine(StockViews):
                 return self._util[sel].copy()
             if reward == "marginal":
                 return marginal_utilities(self.link_state())[sel]
+            if self._grid is not None:
+                return self._sparse_mobile_rewards()
             counts, bs_util = self._bs_stats
             reach = self._reach[:, sel]
             ngbr_util = (reach * bs_util[:, None]).sum(axis=0)

@@ -83,6 +83,8 @@ class StockViews:
     @connections.setter
     def connections(self, value: Any) -> None:
         self._views.pop("connections", None)
+        if self._pairs is not None:
+            self._pairs.slots.clear()  # the topk order depends on the links
         if value is None or not len(self._conn):
             return
         self._conn[:] = False
@@ -137,5 +139,7 @@ class StockViews:
         """The last step for mobrl's `EpisodeTracker`, UEs in id order: scaled utility
         (NaN: not active), data rate, the (BS, UE) links up and every pair's SNR in dB."""
         rate = np.where(self._connected_before, self._macro, 0.0)
+        if self._grid is not None:  # only the links' SNRs are read
+            return self._util, rate, self._conn, self._sparse_snr_db()
         snr_db = 10.0 * np.log10(np.maximum(self._snr, 1e-30))
         return self._util, rate, self._conn, snr_db

@@ -52,6 +52,7 @@ from mobile_env.handlers.central import MComCentralHandler
 from mobile_env.handlers.multi_agent import MComMAHandler
 
 from mobrl.core.protocols import StationArrays, implements
+from mobrl.envs import neighbours
 from mobrl.envs.service import link_arrays, link_state, toggle_gains
 
 #: per-station features `extended` adds after mobile-env's own
@@ -156,22 +157,27 @@ def topk_order(snr: np.ndarray, linked: np.ndarray, k: int) -> np.ndarray:
 
 def topk_rows(state: dict[str, Any], columns: np.ndarray, k: int) -> np.ndarray:
     """`topk` observation rows (float32) of the UEs at `columns` of the state's arrays."""
-    snr, reach = state["snr"][:, columns], state["reach"][:, columns]
-    linked = state["conn"][:, columns] & reach
-    order = topk_order(snr, linked, k)
-    valid = order >= 0
-    slot = np.where(valid, order, 0)
-    ues = np.arange(len(columns))[None, :]
-    take = lambda a: a[slot, ues]  # noqa: E731  (take_along_axis(a, slot, axis=0))
-    counts = state["counts"][:, None] * reach
-    best = snr.max(axis=0, initial=0.0)
-    per_slot = {
-        "linked": take(linked),
-        "snr": take(snr / np.where(best > 0, best, 1.0)),
-        "reachable": take(reach),
-        "load": take(counts / (counts + 1.0)),
-        "bcast": take(np.where(reach, state["bs_util"][:, None], state["idle"])),
-    }
+    if isinstance(state, neighbours.SparseState):  # the fast engine's sparse path
+        per_slot = neighbours.topk_features(state, columns, k)
+        valid, n_linked = per_slot["valid"], per_slot["n_linked"]
+    else:
+        snr, reach = state["snr"][:, columns], state["reach"][:, columns]
+        linked = state["conn"][:, columns] & reach
+        order = topk_order(snr, linked, k)
+        valid = order >= 0
+        slot = np.where(valid, order, 0)
+        ues = np.arange(len(columns))[None, :]
+        take = lambda a: a[slot, ues]  # noqa: E731  (take_along_axis(a, slot, axis=0))
+        counts = state["counts"][:, None] * reach
+        best = snr.max(axis=0, initial=0.0)
+        per_slot = {
+            "linked": take(linked),
+            "snr": take(snr / np.where(best > 0, best, 1.0)),
+            "reachable": take(reach),
+            "load": take(counts / (counts + 1.0)),
+            "bcast": take(np.where(reach, state["bs_util"][:, None], state["idle"])),
+        }
+        n_linked = linked.sum(axis=0)
     n = len(columns)
     out = np.zeros((n, topk_size(k)), dtype=np.float32)
     block = out[:, : len(TOPK_SLOT_FEATURES) * k].reshape(n, k, len(TOPK_SLOT_FEATURES))
@@ -179,7 +185,7 @@ def topk_rows(state: dict[str, Any], columns: np.ndarray, k: int) -> np.ndarray:
         block[:, :, f] = np.where(valid, per_slot[name], 0.0).T
     util = state["util"][columns]
     out[:, -2] = np.where(np.isnan(util), state["idle"], util)
-    out[:, -1] = np.minimum(linked.sum(axis=0) / k, 1.0)
+    out[:, -1] = np.minimum(n_linked / k, 1.0)
     return out
 
 
@@ -189,9 +195,7 @@ def slot_gains(env: Any, state: dict[str, Any], columns: np.ndarray, k: int) -> 
     an empty slot, a station out of range or an inactive UE)."""
     links = link_state(env)
     gains = toggle_gains(links, links.conn)
-    order = topk_order(
-        state["snr"][:, columns], state["conn"][:, columns] & state["reach"][:, columns], k
-    )
+    order = topk_slots(state, k)[:, columns]
     valid = order >= 0
     vals = gains[np.where(valid, order, 0), np.asarray(columns)[None, :]]
     return np.where(valid & np.isfinite(vals), vals, 0.0).T.astype(np.float32)
@@ -207,6 +211,8 @@ def topk_gain_rows(env: Any, columns: np.ndarray, k: int) -> np.ndarray:
 
 def topk_slots(state: dict[str, Any], k: int) -> np.ndarray:
     """(k, UE) station index in each UE's slots (-1: none), for every UE of the state."""
+    if isinstance(state, neighbours.SparseState):
+        return neighbours.topk_slots(state, k)
     return topk_order(state["snr"], state["conn"] & state["reach"], k)
 
 

@@ -1,0 +1,146 @@
+"""The fast engine's sparse path (mobrl.envs.neighbours) against its dense path: same episodes,
+step for step, on the built-in layouts (the sparse path forced on small ones, the dense one on
+city-scale ones).
+
+Tolerance: exact, except per-station utility means, which the sparse path sums in UE order and
+the dense one pairwise (the rewards and observations built on them may differ in the last
+bits): within 1e-9 relative, as the engine against stock mobile-env (tests/unit/test_engine.py).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from mobrl.envs import neighbours
+from mobrl.envs.netstats import EpisodeTracker
+from mobrl.evaluation.baselines.classic import GreedyPolicy
+from mobrl.scenarios.kinds.mobile import make_mobile_core
+from tests.unit.test_engine import _assert_same, _LateArrival
+
+
+def _make(layout: str, sparse: bool, obs: str = "mobile", mode: str = "ma", **kwargs):
+    saved = neighbours.GRID_MIN_PAIRS
+    neighbours.GRID_MIN_PAIRS = 0 if sparse else 2**62
+    try:
+        topk = 3 if obs.startswith("topk") else None
+        core = make_mobile_core(
+            layout, mode, "fast", kwargs.pop("config", {}), None, obs, topk, **kwargs
+        )
+    finally:
+        neighbours.GRID_MIN_PAIRS = saved
+    assert (core._grid is not None) == sparse
+    return core
+
+
+def _compare_state(dense, sparse, where: str) -> None:
+    assert np.array_equal(dense._conn, sparse._conn), where
+    assert np.array_equal(dense._reach, sparse._reach), where
+    _assert_same(dense.topk_state()["counts"], sparse.topk_state()["counts"], where)
+    a, b = dense.metric_arrays(), sparse.metric_arrays()
+    _assert_same(a[:3], b[:3], f"{where} metrics")
+    _assert_same(np.where(a[2], a[3], 0.0), np.where(b[2], b[3], 0.0), f"{where} link SNR")
+
+
+def _play(layout: str, obs: str, episodes: int, seed: int, steps: int | None = None, **kwargs):
+    """Play both paths with greedy's actions (two steps in three) and random ones, through
+    the gymnasium API; compare everything each step and the episodes' per-UE metrics."""
+    dense, sparse = _make(layout, False, obs, **kwargs), _make(layout, True, obs, **kwargs)
+    rng, greedy = np.random.default_rng(seed), GreedyPolicy()
+    for episode in range(episodes):
+        first = dense.reset(seed=seed + episode)
+        _assert_same(first, sparse.reset(seed=seed + episode), "reset")
+        trackers = [EpisodeTracker(d.NUM_STATIONS, sorted(d.users)) for d in (dense, sparse)]
+        obs_d, t, done = first[0], 0, False
+        while not done and (steps is None or t < steps):
+            k = getattr(dense.handler, "topk", None)
+            if t % 3 < 2:  # greedy: the sparse path's own is the baseline's
+                act = greedy.station_actions(dense)
+                assert np.array_equal(act, neighbours.greedy_actions(sparse)), f"greedy {t}"
+                if k is not None:
+                    assert np.array_equal(act, greedy.station_actions(sparse))
+                    slots = greedy.slot_actions(dense, act, k)
+                    assert np.array_equal(slots, greedy.slot_actions(sparse, act, k))
+                    act = slots
+            else:
+                act = rng.integers(0, (k or dense.NUM_STATIONS) + 1, size=dense.NUM_USERS)
+            if isinstance(obs_d, dict):
+                action = {u: int(act[dense.ue_columns()[u]]) for u in obs_d}
+            else:  # central: one action per UE
+                action = act
+            out_d, out_s = dense.step(action), sparse.step(action)
+            where = f"{layout} {obs} episode {episode} step {t}"
+            for name, d, s in zip(("obs", "reward", "term", "trunc", "info"), out_d, out_s):
+                _assert_same(d, s, f"{where} {name}")
+            _compare_state(dense, sparse, where)
+            for tracker, core in zip(trackers, (dense, sparse)):
+                tracker.record(*core.metric_arrays())
+            obs_d, done, t = out_d[0], out_d[3], t + 1
+        _assert_same(trackers[0].summary(), trackers[1].summary(), f"{layout} per-UE metrics")
+        if steps is None:
+            assert t == 100
+
+
+@pytest.mark.parametrize("layout", ["small", "large"])
+@pytest.mark.parametrize("obs", ["mobile", "topk", "topk_gain"])
+def test_sparse_path_plays_the_dense_episodes(layout: str, obs: str) -> None:
+    _play(layout, obs, episodes=3, seed=0)
+
+
+@pytest.mark.parametrize("obs", ["mobile", "topk"])
+def test_sparse_path_plays_city_episodes(obs: str) -> None:
+    _play("city", obs, episodes=2 if obs == "topk" else 1, seed=1)
+
+
+def test_sparse_path_metro_steps() -> None:
+    _play("metro", "topk", episodes=1, seed=2, steps=6)
+
+
+@pytest.mark.parametrize("reward", ["utility", "marginal"])
+def test_sparse_path_learning_rewards(reward: str) -> None:
+    _play("medium", "topk", episodes=1, seed=3, reward=reward)
+
+
+def test_sparse_path_central_mode() -> None:
+    _play("small", "extended", episodes=2, seed=4, mode="central")
+
+
+def test_sparse_path_follows_arrivals_and_departures() -> None:
+    from mobile_env.core.arrival import Arrival
+
+    arrival = type("LateArrival", (_LateArrival, Arrival), {})
+    _play("medium", "topk", episodes=1, seed=5, config={"arrival": arrival, "seed": 7})
+
+
+def test_step_arrays_and_observe_all_match() -> None:
+    """The UE-slot sampler's calls (`step_arrays`, `observe_all`) on city."""
+    dense, sparse = _make("city", False, "topk"), _make("city", True, "topk")
+    dense.reset(seed=6)
+    sparse.reset(seed=6)
+    greedy = GreedyPolicy()
+    for t in range(30):
+        act = greedy.slot_actions(dense, greedy.station_actions(dense), 3)
+        _assert_same(dense.step_arrays(act), sparse.step_arrays(act), f"step {t}")
+        _assert_same(dense.observe_all(), sparse.observe_all(), f"observe_all {t}")
+        assert np.array_equal(dense.snr_matrix(), sparse.snr_matrix())
+
+
+def test_the_path_is_chosen_by_layout_size() -> None:
+    for layout in ("small", "medium", "large"):
+        assert make_mobile_core(layout, "ma", "fast")._grid is None
+    for layout in ("city",):
+        assert make_mobile_core(layout, "ma", "fast", {}, None, "topk", 3)._grid is not None
+
+
+def test_every_ue_sees_every_station_in_range() -> None:
+    """The candidate pairs hold every pair in range and each UE's k strongest stations."""
+    core = _make("city", True, "topk")
+    core.reset(seed=8)
+    snr = core._dense_snr()
+    pairs = core._pairs
+    cand = np.zeros(snr.shape, dtype=bool)
+    cand[pairs.b, pairs.u] = True
+    assert not (snr > core._thr)[~cand].any()
+    top = np.argsort(-snr, axis=0, kind="stable")[:3]
+    assert cand[top, np.arange(snr.shape[1])[None, :]].all()
+    _assert_same(snr[pairs.b, pairs.u], pairs.snr, "pair SNRs")
