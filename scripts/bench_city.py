@@ -5,7 +5,8 @@ the dense one on (BS, UE) arrays) step the same episodes in alternating rounds i
 `greedy` plays greedy's station actions through `step_arrays` (each path computes them from
 its own arrays: the dense one as mobrl's `greedy` baseline does, the sparse one with
 `neighbours.greedy_actions`, tested equal), `topk` greedy's slot actions with `env.obs=topk`
-and every UE's observation rows after each step (what the UE-slot sampler reads). Peak memory:
+and every UE's observation rows after each step (what the UE-slot sampler reads), `topk_gain`
+the same with `env.obs=topk_gain`. Peak memory:
 tracemalloc's peak over a few steps of each, after the timing. Usage:
 
     python scripts/bench_city.py [--scenarios large,city,metro] [--seconds 2] [--rounds 3]
@@ -28,6 +29,9 @@ import sys
 import time
 import tracemalloc
 
+#: (env.obs, the row's name): greedy actions alone, then with each slot observation
+OBSERVATIONS = (("mobile", "greedy"), ("topk", "topk"), ("topk_gain", "topk_gain"))
+
 
 def make(scenario: str, obs: str, path: str | None):
     """A multi-agent fast-engine core; `path` "dense" or "sparse" forces one (None: default)."""
@@ -35,7 +39,7 @@ def make(scenario: str, obs: str, path: str | None):
 
     if path is None:
         return make_mobile_core(
-            scenario, "ma", "fast", {"seed": 0}, None, obs, 3 if obs == "topk" else None
+            scenario, "ma", "fast", {"seed": 0}, None, obs, 3 if obs.startswith("topk") else None
         )
     from mobrl.envs import neighbours
 
@@ -103,7 +107,7 @@ def bench(scenarios: list[str], seconds: float, rounds: int) -> None:
     for col in cols:
         table.add_column(col, justify="left" if col in ("scenario", "obs") else "right")
     for scenario in scenarios:
-        for obs, label in (("mobile", "greedy"), ("topk", "topk")):
+        for obs, label in OBSERVATIONS:
             steppers = {}
             for path in ("dense", "sparse"):
                 core = make(scenario, obs, path)
@@ -156,7 +160,7 @@ def compare(other: str, scenarios: list[str], seconds: float, rounds: int) -> No
     print(f"env steps/s, median of {rounds} alternating rounds: this checkout vs {other}")
     try:
         for scenario in scenarios:
-            for obs, label in (("mobile", "greedy"), ("topk", "topk")):
+            for obs, label in OBSERVATIONS:
                 rates: dict[str, list[float]] = {p: [] for p in procs}
                 for _ in range(rounds):
                     for name, proc in procs.items():

@@ -193,6 +193,8 @@ def slot_gains(env: Any, state: dict[str, Any], columns: np.ndarray, k: int) -> 
     """(len(columns), k) `gain` of `topk_gain` (`state`: the env's `station_arrays`): the team's
     summed utility change if the UE at each of `columns` toggled its slot's station alone (0:
     an empty slot, a station out of range or an inactive UE)."""
+    if isinstance(state, neighbours.SparseState):
+        return neighbours.slot_gains(state, columns, k)
     links = link_state(env)
     gains = toggle_gains(links, links.conn)
     order = topk_slots(state, k)[:, columns]

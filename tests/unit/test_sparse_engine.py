@@ -112,9 +112,10 @@ def test_sparse_path_follows_arrivals_and_departures() -> None:
     _play("medium", "topk", episodes=1, seed=5, config={"arrival": arrival, "seed": 7})
 
 
-def test_step_arrays_and_observe_all_match() -> None:
+@pytest.mark.parametrize("obs", ["topk", "topk_gain"])
+def test_step_arrays_and_observe_all_match(obs: str) -> None:
     """The UE-slot sampler's calls (`step_arrays`, `observe_all`) on city."""
-    dense, sparse = _make("city", False, "topk"), _make("city", True, "topk")
+    dense, sparse = _make("city", False, obs), _make("city", True, obs)
     dense.reset(seed=6)
     sparse.reset(seed=6)
     greedy = GreedyPolicy()
