@@ -55,6 +55,14 @@ class Grid:
         self.t1, self.t2, self.tx = e._t1, e._t2, e._tx[:, 0]
         self.noise, self.thr = e._noise[0], e._thr[0]
         self.n_bs, self.n_ue, self.need = len(self.bx), len(self.noise), need
+        # path-loss terms by kind of station and of UE (same parameters: same terms), so a
+        # pair's terms come from a small table
+        both = np.hstack([self.t1, self.t2])
+        _, rows, self.station_kind = np.unique(both, axis=0, return_index=True, return_inverse=True)
+        _, cols, self.ue_kind = np.unique(
+            np.vstack([self.t1, self.t2]).T, axis=0, return_index=True, return_inverse=True
+        )
+        self.kind_t1, self.kind_t2 = self.t1[np.ix_(rows, cols)], self.t2[np.ix_(rows, cols)]
         movement = e.movement
         self.side = self._side(float(movement.width), float(movement.height))
         self.bound = self._bound(self.side) * (1 + _MARGIN)
@@ -145,7 +153,9 @@ class Grid:
             keep = dx * dx + dy * dy <= self.side * self.side
             b, at, dx, dy = b[keep], at[keep], dx[keep], dy[keep]
         u = ues[at]
-        snr = channel.snr(self.t1[b, u], self.t2[b, u], self.tx[b], self.noise[u], dx, dy)
+        sk, uk = self.station_kind[b], self.ue_kind[u]
+        t1, t2 = self.kind_t1[sk, uk], self.kind_t2[sk, uk]
+        snr = channel.snr(t1, t2, self.tx[b], self.noise[u], dx, dy)
         return b, u, snr
 
 
@@ -278,11 +288,17 @@ def topk_pairs(state: SparseState, k: int) -> np.ndarray:
     if cached is not None:
         return cached
     linked = state["conn"][p.b, p.u] & p.reach
-    idx = np.lexsort((-p.snr, ~linked, p.u))  # stable: ties keep station order
-    pos = np.arange(len(idx)) - p.start[p.u[idx]]
-    take = pos < k
-    order = np.full((k, len(p.start) - 1), -1)
-    order[pos[take], p.u[idx[take]]] = idx[take]
+    n_ue = len(p.start) - 1
+    # each UE's pairs as a row (padding last), sorted row by row
+    pos = np.arange(len(p.u)) - p.start[p.u]
+    width = max(int(pos.max(initial=0)) + 1, k)
+    rows = np.full((n_ue, width), -1)
+    rows[p.u, pos] = np.arange(len(p.u))
+    pad = rows < 0
+    at = np.maximum(rows, 0)
+    rank = np.where(pad, 2, ~linked[at])  # linked first, then the rest, padding last
+    sorted_rows = np.take_along_axis(rows, np.lexsort((-p.snr[at], rank), axis=-1), axis=-1)
+    order = np.ascontiguousarray(sorted_rows[:, :k].T)  # stable: ties keep station order
     p.slots[k] = order
     return order
 
@@ -323,63 +339,25 @@ def greedy_actions(engine: Any) -> np.ndarray:
     p: Pairs = engine._pairs
     n_ue = len(p.start) - 1
     r = np.flatnonzero(p.reach)
-    by_snr = r[np.lexsort((-p.snr[r], p.u[r]))]  # stable: ties keep station order
-    ues, first = np.unique(p.u[by_snr], return_index=True)
-    best_pair = np.full(n_ue, -1)
-    best_pair[ues] = by_snr[first]
-    linked = engine._conn[p.b, p.u] & p.reach
+    if not r.size:
+        return np.zeros(n_ue, dtype=np.int64)
+    ur, snr = p.u[r], p.snr[r]
+    head = np.flatnonzero(np.diff(ur, prepend=-1))  # each UE's first pair in range
+    best = np.repeat(np.maximum.reduceat(snr, head), np.diff(np.append(head, len(r))))
+    ues, best_pair = _firsts(ur, snr == best, r)
+    linked = engine._conn[p.b[r], ur]
     other = linked.copy()
-    other[best_pair[ues]] = False
-    o = np.flatnonzero(other)
-    o_ues, o_first = np.unique(p.u[o], return_index=True)
+    other[np.searchsorted(r, best_pair)] = False
+    o_ues, o_pair = _firsts(ur, other, r)
     release = np.zeros(n_ue, dtype=np.int64)
-    release[o_ues] = p.b[o[o_first]] + 1
+    release[o_ues] = p.b[o_pair] + 1
     act = np.zeros(n_ue, dtype=np.int64)
-    bp = best_pair[ues]
-    act[ues] = np.where(linked[bp], release[ues], p.b[bp] + 1)
+    act[ues] = np.where(engine._conn[p.b[best_pair], ues], release[ues], p.b[best_pair] + 1)
     return act
 
 
-def slot_gains(state: SparseState, columns: np.ndarray, k: int) -> np.ndarray:
-    """`topk_gain`'s (len(columns), k) gains from the pairs: `service.toggle_gains` at each
-    slot's pair (0: an empty slot, out of range or an inactive UE)."""
-    from mobrl.envs.service import LinkState
-
-    engine = state.engine
-    p: Pairs = engine._pairs
-    n_bs, n_ue = engine._t1.shape
-    util_model = engine.utility
-    model = LinkState(
-        cap=p.snr[:0], reach=p.reach[:0], conn=p.reach[:0], active=p.reach[:0],
-        lower=float(util_model.lower), upper=float(util_model.upper),
-        coeffs=tuple(float(c) for c in util_model.coeffs),
-    )  # fmt: skip
-    cap = engine._bw[p.b, 0] * np.log2(1 + p.snr)
-    linked = engine._conn[p.b, p.u] & p.reach
-    lb, lu, lcap = p.b[linked], p.u[linked], cap[linked]
-    counts = np.bincount(lb, minlength=n_bs).astype(float)
-    rate = np.bincount(lu, weights=lcap / np.maximum(counts[lb], 1), minlength=n_ue)
-    util = model.utility(rate)
-
-    def changes(b: np.ndarray, u: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, ...]:
-        """Utility changes of toggles (see `toggle_gains`): (0) b's other UEs when u joins,
-        (1) u joining, (2) b's other UEs when u leaves, (3) u leaving."""
-        n = counts[b]
-        without = rate[u] - c / np.maximum(n, 1)
-        added = c / (n + 1)
-        rates = np.stack(
-            (without + added, rate[u] + added, without + c / np.maximum(n - 1, 1), without)
-        )
-        return model.utility(rates) - util[u]
-
-    ch = changes(lb, lu, lcap)
-    others_add = np.bincount(lb, weights=ch[0], minlength=n_bs)
-    others_rem = np.bincount(lb, weights=ch[2], minlength=n_bs)
-    order = topk_pairs(state, k)[:, columns]
-    valid = order >= 0
-    q = np.maximum(order, 0).ravel()
-    b, u = p.b[q], p.u[q]
-    cq = changes(b, u, cap[q])
-    delta = np.where(linked[q], others_rem[b] - cq[2] + cq[3], others_add[b] + cq[1])
-    ok = valid.ravel() & p.reach[q] & engine._active_mask[u]
-    return np.where(ok, delta, 0.0).reshape(order.shape).T.astype(np.float32)
+def _firsts(u: np.ndarray, mask: np.ndarray, index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The UEs with a pair where `mask` (`u`: sorted), and `index` of the first such pair."""
+    m = np.flatnonzero(mask)
+    first = m[np.diff(u[m], prepend=-1) != 0]
+    return u[first], index[first]
