@@ -361,3 +361,48 @@ def _firsts(u: np.ndarray, mask: np.ndarray, index: np.ndarray) -> tuple[np.ndar
     m = np.flatnonzero(mask)
     first = m[np.diff(u[m], prepend=-1) != 0]
     return u[first], index[first]
+
+
+def slot_gains(state: SparseState, columns: np.ndarray, k: int) -> np.ndarray:
+    """`topk_gain`'s (len(columns), k) gains from the pairs: `service.toggle_gains` at each
+    slot's pair (0: an empty slot, out of range or an inactive UE)."""
+    from mobrl.envs.service import LinkState
+
+    engine = state.engine
+    p: Pairs = engine._pairs
+    n_bs, n_ue = engine._t1.shape
+    util_model = engine.utility
+    model = LinkState(
+        cap=p.snr[:0], reach=p.reach[:0], conn=p.reach[:0], active=p.reach[:0],
+        lower=float(util_model.lower), upper=float(util_model.upper),
+        coeffs=tuple(float(c) for c in util_model.coeffs),
+    )  # fmt: skip
+    cap = engine._bw[p.b, 0] * np.log2(1 + p.snr)
+    linked = engine._conn[p.b, p.u] & p.reach
+    lb, lu, lcap = p.b[linked], p.u[linked], cap[linked]
+    counts = np.bincount(lb, minlength=n_bs).astype(float)
+    rate = np.bincount(lu, weights=lcap / np.maximum(counts[lb], 1), minlength=n_ue)
+    util = model.utility(rate)
+
+    def changes(b: np.ndarray, u: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, ...]:
+        """Utility changes of toggles (see `toggle_gains`): (0) b's other UEs when u joins,
+        (1) u joining, (2) b's other UEs when u leaves, (3) u leaving."""
+        n = counts[b]
+        without = rate[u] - c / np.maximum(n, 1)
+        added = c / (n + 1)
+        rates = np.stack(
+            (without + added, rate[u] + added, without + c / np.maximum(n - 1, 1), without)
+        )
+        return model.utility(rates) - util[u]
+
+    ch = changes(lb, lu, lcap)
+    others_add = np.bincount(lb, weights=ch[0], minlength=n_bs)
+    others_rem = np.bincount(lb, weights=ch[2], minlength=n_bs)
+    order = topk_pairs(state, k)[:, columns]
+    valid = order >= 0
+    q = np.maximum(order, 0).ravel()
+    b, u = p.b[q], p.u[q]
+    cq = changes(b, u, cap[q])
+    delta = np.where(linked[q], others_rem[b] - cq[2] + cq[3], others_add[b] + cq[1])
+    ok = valid.ravel() & p.reach[q] & engine._active_mask[u]
+    return np.where(ok, delta, 0.0).reshape(order.shape).T.astype(np.float32)
