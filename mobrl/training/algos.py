@@ -180,10 +180,13 @@ def build_algorithm_config(
 
 def score_at_top(*, result: dict[str, Any], metric: str, **kwargs: Any) -> None:
     """`on_train_result`: the checkpoint score (`tune.metric`) also under its flat name at the
-    top of the result. Tune's checkpoint bookkeeping looks the score attribute up in the
-    nested result (`"env_runners/episode_return_mean" in result`) and, not finding it there,
-    orders checkpoints by time: `run.checkpoint.keep` would keep the latest checkpoints and
-    delete the best. progress.csv and TensorBoard flatten the result: one column, as before."""
+    top of the result, for trials under Ray Tune. Tune's checkpoint bookkeeping
+    (`CheckpointConfig.checkpoint_score_attribute`) looks the score up at the top of the nested
+    result (`"env_runners/episode_return_mean" in result`) and, not finding it there, orders
+    checkpoints by time: `run.checkpoint.keep` would keep the latest checkpoints and delete the
+    best. A trial in the driver does not need it (`checkpoint_policy.KeepPolicy` reads nested
+    keys too) but gets it as well, so both write the same files. progress.csv and TensorBoard
+    flatten the result: one column, as before."""
     if metric not in result:
         value = metrics.result_value(result, metric)
         if value is not None:

@@ -4,9 +4,10 @@ remote (no search, no env-runner or learner actors, no cluster, no retry in a ne
 Tune would start Ray, a trial actor that imports RLlib and torch a second time, and stop
 them all again: seconds of fixed cost for a small run. Here the algorithm trains in the
 driver, and the trial's files are the ones Tune writes, by Tune's own parts: its logger
-callbacks (result.json, progress.csv, params.json/.pkl, TensorBoard events), its checkpoint
-bookkeeping (`run.checkpoint.keep` by score) and `ray.tune.Result`s for the ranking. mobrl's
-progress table and disk guard get the same callback hooks as under Tune. A checkpoint is
+callbacks (result.json, progress.csv, params.json/.pkl, TensorBoard events) and
+`ray.tune.Result`s for the ranking; which checkpoints stay (`run.checkpoint.keep` by score,
+and the latest) is mobrl's `checkpoint_policy.KeepPolicy`, which keeps them as Tune does.
+mobrl's progress table and disk guard get the same callback hooks as under Tune. A checkpoint is
 written under a hidden name and renamed when whole. `driver-state.json` in the experiment
 dir (written atomically after each checkpoint) is what `mobrl train --resume` continues.
 """
@@ -14,6 +15,8 @@ dir (written atomically after each checkpoint) is what `mobrl train --resume` co
 from __future__ import annotations
 
 import json
+import logging
+import shutil
 import signal
 import traceback
 import uuid
@@ -29,6 +32,7 @@ from mobrl.core import metrics
 from mobrl.core.errors import UserError
 from mobrl.core.files import atomic_write_json
 from mobrl.core.rundir import is_complete, read_trial_results, unresumable_hint
+from mobrl.training.checkpoint_policy import KeepPolicy, Kept
 
 #: the driver's experiment state, next to the trial dir
 STATE = "driver-state.json"
@@ -149,8 +153,6 @@ TRIAL_LOG = "trial.log"
 def _trial_log(trial: DriverTrial, to_terminal: bool) -> Iterator[None]:
     """Ray's and RLlib's log records of the trial go to `TRIAL_LOG` in the trial dir (created
     only when something is logged), unless `to_terminal` (`ray.log_to_driver`)."""
-    import logging
-
     if to_terminal:
         yield
         return
@@ -184,8 +186,11 @@ def _torch_threads(count: int) -> Iterator[None]:
 
 
 def _build(algo_class: type, space: dict[str, Any], trial: DriverTrial) -> Any:
-    """The algorithm as Tune's trial actor builds it, with the trial dir as its log dir (a
-    Trainable outside Tune would make one in ~/ray_results)."""
+    """The algorithm as Tune's trial actor builds it, with the trial dir as its log dir
+    (`algo.logdir`). A Trainable outside Tune makes a new dir in ~/ray_results instead; Ray
+    offers no public parameter for the log dir (`Trainable.__init__` takes `config` and a
+    `StorageContext` of Tune's own, which would also chdir into the trial dir), so the
+    Trainable's log-dir setup is replaced for this one instance."""
     algo = algo_class.__new__(algo_class)
     algo._setup_logdir = lambda: setattr(algo, "_logdir", trial.local_path)
     algo.__init__(config=dict(space))
@@ -222,22 +227,14 @@ def read_state(experiment_dir: Path) -> dict[str, Any]:
 
 
 class _Checkpoints:
-    """Tune's checkpoint bookkeeping (keep the best `run.checkpoint.keep`, always the latest),
-    with checkpoint dirs renamed into place when written to the end."""
+    """The trial's checkpoints: written under a hidden name and renamed into place when
+    whole, registered with the keep policy, and the ones it drops deleted at once (as Tune's
+    checkpoint bookkeeping deletes them on registration)."""
 
     def __init__(self, cfg: DictConfig, trial: DriverTrial):
-        from ray.train._internal.checkpoint_manager import _CheckpointManager
-        from ray.tune import CheckpointConfig
-
         ckpt = cfg.run.checkpoint
         self.frequency, self.at_end = ckpt.frequency, ckpt.at_end
-        self.manager = _CheckpointManager(
-            CheckpointConfig(
-                num_to_keep=ckpt.keep,
-                checkpoint_score_attribute=cfg.tune.metric if ckpt.keep else None,
-                checkpoint_score_order=cfg.tune.mode,
-            )
-        )
+        self.policy = KeepPolicy.from_config(cfg)
         self.trial = trial
         self.index = 0
 
@@ -248,17 +245,15 @@ class _Checkpoints:
         return bool(self.frequency) and iteration % self.frequency == 0
 
     def register(self, path: Path, result: dict[str, Any]) -> Any:
-        from ray.train._internal.session import _TrainingResult
-        from ray.tune import Checkpoint
-
-        checkpoint = Checkpoint.from_directory(str(path))
-        self.manager.register_checkpoint(_TrainingResult(checkpoint=checkpoint, metrics=result))
+        for dropped in self.policy.register(path, result):
+            try:
+                shutil.rmtree(dropped)
+            except OSError as err:  # a checkpoint left on disk costs room, not the run
+                logging.getLogger(__name__).warning("cannot delete checkpoint %s: %s", dropped, err)
         self.index = max(self.index, int(path.name.rsplit("_", 1)[-1]) + 1)
-        return checkpoint
+        return _checkpoint(path)
 
     def save(self, algo: Any, result: dict[str, Any]) -> Any:
-        import shutil
-
         final = self.trial.path / f"checkpoint_{self.index:06d}"
         partial = self.trial.path / f".partial-{final.name}"
         shutil.rmtree(partial, ignore_errors=True)
@@ -271,20 +266,34 @@ class _Checkpoints:
         return self.register(final, result)
 
     def kept(self) -> list[dict[str, Any]]:
-        results = list(self.manager.best_checkpoint_results)
-        latest = self.manager.latest_checkpoint_result
-        if latest is not None and latest not in results:
-            results.append(latest)
-        return sorted(
-            (
-                {"dir": Path(r.checkpoint.path).name, "iteration": r.metrics.get(metrics.ITERATION)}
-                for r in results
-            ),
-            key=lambda c: c["dir"],
-        )
+        return self.policy.kept()
 
-    def latest(self) -> Any:
-        return self.manager.latest_checkpoint_result
+    def latest(self) -> Kept | None:
+        return self.policy.latest()
+
+
+def _checkpoint(path: Path) -> Any:
+    from ray.tune import Checkpoint
+
+    return Checkpoint.from_directory(str(path))
+
+
+def _restore(algo: Any, kept: Kept) -> float:
+    """Continue `algo` from a kept checkpoint; return the training time before it. Tune's
+    restore also sets the Trainable's clock from the checkpoint's result; `Algorithm.restore`
+    of a dir restores the iteration (part of the algorithm's state) but counts
+    `time_total_s` from 0, so the driver adds the time before to each result
+    (`_continue_clock`) before anything of mobrl's or Tune's reads it (mobrl's RLlib
+    callbacks, which see the result first, do not read it)."""
+    algo.restore(str(kept.path))
+    return float(kept.result.get(metrics.TIME_TOTAL) or 0.0)
+
+
+def _continue_clock(result: dict[str, Any], before: float) -> None:
+    """`time_total_s` of a restored trial counts the training before the restore, as under
+    Tune (stop criteria such as `run.stop.time_s` read it)."""
+    if before and isinstance(result.get(metrics.TIME_TOTAL), (int, float)):
+        result[metrics.TIME_TOTAL] += before
 
 
 def _should_stop(result: dict[str, Any], criteria: dict[str, float]) -> bool:
@@ -343,7 +352,8 @@ def fit(
         path = trial.path / kept["dir"]
         if path.is_dir() and is_complete(path):
             row = next(
-                (r for r in reversed(rows) if r.get(metrics.ITERATION) == kept["iteration"]), {}
+                (r for r in reversed(rows) if r.get(metrics.ITERATION) == kept["iteration"]),
+                {metrics.ITERATION: kept["iteration"]},
             )
             checkpoints.register(path, row)
             restore_from = checkpoints.latest()
@@ -352,7 +362,7 @@ def fit(
         return [_result(trial, checkpoints, _stored_error(trial))]
 
     hooks = _Hooks([*callbacks, *_tune_callbacks()], trial)
-    stop, error, algo = [False], None, None
+    stop, error, algo, before = [False], None, None, 0.0
     criteria = stop_criteria(cfg)
     trial.init_local_path()
     with (
@@ -365,12 +375,13 @@ def fit(
         try:
             algo = _build(algo_class, space, trial)
             if restore_from is not None:
-                algo.restore(restore_from)
+                before = _restore(algo, restore_from)
             hooks("on_trial_start")
             status = RUNNING
             _write_state(experiment_dir, trial, status, checkpoints.kept())
             while not stop[0]:
                 result = algo.train()
+                _continue_clock(result, before)
                 hooks.iteration += 1
                 result["trial_id"] = trial.trial_id
                 if _should_stop(result, criteria):
@@ -417,11 +428,9 @@ def _result(trial: DriverTrial, checkpoints: _Checkpoints, error: Exception | No
     latest = checkpoints.latest()
     return Result(
         metrics=rows[-1] if rows else {},
-        checkpoint=latest.checkpoint if latest else None,
+        checkpoint=_checkpoint(latest.path) if latest else None,
         error=error,
         path=str(trial.path),
         metrics_dataframe=pd.json_normalize(rows, sep="/") if rows else None,
-        best_checkpoints=[
-            (r.checkpoint, r.metrics) for r in checkpoints.manager.best_checkpoint_results
-        ],
+        best_checkpoints=[(_checkpoint(k.path), k.result) for k in checkpoints.policy.best()],
     )

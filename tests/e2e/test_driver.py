@@ -4,12 +4,13 @@ checkpoints of the same trial under Tune."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
-from mobrl.core.rundir import RunDir, is_complete
+from mobrl.core.rundir import RunDir, is_complete, read_trial_results
 from tests.e2e.conftest import train_smoke
 
 pytestmark = pytest.mark.slow
@@ -112,6 +113,39 @@ def test_resuming_a_finished_driver_run_trains_nothing_more(tmp_path: Path) -> N
     assert progress.read_bytes() == before
     again = json.loads((run_dir / "summary.json").read_text())
     assert again["best_checkpoint"] == first["best_checkpoint"]
+
+
+def test_a_resumed_driver_trial_continues_from_its_latest_checkpoint(tmp_path: Path) -> None:
+    """A trial stopped during an iteration continues from its latest whole checkpoint: the
+    iteration and the training time (`time_total_s`) count on from it, as under Tune."""
+    from tests.conftest import run_mobrl
+
+    run_dir = tmp_path / "run"
+    train_smoke(run_dir, "scenario=cartpole", "run.stop.iterations=3")
+    trial = _trial(run_dir)
+    # as if stopped during iteration 3: no result of it, its checkpoint never renamed
+    shutil.rmtree(trial / "checkpoint_000002")
+    for name, lines in (("result.json", 2), ("progress.csv", 3)):
+        kept = (trial / name).read_text().splitlines(keepends=True)[:lines]
+        (trial / name).write_text("".join(kept))
+    state_file = run_dir / "tune" / "driver-state.json"
+    state = json.loads(state_file.read_text())
+    state["status"] = "RUNNING"
+    state["checkpoints"] = [c for c in state["checkpoints"] if c["dir"] != "checkpoint_000002"]
+    state_file.write_text(json.dumps(state))
+
+    result = run_mobrl("train", "--resume", str(run_dir))
+    assert result.returncode == 0, result.stdout + result.stderr
+    rows = read_trial_results(trial)
+    assert [r["training_iteration"] for r in rows] == [1, 2, 3]
+    assert rows[2]["time_total_s"] == pytest.approx(
+        rows[1]["time_total_s"] + rows[2]["time_this_iter_s"]
+    )
+    assert list(pd.read_csv(trial / "progress.csv")["training_iteration"]) == [1, 2, 3]
+    assert is_complete(trial / "checkpoint_000002")
+    state = json.loads(state_file.read_text())
+    assert state["status"] == "TERMINATED"
+    assert [c["iteration"] for c in state["checkpoints"]] == [1, 2, 3]
 
 
 @pytest.mark.parametrize("executor", ["driver", "tune"])
