@@ -7,7 +7,7 @@ its own arrays: the dense one as mobrl's `greedy` baseline does, the sparse one 
 `neighbours.greedy_actions`, tested equal), `topk` greedy's slot actions with `env.obs=topk`
 and every UE's observation rows after each step (what the UE-slot sampler reads), `topk_gain`
 the same with `env.obs=topk_gain`. Peak memory:
-tracemalloc's peak over a few steps of each, after the timing. Usage:
+tracemalloc's peak of the env's arrays plus 5 steps of each, after the timing. Usage:
 
     python scripts/bench_city.py [--scenarios large,city,metro] [--seconds 2] [--rounds 3]
 
