@@ -55,8 +55,7 @@ class Grid:
         self.t1, self.t2, self.tx = e._t1, e._t2, e._tx[:, 0]
         self.noise, self.thr = e._noise[0], e._thr[0]
         self.n_bs, self.n_ue, self.need = len(self.bx), len(self.noise), need
-        # path-loss terms by kind of station and of UE (same parameters: same terms), so a
-        # pair's terms come from a small table
+        # path-loss terms by kind of station and of UE (same parameters, same terms)
         both = np.hstack([self.t1, self.t2])
         _, rows, self.station_kind = np.unique(both, axis=0, return_index=True, return_inverse=True)
         _, cols, self.ue_kind = np.unique(
@@ -89,8 +88,7 @@ class Grid:
         return channel.snr(t1, t2, self.tx[:, None], noise, dist, 0.0).max(axis=0)
 
     def _side(self, width: float, height: float) -> float:
-        """A cell side at least the reach radius of every station and UE, and wide enough that
-        most positions hold `need` stations closer than it (the rest fall back to all)."""
+        """A cell side of at least every reach, within which most places have `need` stations."""
         # UEs with the same parameters have the same reach: one of each
         params = np.vstack([self.t1, self.t2, self.noise, self.thr]).T
         _, kinds = np.unique(params, axis=0, return_index=True)
@@ -168,8 +166,8 @@ def grid_for(engine: Any, need: int) -> Grid | None:
 
 
 class SparseState(dict):
-    """`FastEngine.topk_state` on the sparse path: the dense SNR matrix is built on first
-    access; `topk` reads the engine's pairs instead (`pairs`, `engine`)."""
+    """`FastEngine.topk_state` on the sparse path: "snr" is built on access; `topk` reads
+    the engine's pairs instead."""
 
     def __init__(self, engine: Any, **values: Any) -> None:
         super().__init__(**values)
@@ -212,6 +210,13 @@ class SparseLinks:
         reach[p.b[p.reach], p.u[p.reach]] = True
         self._reach = reach
 
+    def _pair_snr(self, b: np.ndarray, u: np.ndarray) -> np.ndarray:
+        """The SNR of the pairs (b, u) (the dense path's operations)."""
+        dx, dy = self._bx[b, 0] - np.trunc(self._x[u]), self._by[b, 0] - np.trunc(self._y[u])
+        return channel.snr(
+            self._t1[b, u], self._t2[b, u], self._tx[b, 0], self._noise[0, u], dx, dy
+        )
+
     def _links(self) -> tuple[np.ndarray, np.ndarray]:
         """(station, UE) of the links up, sorted by UE then station."""
         p, conn = self._pairs, self._conn
@@ -227,15 +232,7 @@ class SparseLinks:
         b, u = self._links()
         n_bs, n_ue = self._t1.shape
         counts = np.bincount(b, minlength=n_bs)
-        snr = channel.snr(
-            self._t1[b, u],
-            self._t2[b, u],
-            self._tx[b, 0],
-            self._noise[0, u],
-            self._bx[b, 0] - np.trunc(self._x[u]),
-            self._by[b, 0] - np.trunc(self._y[u]),
-        )
-        rates = self._bw[b, 0] * np.log2(1 + snr) / np.maximum(counts[b], 1)
+        rates = self._bw[b, 0] * np.log2(1 + self._pair_snr(b, u)) / np.maximum(counts[b], 1)
         return b, u, rates, np.bincount(u, weights=rates, minlength=n_ue)
 
     def _sparse_rate_matrix(self) -> np.ndarray:
@@ -267,15 +264,7 @@ class SparseLinks:
         """10 log10 of the SNR of the links up; -inf for every other pair (never read)."""
         b, u = np.nonzero(self._conn)
         out = np.full(self._t1.shape, -np.inf)
-        snr = channel.snr(
-            self._t1[b, u],
-            self._t2[b, u],
-            self._tx[b, 0],
-            self._noise[0, u],
-            self._bx[b, 0] - np.trunc(self._x[u]),
-            self._by[b, 0] - np.trunc(self._y[u]),
-        )
-        out[b, u] = 10.0 * np.log10(np.maximum(snr, 1e-30))
+        out[b, u] = 10.0 * np.log10(np.maximum(self._pair_snr(b, u), 1e-30))
         return out
 
 
@@ -283,6 +272,9 @@ def topk_pairs(state: SparseState, k: int) -> np.ndarray:
     """(k, UE) pair index of each UE's slots (-1: none): linked stations first, then the
     rest, each by SNR from strongest (ties: lower station id), as `topk_order`."""
     engine = state.engine
+    if engine._grid.need < k:  # a grid made for fewer slots: remake it, same positions
+        engine._grid = Grid(engine, k)
+        engine._sparse_snr()
     p: Pairs = engine._pairs
     cached = p.slots.get(k)
     if cached is not None:
@@ -311,8 +303,8 @@ def topk_slots(state: SparseState, k: int) -> np.ndarray:
 
 def topk_features(state: SparseState, columns: np.ndarray, k: int) -> dict[str, Any]:
     """The per-slot values `topk_rows` reads, for the UEs at `columns`, from the pairs."""
+    order = topk_pairs(state, k)[:, columns]  # first: it may remake the pairs
     p: Pairs = state.engine._pairs
-    order = topk_pairs(state, k)[:, columns]
     valid = order >= 0
     at = np.maximum(order, 0)
     b = p.b[at]
@@ -369,6 +361,7 @@ def slot_gains(state: SparseState, columns: np.ndarray, k: int) -> np.ndarray:
     from mobrl.envs.service import LinkState
 
     engine = state.engine
+    order = topk_pairs(state, k)[:, columns]  # first: it may remake the pairs
     p: Pairs = engine._pairs
     n_bs, n_ue = engine._t1.shape
     util_model = engine.utility
@@ -398,7 +391,6 @@ def slot_gains(state: SparseState, columns: np.ndarray, k: int) -> np.ndarray:
     ch = changes(lb, lu, lcap)
     others_add = np.bincount(lb, weights=ch[0], minlength=n_bs)
     others_rem = np.bincount(lb, weights=ch[2], minlength=n_bs)
-    order = topk_pairs(state, k)[:, columns]
     valid = order >= 0
     q = np.maximum(order, 0).ravel()
     b, u = p.b[q], p.u[q]

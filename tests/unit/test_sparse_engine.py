@@ -145,3 +145,19 @@ def test_every_ue_sees_every_station_in_range() -> None:
     top = np.argsort(-snr, axis=0, kind="stable")[:3]
     assert cand[top, np.arange(snr.shape[1])[None, :]].all()
     _assert_same(snr[pairs.b, pairs.u], pairs.snr, "pair SNRs")
+
+
+def test_topk_rows_of_an_engine_made_without_slots() -> None:
+    """`topk` read from an engine whose grid was made for no slots (env.obs=mobile)."""
+    from mobrl.envs.observations import station_arrays, topk_rows
+
+    dense, sparse = _make("city", False), _make("city", True)
+    dense.reset(seed=9)
+    sparse.reset(seed=9)
+    for _ in range(3):
+        act = GreedyPolicy().station_actions(dense)
+        dense.step_arrays(act)
+        sparse.step_arrays(act)
+    columns = np.arange(dense.NUM_USERS)
+    rows = [topk_rows(station_arrays(core), columns, 3) for core in (dense, sparse)]
+    _assert_same(rows[0], rows[1], "topk rows")
