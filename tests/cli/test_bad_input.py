@@ -115,7 +115,7 @@ CASES = [
     (
         "evaluate zoo on another scenario",
         "evaluate --checkpoint zoo:small scenario=large",
-        "Add env.obs=topk env.topk=3",
+        "Add env.obs=topk_gain env.topk=3",
     ),
     (
         "matrix unknown layout",

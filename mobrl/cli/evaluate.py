@@ -1,0 +1,112 @@
+"""`mobrl evaluate` (a checkpoint against the baselines, or a generalisation matrix with
+`--scenarios`) and `mobrl baselines` (the baselines alone)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from mobrl.cli.app import PASS_THROUGH, app, check_options, interruptible
+from mobrl.cli.options import (
+    Episodes,
+    Explore,
+    Output,
+    Pick,
+    PickOption,
+    Seed,
+    Trust,
+    Workers,
+)
+from mobrl.core.errors import (
+    UserError,
+)
+
+
+@app.command(context_settings=PASS_THROUGH)
+@interruptible
+def evaluate(
+    ctx: typer.Context,
+    checkpoint: Annotated[
+        list[Path],
+        typer.Option(
+            "--checkpoint",
+            help="Checkpoint, trial, experiment, run or multirun dir, or zoo:NAME "
+            "(repeatable with --scenarios).",
+        ),
+    ],
+    scenarios: Annotated[
+        str | None,
+        typer.Option(
+            "--scenarios",
+            help="Comma-separated layouts: evaluate on each (a generalisation matrix; "
+            "needs a policy trained with env.obs=topk).",
+        ),
+    ] = None,
+    episodes: Episodes = 20,
+    seed: Seed = 0,
+    baselines: Annotated[
+        str | None,
+        typer.Option(
+            "--baselines",
+            help="Comma-separated baselines (default: the scenario's set): random, noop, "
+            "greedy, greedy_fill, full, capped, a3, a3_ttt2, deepcomp_dynamic, "
+            "deepcomp_dynamic_eps08, deepcomp_static, deepcomp_static_m3, oracle, oracle2 "
+            "(mobile-env layouts); pole_angle (CartPole).",
+        ),
+    ] = None,
+    pick: PickOption = Pick.best,
+    output: Output = None,
+    explore: Explore = False,
+    workers: Workers = None,
+    trust: Trust = False,
+) -> None:
+    """Evaluate a checkpoint against heuristic baselines on the same episode seeds.
+
+    Extra GROUP=OPTION / KEY=VALUE overrides name the scenario for checkpoints without a
+    mobrl manifest (e.g. scenario=small env=ma).
+    """
+    check_options(ctx)
+    from mobrl.evaluation.evaluate import EvalOptions
+
+    opts = EvalOptions(episodes, seed, baselines, pick.value, output, explore, workers, trust)
+    if scenarios is not None:
+        from mobrl.evaluation.matrix import matrix_command
+
+        if ctx.args:
+            raise UserError(
+                f"--scenarios takes each checkpoint's env from its manifest; drop "
+                f"{' '.join(ctx.args)}."
+            )
+        matrix_command(checkpoint, scenarios.split(","), opts)
+        return
+    if len(checkpoint) > 1:
+        raise UserError(
+            "several --checkpoint values need --scenarios (a generalisation matrix); "
+            "evaluate one checkpoint at a time otherwise."
+        )
+    from mobrl.evaluation.evaluate import evaluate_command
+
+    evaluate_command(checkpoint[0], list(ctx.args), opts)
+
+
+@app.command(context_settings=PASS_THROUGH)
+@interruptible
+def baselines(
+    ctx: typer.Context,
+    episodes: Episodes = 20,
+    seed: Seed = 0,
+    names: Annotated[
+        str | None, typer.Option("--baselines", help="Comma-separated baselines.")
+    ] = None,
+    output: Output = None,
+    workers: Workers = None,
+) -> None:
+    """Evaluate heuristic baselines on a scenario, no checkpoint: mobrl baselines scenario=small."""
+    check_options(ctx)
+    from mobrl.evaluation.evaluate import EvalOptions, evaluate_command
+
+    overrides = list(ctx.args) or ["scenario=small"]
+    opts = EvalOptions(episodes, seed, names, output=output, workers=workers)
+    evaluate_command(None, overrides, opts)

@@ -1,0 +1,167 @@
+"""`mobrl scenarios list|show|plot|generate|import`: layouts as files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from mobrl.cli.app import app, interruptible
+from mobrl.core.errors import (
+    UserError,
+)
+
+scenarios_app = typer.Typer(
+    help="List, inspect and plot scenarios (mobile-env layouts as YAML, Gymnasium tasks).",
+    no_args_is_help=True,
+)
+app.add_typer(scenarios_app, name="scenarios")
+
+
+@scenarios_app.command("list")
+def scenarios_list() -> None:
+    """Every scenario: stations, UEs, map size, and the spaces of each env mode."""
+    from mobrl.core.console import make_console
+    from mobrl.scenarios.commands import list_scenarios
+
+    list_scenarios(make_console())
+
+
+@scenarios_app.command("show")
+def scenarios_show(
+    name: Annotated[str, typer.Argument(help="Scenario name (or a .yaml file).")],
+) -> None:
+    """A layout with every parameter resolved (defaults filled in), as YAML."""
+    from mobrl.scenarios.commands import show
+
+    print(show(name), end="")
+
+
+@scenarios_app.command("plot")
+@interruptible
+def scenarios_plot(
+    name: Annotated[str, typer.Argument(help="Scenario name (or a .yaml file).")],
+    out: Annotated[Path, typer.Option("--out", help="PNG file to write.")] = Path("layout.png"),
+    size: Annotated[
+        str, typer.Option("--size", help="Image size in pixels, WIDTHxHEIGHT.")
+    ] = "900x700",
+) -> None:
+    """A map of a layout: stations, their coverage at the SNR threshold, UE start positions."""
+    from mobrl.scenarios.commands import plot
+
+    try:
+        width, height = (int(v) for v in size.lower().split("x"))
+    except ValueError:
+        raise UserError(
+            f"--size '{size}' is not WIDTHxHEIGHT. Write e.g. --size 900x700."
+        ) from None
+    written = plot(name, out, width, height)
+    print(f"plot: {written} ({width}x{height} px)")
+
+
+LayoutOut = Annotated[
+    Path, typer.Option("--out", help="Layout file to write (.yaml; use it as scenario.path=).")
+]
+LayoutUes = Annotated[
+    str,
+    typer.Option("--ues", help="UEs: a count (1000) or a density over the map (800/km2)."),
+]
+LayoutSize = Annotated[
+    str | None,
+    typer.Option(
+        "--size", help="Map WIDTHxHEIGHT in metres [default: the stations' extent + margin]."
+    ),
+]
+LayoutMargin = Annotated[
+    float | None,
+    typer.Option(
+        "--margin", min=0, help="Metres around the stations' extent [default: half the spacing]."
+    ),
+]
+LayoutSeed = Annotated[
+    int, typer.Option("--seed", min=0, help="Seed of random placement and of the layout.")
+]
+LayoutForce = Annotated[bool, typer.Option("--force", help="Replace an existing --out file.")]
+StationBandwidth = Annotated[
+    float | None, typer.Option("--bandwidth", min=0, help="Station bandwidth (Hz).")
+]
+StationFrequency = Annotated[
+    float | None, typer.Option("--frequency", min=0, help="Station frequency (MHz).")
+]
+StationPower = Annotated[float | None, typer.Option("--tx-power", help="Station power (dBm).")]
+StationHeight = Annotated[
+    float | None, typer.Option("--station-height", min=0, help="Station height (m).")
+]
+
+
+def _layout_options(out, ues, size, margin, seed, force, bandwidth, frequency, tx_power, height):
+    from mobrl.scenarios.generate import Options
+
+    given = {"bandwidth": bandwidth, "frequency": frequency, "tx_power": tx_power}
+    station = {k: v for k, v in {**given, "height": height}.items() if v is not None}
+    for key, value in station.items():
+        if key != "tx_power" and value <= 0:
+            flag = "--station-height" if key == "height" else f"--{key}"
+            raise UserError(f"{flag} {value:g} must be > 0. Give a positive value.")
+    return Options(ues, out, size, margin, seed, force, station)
+
+
+@scenarios_app.command("generate")
+def scenarios_generate(
+    sites: Annotated[
+        str,
+        typer.Option(
+            "--sites",
+            help="hex:N (hexagonal grid, the N sites nearest its centre), hex:COLSxROWS (a "
+            "rectangular block of it), poisson:DENSITY (stations per km², needs --size) or "
+            "uniform:N (N at random, needs --size).",
+        ),
+    ],
+    out: LayoutOut,
+    ues: LayoutUes,
+    isd: Annotated[
+        float | None,
+        typer.Option("--isd", min=1, help="Inter-site distance of hex sites (m) [default: 90]."),
+    ] = None,
+    size: LayoutSize = None,
+    margin: LayoutMargin = None,
+    seed: LayoutSeed = 0,
+    force: LayoutForce = False,
+    bandwidth: StationBandwidth = None,
+    frequency: StationFrequency = None,
+    tx_power: StationPower = None,
+    station_height: StationHeight = None,
+) -> None:
+    """Write a layout file of generated stations (city scale), its command in its header."""
+    from mobrl.scenarios.generate import generate_command
+
+    opts = _layout_options(
+        out, ues, size, margin, seed, force, bandwidth, frequency, tx_power, station_height
+    )
+    print(f"generate: {generate_command(sites, isd, opts)}")
+
+
+@scenarios_app.command("import")
+def scenarios_import(
+    stations: Annotated[
+        Path, typer.Argument(help="CSV with columns x,y (metres) or lat,lon (degrees).")
+    ],
+    out: LayoutOut,
+    ues: LayoutUes,
+    size: LayoutSize = None,
+    margin: LayoutMargin = None,
+    seed: LayoutSeed = 0,
+    force: LayoutForce = False,
+    bandwidth: StationBandwidth = None,
+    frequency: StationFrequency = None,
+    tx_power: StationPower = None,
+    station_height: StationHeight = None,
+) -> None:
+    """Write a layout file with the stations of a CSV (e.g. an OpenCelliD export)."""
+    from mobrl.scenarios.generate import import_command
+
+    opts = _layout_options(
+        out, ues, size, margin, seed, force, bandwidth, frequency, tx_power, station_height
+    )
+    print(f"import: {import_command(stations, opts)}")

@@ -1,0 +1,104 @@
+"""`mobrl train`: Hydra overrides checked, then handed to Hydra (or `--resume RUN_DIR`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from mobrl.cli.app import app, interruptible
+from mobrl.cli.options import (
+    ConfigDir,
+    ConfigName,
+    HydraCfg,
+    HydraHelp,
+    HydraInfo,
+    Multirun,
+    Package,
+    Resolve,
+    ShowHelp,
+)
+from mobrl.core.errors import (
+    UserError,
+)
+
+
+@app.command(add_help_option=False)
+@interruptible
+def train(
+    overrides: Annotated[
+        list[str] | None,
+        typer.Argument(
+            help="GROUP=OPTION and KEY=VALUE overrides (a,b,c sweeps with -m).", show_default=False
+        ),
+    ] = None,
+    resume: Annotated[
+        Path | None,
+        typer.Option(
+            "--resume", help="Continue the interrupted run in this dir (with its own config)."
+        ),
+    ] = None,
+    retry_errored: Annotated[
+        bool,
+        typer.Option("--retry-errored", help="With --resume: restart trials that failed too."),
+    ] = False,
+    multirun: Multirun = False,
+    cfg: HydraCfg = None,
+    resolve: Resolve = False,
+    package: Package = None,
+    info: HydraInfo = None,
+    config_dir: ConfigDir = None,
+    config_name: ConfigName = None,
+    show_help: ShowHelp = False,
+    hydra_help: HydraHelp = False,
+) -> None:
+    """Train with RLlib through Ray Tune: mobrl train GROUP=OPTION KEY=VALUE [-m] [--cfg job].
+
+    Groups: scenario, env, algo, run, tune. `mobrl train --help` lists their options and
+    every config key; Hydra's flags (-m/--multirun, --cfg, -cd, ...) keep their meaning.
+    `mobrl train --resume RUN_DIR [--retry-errored]` continues an interrupted run.
+    """
+    overrides = list(overrides or [])
+    if resume is not None:
+        if overrides:
+            raise UserError(
+                f"--resume continues a run with its own config; drop {' '.join(overrides)} "
+                "(start a new run to change settings)."
+            )
+        from mobrl.training.run import resume_training
+
+        resume_training(resume, retry_errored=retry_errored)
+        return
+    if retry_errored:
+        raise UserError("--retry-errored goes with --resume RUN_DIR. Add --resume RUN_DIR.")
+    from mobrl.config import parse_overrides, run_hydra
+    from mobrl.training.checks import validate_command_line
+
+    modes = [name for name, on in (("-m", multirun), ("--cfg", cfg), ("--info", info)) if on]
+    if len(modes) > 1:
+        raise UserError(f"{' and '.join(modes)} do not go together. Use one of them.")
+    if not (show_help or hydra_help or info):
+        validate_command_line(overrides)
+        sweeps = [ov.input_line for ov in parse_overrides(overrides) if ov.is_sweep_override()]
+        if sweeps and not multirun:
+            raise UserError(
+                f"{' '.join(sweeps)} sweeps over several values. Add -m to run one job per "
+                "value, or give one value."
+            )
+    flags = {
+        "--multirun": multirun, "--cfg": cfg and cfg.value, "--package": package,
+        "--info": info and info.value, "--config-dir": config_dir, "--config-name": config_name,
+        "--help": show_help, "--hydra-help": hydra_help,
+        # show values, not `${...}` interpolations, in the help
+        "--resolve": resolve or show_help,
+    }  # fmt: skip
+    argv = [*overrides]
+    for flag, value in flags.items():
+        if value is True:
+            argv.append(flag)
+        elif value:
+            argv += [flag, str(value)]
+    from mobrl.training.run import train_task
+
+    run_hydra(train_task, argv, prog="mobrl train")
