@@ -135,9 +135,19 @@ class StockViews:
     def utilities(self, value: Any) -> None:
         """Stock code assigns it; the engine derives it."""
 
+    def metric_pairs(self) -> tuple[Any, ...] | None:
+        """`metric_arrays` with the links as (station, UE) index arrays and their SNRs in dB
+        (what `EpisodeTracker.record` also takes) on the sparse path; None on the dense one."""
+        if self._grid is None:
+            return None
+        b, u = self._links()
+        snr_db = 10.0 * np.log10(np.maximum(self._pair_snr(b, u), 1e-30))
+        return self._util, np.where(self._connected_before, self._macro, 0.0), (b, u), snr_db
+
     def metric_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """The last step for mobrl's `EpisodeTracker`, UEs in id order: scaled utility
-        (NaN: not active), data rate, the (BS, UE) links up and every pair's SNR in dB."""
+        (NaN: not active), data rate, the (BS, UE) links up and every pair's SNR in dB (on the
+        sparse path, city scale: the links' SNRs only, 0 elsewhere)."""
         rate = np.where(self._connected_before, self._macro, 0.0)
         if self._grid is not None:  # only the links' SNRs are read
             return self._util, rate, self._conn, self._sparse_snr_db()

@@ -261,9 +261,9 @@ class SparseLinks:
         return (util[sel] + self._util[sel]) / (count[sel] + 1)
 
     def _sparse_snr_db(self) -> np.ndarray:
-        """10 log10 of the SNR of the links up; -inf for every other pair (never read)."""
+        """10 log10 of the SNR of the links up; 0 for every other pair (never read)."""
         b, u = np.nonzero(self._conn)
-        out = np.full(self._t1.shape, -np.inf)
+        out = np.zeros(self._t1.shape)
         out[b, u] = 10.0 * np.log10(np.maximum(self._pair_snr(b, u), 1e-30))
         return out
 

@@ -54,39 +54,58 @@ class EpisodeTracker:
         self._sums = {k: np.zeros(n) for k in ("steps", "utility", "rate", "snr_db", "snr_links",
                                                 "connections", "connected", "changes")}  # fmt: skip
         self._serving = np.zeros((num_stations, n), dtype=bool)
+        self._serving_pairs = (np.zeros(0, dtype=np.intp), np.zeros(0, dtype=np.intp))
+        self._serving_count = np.zeros(n, dtype=np.int64)
         self._utility_sum = 0.0
         self._connected_fraction_sum = 0.0
         self._connections_per_bs_sum = 0.0
         self._busy_bs_fraction_sum = 0.0
 
-    def record(
-        self, utility: np.ndarray, rate: np.ndarray, links: np.ndarray, snr_db: np.ndarray
-    ) -> None:
+    def record(self, utility: np.ndarray, rate: np.ndarray, links: Any, snr_db: Any) -> None:
         """One step: each UE's scaled utility (NaN: not active), data rate, the (BS, UE) links
-        serving it and every link's SNR (dB)."""
+        serving it and every link's SNR (dB); or, as the fast engine's sparse path hands them
+        over, `links` as (station, UE) index arrays (each UE's stations ascending) and
+        `snr_db` each of those links' SNR. Work and sums over the links alone."""
         active = ~np.isnan(utility)
         n = int(np.count_nonzero(active))
         if not n:
             return
         self.steps += 1
-        links = links & active[None, :]
-        per_ue = links.sum(axis=0)
+        if isinstance(links, tuple):
+            b, u = links
+            snr = np.asarray(snr_db, dtype=float)
+        else:
+            b, u = np.nonzero(links)
+            snr = snr_db[b, u]
+        on = active[u]
+        b, u, snr = b[on], u[on], snr[on]
+        n_ue = len(self.ue_ids)
+        per_ue = np.bincount(u, minlength=n_ue)
         sums = self._sums
         sums["steps"] += active
         sums["utility"] += np.where(active, utility, 0.0)
         sums["rate"] += np.where(active, rate, 0.0)
         sums["connections"] += per_ue
         sums["connected"] += per_ue > 0
-        sums["snr_db"] += np.where(links, snr_db, 0.0).sum(axis=0)
+        # in station order per UE, as a sum over the stations axis adds them
+        sums["snr_db"] += np.bincount(u, weights=snr, minlength=n_ue)
         sums["snr_links"] += per_ue
-        changed = (links ^ self._serving).sum(axis=0)
+        # links that changed: the UE's links and its previous ones, less twice those in both
+        kept = np.bincount(u[self._serving[b, u]], minlength=n_ue)
+        changed = per_ue + self._serving_count - 2 * kept
         sums["changes"] += np.where(active, changed, 0)
-        self._serving[:, active] = links[:, active]
+        sb, su = self._serving_pairs
+        gone = active[su]
+        self._serving[sb[gone], su[gone]] = False
+        self._serving[b, u] = True
+        self._serving_pairs = (np.concatenate([sb[~gone], b]), np.concatenate([su[~gone], u]))
+        self._serving_count[active] = per_ue[active]
         self._utility_sum += float(utility[active].sum()) / n
         self._connected_fraction_sum += int(np.count_nonzero(per_ue[active])) / n
         stations = max(self.num_stations, 1)
-        self._connections_per_bs_sum += int(per_ue.sum()) / stations
-        self._busy_bs_fraction_sum += int(np.count_nonzero(links.any(axis=1))) / stations
+        self._connections_per_bs_sum += len(b) / stations
+        busy = np.count_nonzero(np.bincount(b, minlength=self.num_stations))
+        self._busy_bs_fraction_sum += int(busy) / stations
 
     def active_steps(self) -> dict[Any, int]:
         """How many steps each UE that was ever active was active."""
@@ -143,9 +162,12 @@ def step_arrays(core: Any, ue_ids: list[Any]) -> tuple[np.ndarray, ...]:
 
     Rates are in bit/s (mobile-env's bandwidth in Hz times log2(1 + SNR); its dashboard calls
     them MB/s); SNR is 10*log10 of mobile-env's SNR value (received power over noise as
-    mobile-env computes them), measured at the UE positions at the end of the step."""
+    mobile-env computes them), measured at the UE positions at the end of the step. On the
+    fast engine's sparse path (city scale) the links come as index pairs (`metric_pairs`)."""
     if implements(core, MetricArrays):
-        return core.metric_arrays()
+        pairs = getattr(core, "metric_pairs", None)
+        found = pairs() if pairs is not None else None
+        return found if found is not None else core.metric_arrays()
     from mobile_env.core.schedules import ResourceFair
 
     column = {ue: i for i, ue in enumerate(ue_ids)}

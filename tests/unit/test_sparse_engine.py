@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from mobrl.envs import neighbours
-from mobrl.envs.netstats import EpisodeTracker
+from mobrl.envs.netstats import EpisodeTracker, step_arrays
 from mobrl.evaluation.baselines.classic import GreedyPolicy
 from mobrl.scenarios.kinds.mobile import make_mobile_core
 from tests.unit.test_engine import _assert_same, _LateArrival
@@ -73,8 +73,8 @@ def _play(layout: str, obs: str, episodes: int, seed: int, steps: int | None = N
             for name, d, s in zip(("obs", "reward", "term", "trunc", "info"), out_d, out_s):
                 _assert_same(d, s, f"{where} {name}")
             _compare_state(dense, sparse, where)
-            for tracker, core in zip(trackers, (dense, sparse)):
-                tracker.record(*core.metric_arrays())
+            for tracker, core in zip(trackers, (dense, sparse)):  # sparse: link pairs
+                tracker.record(*step_arrays(core, tracker.ue_ids))
             obs_d, done, t = out_d[0], out_d[3], t + 1
         _assert_same(trackers[0].summary(), trackers[1].summary(), f"{layout} per-UE metrics")
         if steps is None:
@@ -161,3 +161,17 @@ def test_topk_rows_of_an_engine_made_without_slots() -> None:
     columns = np.arange(dense.NUM_USERS)
     rows = [topk_rows(station_arrays(core), columns, 3) for core in (dense, sparse)]
     _assert_same(rows[0], rows[1], "topk rows")
+
+
+def test_a_tracker_reads_pairs_as_it_reads_arrays() -> None:
+    """`EpisodeTracker.record` gives the same episode from (BS, UE) arrays and link pairs."""
+    core = _make("city", True)
+    core.reset(seed=10)
+    trackers = [EpisodeTracker(core.NUM_STATIONS, sorted(core.users)) for _ in range(2)]
+    rng = np.random.default_rng(0)
+    for t in range(40):
+        act = neighbours.greedy_actions(core) if t % 4 else rng.integers(0, 101, 1000)
+        core.step_arrays(act)
+        trackers[0].record(*core.metric_arrays())
+        trackers[1].record(*core.metric_pairs())
+    _assert_same(trackers[0].summary(), trackers[1].summary(), "summary")
