@@ -65,31 +65,37 @@ class EpisodeTracker:
         """One step: each UE's scaled utility (NaN: not active), data rate, the (BS, UE) links
         serving it and every link's SNR (dB); or, as the fast engine's sparse path hands them
         over, `links` as (station, UE) index arrays (each UE's stations ascending) and
-        `snr_db` each of those links' SNR. Work and sums over the links alone."""
+        `snr_db` each of those links' SNR (`_record_pairs`: the same sums over the links)."""
         active = ~np.isnan(utility)
         n = int(np.count_nonzero(active))
         if not n:
             return
         self.steps += 1
         if isinstance(links, tuple):
-            b, u = links
-            snr = np.asarray(snr_db, dtype=float)
-        else:
-            b, u = np.nonzero(links)
-            snr = snr_db[b, u]
+            self._record_pairs(utility, rate, active, n, *links, np.asarray(snr_db, float))
+            return
+        self._serving_pairs = None  # `_record_pairs` rebuilds them from `_serving`
+        links = links & active[None, :]
+        per_ue = links.sum(axis=0)
+        sums = self._sums
+        sums["snr_db"] += np.where(links, snr_db, 0.0).sum(axis=0)
+        changed = (links ^ self._serving).sum(axis=0)
+        sums["changes"] += np.where(active, changed, 0)
+        self._serving[:, active] = links[:, active]
+        busy = np.count_nonzero(links.any(axis=1))
+        self._add(utility, rate, active, n, per_ue, int(per_ue.sum()), busy)
+
+    def _record_pairs(self, utility, rate, active, n, b, u, snr) -> None:  # noqa: ANN001
         on = active[u]
         b, u, snr = b[on], u[on], snr[on]
         n_ue = len(self.ue_ids)
         per_ue = np.bincount(u, minlength=n_ue)
         sums = self._sums
-        sums["steps"] += active
-        sums["utility"] += np.where(active, utility, 0.0)
-        sums["rate"] += np.where(active, rate, 0.0)
-        sums["connections"] += per_ue
-        sums["connected"] += per_ue > 0
-        # in station order per UE, as a sum over the stations axis adds them
+        # in station order per UE, as the sum over the stations axis adds them
         sums["snr_db"] += np.bincount(u, weights=snr, minlength=n_ue)
-        sums["snr_links"] += per_ue
+        if self._serving_pairs is None:
+            su, sb = np.nonzero(self._serving.T)
+            self._serving_pairs, self._serving_count = (sb, su), self._serving.sum(axis=0)
         # links that changed: the UE's links and its previous ones, less twice those in both
         kept = np.bincount(u[self._serving[b, u]], minlength=n_ue)
         changed = per_ue + self._serving_count - 2 * kept
@@ -100,11 +106,22 @@ class EpisodeTracker:
         self._serving[b, u] = True
         self._serving_pairs = (np.concatenate([sb[~gone], b]), np.concatenate([su[~gone], u]))
         self._serving_count[active] = per_ue[active]
+        busy = np.count_nonzero(np.bincount(b, minlength=self.num_stations))
+        self._add(utility, rate, active, n, per_ue, len(b), busy)
+
+    def _add(self, utility, rate, active, n, per_ue, links, busy) -> None:  # noqa: ANN001
+        """What both kinds of input add alike."""
+        sums = self._sums
+        sums["steps"] += active
+        sums["utility"] += np.where(active, utility, 0.0)
+        sums["rate"] += np.where(active, rate, 0.0)
+        sums["connections"] += per_ue
+        sums["connected"] += per_ue > 0
+        sums["snr_links"] += per_ue
         self._utility_sum += float(utility[active].sum()) / n
         self._connected_fraction_sum += int(np.count_nonzero(per_ue[active])) / n
         stations = max(self.num_stations, 1)
-        self._connections_per_bs_sum += len(b) / stations
-        busy = np.count_nonzero(np.bincount(b, minlength=self.num_stations))
+        self._connections_per_bs_sum += links / stations
         self._busy_bs_fraction_sum += int(busy) / stations
 
     def active_steps(self) -> dict[Any, int]:

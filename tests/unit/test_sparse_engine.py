@@ -175,3 +175,22 @@ def test_a_tracker_reads_pairs_as_it_reads_arrays() -> None:
         trackers[0].record(*core.metric_arrays())
         trackers[1].record(*core.metric_pairs())
     _assert_same(trackers[0].summary(), trackers[1].summary(), "summary")
+
+
+def test_a_tracker_fed_arrays_and_pairs_in_turn() -> None:
+    """Arrays and pairs, even mixed within an episode, give the same sums to the last bit."""
+    rng = np.random.default_rng(11)
+    for _ in range(20):
+        n_bs, n_ue = int(rng.integers(1, 12)), int(rng.integers(1, 40))
+        arrays, mixed = (EpisodeTracker(n_bs, range(n_ue)) for _ in range(2))
+        for t in range(30):
+            util = np.where(rng.random(n_ue) < 0.3, np.nan, rng.uniform(-1, 1, n_ue))
+            rate, snr = rng.uniform(0, 1e7, n_ue), rng.normal(0, 20, (n_bs, n_ue))
+            links = rng.random((n_bs, n_ue)) < 0.3
+            arrays.record(util, rate, links, snr)
+            u, b = np.nonzero(links.T)
+            args = (links, snr) if t % 7 == 3 else ((b, u), snr[b, u])
+            mixed.record(util, rate, *args)
+        a, m = arrays.summary(), mixed.summary()
+        assert a.keys() == m.keys()
+        assert all(a[k] == m[k] or (np.isnan(a[k]) and np.isnan(m[k])) for k in a)
