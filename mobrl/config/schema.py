@@ -227,6 +227,43 @@ class TuneConf:
 
 
 @dataclass
+class WithinConf:
+    """The budget in which a preset reaches its expectation (either or both)."""
+
+    #: env steps sampled (`num_env_steps_sampled_lifetime`)
+    env_steps: Optional[int] = None
+    #: seconds of training as measured on 2 shared cores: `time_total_s` plus the imitation
+    #: before RL (`imitation/time_s`); `source` says when a measurement counted from the command
+    seconds: Optional[float] = None
+
+
+@dataclass
+class ExpectConf:
+    """What a preset reaches, under which budget, and where that was measured: a run of
+    `command` reaches `metric` >= `value` (with `vs`: the paired difference `metric - vs` on
+    the same seeds >= `value`; with `closed`: that share of the greedy -> reference gap in
+    mean UE utility closed too) within `within`."""
+
+    #: what is measured: an evaluation metric of `run.eval.metric` (`utility`, `connected`,
+    #: `p5`, `jain`, `return`) or the training return (`env_runners/episode_return_mean`: the
+    #: mean of the last 20 episodes, exploring actions)
+    metric: str = MISSING
+    #: the level reached (at least); null: no level measured yet (`source` says why)
+    value: Optional[float] = None
+    #: a baseline compared with on paired seeds (e.g. `greedy`): `value` bounds the difference
+    vs: Optional[str] = None
+    #: the share of the greedy -> reference gap in mean UE utility closed (at least), as
+    #: `evaluation/closed` and `mobrl evaluate`'s gap closed measure it
+    closed: Optional[float] = None
+    within: WithinConf = field(default_factory=WithinConf)
+    #: the command that reaches it
+    command: str = MISSING
+    #: where the numbers were measured (e.g. `mobrl evaluate` on 100 held-out seeds,
+    #: evaluation during training, the training return) and the measured values
+    source: str = MISSING
+
+
+@dataclass
 class PresetConf:
     """The tuned hyperparameters applied for this (algorithm, scenario, env mode), if any.
 
@@ -241,6 +278,8 @@ class PresetConf:
     found_by: Optional[str] = None
     #: what was measured with them, or how they were derived
     notes: Optional[str] = None
+    #: what the preset reaches and within which budget (docs/presets.md lists them)
+    expect: Optional[ExpectConf] = None
 
 
 @dataclass

@@ -1,16 +1,21 @@
-"""Presets: which file each (algo, scenario, env) gets, that overrides win, and provenance."""
+"""Presets: which file each (algo, scenario, env) gets, that overrides win, provenance, what each
+expects and docs/presets.md made from them."""
 
 from __future__ import annotations
 
+import importlib.util
 from importlib import resources
 
 import pytest
 import yaml
+from omegaconf import OmegaConf
 
 from mobrl.config import compose, group_options
-from mobrl.config.schema import ANY_LAYOUT
+from mobrl.config.schema import ANY_LAYOUT, PresetConf
+from mobrl.core import metrics as keys
 from mobrl.core.errors import UserError
 from mobrl.training.checks import validate_command_line
+from tests.conftest import REPO
 
 PRESETS = group_options("preset")
 
@@ -85,6 +90,45 @@ def test_every_preset_composes_and_records_how_it_was_found(preset: str) -> None
     validate_command_line(found_by.split()[2:])
     cfg = validate_command_line([f"algo={algo}", f"preset={preset}", *_scenario_of(preset)])
     assert cfg.preset.name == preset
+
+
+@pytest.mark.parametrize("preset", PRESETS)
+def test_every_preset_states_what_it_reaches_from_its_measurements(preset: str) -> None:
+    from mobrl.evaluation.policies import BASELINES
+
+    data = yaml.safe_load(_preset_file(preset).read_text())["preset"]
+    expect = OmegaConf.merge(OmegaConf.structured(PresetConf), data).expect
+    assert expect is not None, f"{preset} has no preset.expect"
+    assert expect.metric == keys.RETURN_MEAN or expect.metric in keys.EVAL_METRICS
+    if len(preset.split("/")) == 2:  # a Gymnasium task: its return, not mobile-env's UEs
+        assert expect.metric in (keys.RETURN_MEAN, "return")
+    assert expect.vs is None or expect.vs in BASELINES
+    if expect.closed is not None:  # the greedy -> reference gap in mean UE utility
+        assert expect.metric == "utility" and expect.vs == "greedy" and 0 < expect.closed <= 1
+    assert expect.within.env_steps or expect.within.seconds
+    assert expect.source.strip()
+    measured = " ".join([data["notes"], data["found_by"]]).replace(" ", "")
+    if expect.value is None:
+        assert expect.source.startswith("no level measured") and expect.closed is None
+    elif expect.value != 0:  # a level taken from the notes (0: "beats", "above")
+        assert f"{abs(expect.value):g}" in measured, (expect.value, data["notes"])
+    if expect.closed is not None:
+        assert f"{expect.closed:.0%}" in measured, (expect.closed, data["notes"])
+    # the command is a valid command line that trains this very preset
+    assert expect.command.startswith("mobrl train ")
+    cfg = validate_command_line(expect.command.split()[2:])
+    assert cfg.preset.name == preset
+
+
+def test_presets_doc_is_what_the_generator_writes() -> None:
+    """docs/presets.md is `python scripts/presets_doc.py`'s output from the presets now."""
+    spec = importlib.util.spec_from_file_location("presets_doc", REPO / "scripts/presets_doc.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert (REPO / "docs" / "presets.md").read_text() == module.render(), (
+        "docs/presets.md is out of date: run python scripts/presets_doc.py"
+    )
+    assert "presets.md" in (REPO / "docs" / "training.md").read_text()
 
 
 def test_unknown_preset_names_the_choices() -> None:
