@@ -118,11 +118,30 @@ def marginal_utilities(state: LinkState) -> np.ndarray:
     """Each active UE's contribution to the team's summed utility: the sum with its links minus
     the sum had it no links (then its own utility is -1 and its stations' other UEs get larger
     shares). A UE changing its own links changes the team's sum by exactly the change of this
-    value (a difference reward with the empty link set as the counterfactual). 0 for inactive."""
-    conn, cap = state.conn, state.cap
+    value (a difference reward with the empty link set as the counterfactual). 0 for inactive.
+
+    Only UEs sharing a station gain when one leaves, so the work grows with the pairs of UEs
+    linked to a common station, not with UEs squared (a 100-station / 1,000-UE layout: about
+    ten thousand pairs instead of a (BS, UE, UE) array); small layouts keep the dense arrays,
+    which are faster there and give the same numbers (tested)."""
+    conn = state.conn
     counts = conn.sum(axis=1)
     rate = state.rates(conn)
     util = state.utility(rate)
+    dense = conn.shape[0] * conn.shape[1] ** 2 <= DENSE_MARGINAL
+    others = (_others_dense if dense else _others_pairs)(state, counts, rate, util)
+    return np.where(state.active, util + 1.0 - others, 0.0)
+
+
+#: layouts up to this many (BS, UE, UE) entries compute `marginal_utilities` densely
+DENSE_MARGINAL = 200_000
+
+
+def _others_dense(
+    state: LinkState, counts: np.ndarray, rate: np.ndarray, util: np.ndarray
+) -> np.ndarray:
+    """Per UE i, the change of the other UEs' summed utility had i no links: (BS, UE, UE)."""
+    conn, cap = state.conn, state.cap
     # extra rate UE j gets at station b when one of b's other UEs leaves it
     extra = np.where(
         counts[:, None] >= 2,
@@ -132,8 +151,31 @@ def marginal_utilities(state: LinkState) -> np.ndarray:
     # gain[i, j]: UE j's extra rate when UE i drops all its links (elementwise sum, no BLAS)
     gain = (conn[:, :, None] * extra[:, None, :]).sum(axis=0)
     np.fill_diagonal(gain, 0.0)
-    others = ((state.utility(rate[None, :] + gain) - util[None, :]) * state.active).sum(axis=1)
-    return np.where(state.active, util + 1.0 - others, 0.0)
+    return ((state.utility(rate[None, :] + gain) - util[None, :]) * state.active).sum(axis=1)
+
+
+def _others_pairs(
+    state: LinkState, counts: np.ndarray, rate: np.ndarray, util: np.ndarray
+) -> np.ndarray:
+    """`_others_dense` from the pairs of UEs linked to a common station only."""
+    conn, cap = state.conn, state.cap
+    ues = conn.shape[1]
+    bs, ue = np.nonzero(conn)  # the links, grouped by station (row-major order)
+    n = counts[bs]
+    # extra rate a link's UE gets at its station when one of the station's other UEs leaves it
+    extra = np.where(n >= 2, cap[bs, ue] * (1.0 / np.maximum(n - 1, 1) - 1.0 / n), 0.0)
+    # every ordered pair of distinct links at one station: (leaving link p, gaining link q)
+    first = np.searchsorted(bs, bs)
+    p = np.repeat(np.arange(len(bs)), n)
+    q = first[p] + np.arange(len(p)) - np.repeat(np.cumsum(n) - n, n)
+    distinct = p != q
+    p, q = p[distinct], q[distinct]
+    # gain[i, j]: UE j's extra rate when UE i drops all its links (summed over shared stations)
+    pairs, where = np.unique(ue[p] * ues + ue[q], return_inverse=True)
+    gain = np.bincount(where, extra[q], minlength=len(pairs))
+    i, j = pairs // ues, pairs % ues
+    change = (state.utility(rate[j] + gain) - util[j]) * state.active[j]
+    return np.bincount(i, change, minlength=ues)
 
 
 def greedy_links(state: LinkState) -> np.ndarray:

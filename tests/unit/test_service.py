@@ -164,3 +164,28 @@ def test_oracle_serves_better_than_greedy_over_episodes() -> None:
     greedy = [run_episode(cfg, BASELINES["greedy"](), s)["ue/utility/mean"] for s in seeds]
     diffs = np.subtract(oracle, greedy)
     assert (diffs >= -1e-3).all() and diffs.mean() > 0.003
+
+
+def test_marginal_utilities_from_station_pairs_equal_the_dense_arrays() -> None:
+    """City-scale layouts compute `marginal_utilities` from the pairs of UEs sharing a
+    station; it gives the dense (BS, UE, UE) computation's numbers, shared links, idle
+    stations and inactive UEs included."""
+    from mobrl.envs.service import LinkState, _others_dense, _others_pairs
+
+    rng = np.random.default_rng(7)
+    for _ in range(200):
+        stations, ues = int(rng.integers(1, 15)), int(rng.integers(1, 40))
+        reach = rng.random((stations, ues)) < 0.5
+        active = rng.random(ues) < 0.9
+        state = LinkState(
+            cap=np.where(reach, rng.random((stations, ues)) * 5e7, 0.0),
+            reach=reach & active[None],
+            conn=reach & active[None] & (rng.random((stations, ues)) < 0.5),
+            active=active, lower=-20.0, upper=20.0, coeffs=(10.0, 0.0, 10.0),
+        )  # fmt: skip
+        counts = state.conn.sum(axis=1)
+        rate = state.rates(state.conn)
+        util = state.utility(rate)
+        dense = _others_dense(state, counts, rate, util)
+        pairs = _others_pairs(state, counts, rate, util)
+        np.testing.assert_allclose(pairs, dense, rtol=1e-12, atol=1e-12)
