@@ -119,11 +119,15 @@ def gap_closed(summary: dict[str, Any], policy: str = TRAINED) -> float | None:
 
 
 def closed_text(share: float | None) -> str:
-    """A share of the greedy -> oracle gap as a person reads it: a share only means something
-    between greedy and beyond, so a policy below greedy is said to be below greedy."""
+    """A share of the greedy -> reference gap as a person reads it: a share only means
+    something between greedy and the reference, so a policy below greedy is said to be below
+    greedy, and one above the reference (a per-step reference can be beaten over an episode)
+    to be above it."""
     if share is None:
         return "-"
-    return "below greedy" if share < 0 else f"{share:.0%}"
+    if share < 0:
+        return "below greedy"
+    return f"above the reference ({share:.0%})" if share > 1.005 else f"{share:.0%}"
 
 
 class Tally:

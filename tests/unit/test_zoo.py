@@ -172,3 +172,14 @@ def test_milestones_count_imitation_and_leave_out_evaluation() -> None:
     assert milestones(resumed) == milestones(rows)  # a resumed run does not imitate again
     unmeasured = [{k: v for k, v in r.items() if k != "evaluation"} for r in rows]
     assert milestones(unmeasured) == {}
+
+
+def test_a_share_reads_as_a_person_reads_it() -> None:
+    """Below greedy and above the reference are said in words; in between, a percentage."""
+    from mobrl.evaluation.paired import closed_text
+
+    assert closed_text(None) == "-"
+    assert closed_text(-0.2) == "below greedy"
+    assert closed_text(0.934) == "93%"
+    assert closed_text(1.0) == "100%"
+    assert closed_text(2.92) == "above the reference (292%)"
