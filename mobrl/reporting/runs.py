@@ -13,6 +13,7 @@ from mobrl.core.rundir import TRIAL_PROGRESS, RunDir
 
 #: composed-config keys that never tell runs apart in a meaningful way
 _IGNORED = ("run.name", "run.storage_path", "scenario.path", "preset.found_by", "preset.notes")
+_IGNORED_PREFIXES = ("preset.expect.",)
 #: the keys that name a config group's option, in the order labels show them
 _CHOICES = ("scenario.name", "env.mode", "algo.name", "tune.name", "engine", "env.obs")
 
@@ -158,6 +159,7 @@ def group_trials(trials: list[Trial], group_by: list[str] | None = None) -> dict
             for k in all_keys
             if not _seed_like(k)
             and k not in _IGNORED
+            and not k.startswith(_IGNORED_PREFIXES)
             and len({json.dumps(t.settings.get(k), default=str) for t in trials}) > 1
         ]
         # keys that split the trials the same way as an earlier one say nothing new
