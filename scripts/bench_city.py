@@ -10,6 +10,10 @@ the same with `env.obs=topk_gain`. Peak memory:
 tracemalloc's peak of the env's arrays plus 5 steps of each, after the timing. Usage:
 
     python scripts/bench_city.py [--scenarios large,city,metro] [--seconds 2] [--rounds 3]
+                                 [--metrics]
+
+`--metrics` also records mobrl's per-step metrics each step (`netstats.EpisodeTracker`, as
+training and evaluation do).
 
 With `--compare DIR` instead: the layouts' default path (dense below city scale) of this
 checkout and of the mobrl checkout at DIR (e.g. `git worktree add /tmp/prev HEAD~1`), one
@@ -51,11 +55,14 @@ def make(scenario: str, obs: str, path: str | None):
         neighbours.GRID_MIN_PAIRS = saved
 
 
-def stepper(core, obs: str):
-    """One env step with greedy actions (and topk observations of every UE)."""
+def stepper(core, obs: str, metrics: bool = False):
+    """One env step with greedy actions (and topk observations of every UE; with `metrics`,
+    mobrl's per-step metrics as training and evaluation record them)."""
+    from mobrl.envs.netstats import EpisodeTracker, step_arrays
     from mobrl.evaluation.baselines.classic import GreedyPolicy
 
     greedy = GreedyPolicy()
+    tracker = EpisodeTracker(core.NUM_STATIONS, sorted(core.users)) if metrics else None
     k = getattr(core.handler, "topk", None)
     sparse = getattr(core, "_grid", None) is not None
 
@@ -69,6 +76,8 @@ def stepper(core, obs: str):
         if k is not None:
             act = greedy.slot_actions(core, act, k)
         _, done = core.step_arrays(act)
+        if tracker is not None:
+            tracker.record(*step_arrays(core, tracker.ue_ids))
         if k is not None:
             core.observe_all()
         if done:
@@ -98,11 +107,12 @@ def peak_mb(scenario: str, obs: str, path: str | None, steps: int = 5) -> float:
     return peak / 2**20
 
 
-def bench(scenarios: list[str], seconds: float, rounds: int) -> None:
+def bench(scenarios: list[str], seconds: float, rounds: int, metrics: bool) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    table = Table(title=f"fast engine, env steps/s (median of {rounds} alternating rounds)")
+    title = "fast engine, env steps/s" + (" with per-step metrics" if metrics else "")
+    table = Table(title=f"{title} (median of {rounds} alternating rounds)")
     cols = ("scenario", "obs", "dense", "sparse", "sparse / dense", "peak MB dense", "sparse")
     for col in cols:
         table.add_column(col, justify="left" if col in ("scenario", "obs") else "right")
@@ -112,7 +122,7 @@ def bench(scenarios: list[str], seconds: float, rounds: int) -> None:
             for path in ("dense", "sparse"):
                 core = make(scenario, obs, path)
                 core.reset(seed=0)
-                steppers[path] = stepper(core, obs)
+                steppers[path] = stepper(core, obs, metrics)
                 steppers[path]()  # warm-up
             rates: dict[str, list[float]] = {p: [] for p in steppers}
             for _ in range(rounds):
@@ -182,6 +192,7 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=2.0, help="per path and round")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--compare", default=None, help="another mobrl checkout")
+    parser.add_argument("--metrics", action="store_true", help="also record per-step metrics")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
@@ -189,7 +200,7 @@ def main() -> None:
     elif args.compare:
         compare(args.compare, args.scenarios.split(","), args.seconds, args.rounds)
     else:
-        bench(args.scenarios.split(","), args.seconds, args.rounds)
+        bench(args.scenarios.split(","), args.seconds, args.rounds, args.metrics)
 
 
 if __name__ == "__main__":
