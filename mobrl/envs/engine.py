@@ -6,6 +6,8 @@ boolean connection matrix), computes the SNR matrix once per step with the same 
 operations as mobile-env, and derives connectivity, data rates, utilities, rewards, metrics and
 observations from it. Random draws (arrivals, initial positions, waypoints) come from
 mobile-env's own RNG objects in the same order, so episodes are the same step for step.
+On city-scale layouts the step runs on the (BS, UE) pairs in range instead, with the same
+numbers (mobrl.envs.neighbours).
 
 The stock attributes other code reads (`connections`, `datarates`, `macro`, `utilities`,
 `active`, UE positions) stay available as views built on access, so baselines, rendering and
