@@ -65,11 +65,23 @@ class UESlotEnvRunner(SingleAgentEnvRunner):
             and self.config.rollout_fragment_length == "auto"
             and self.config.batch_mode == "truncate_episodes"
         ):
-            # RLlib's automatic fragment splits the batch over slots; a slot step is 1/n_ues
-            # of an env step
-            fragment = self.config.get_rollout_fragment_length(self.worker_index)
-            num_timesteps = fragment * self.num_envs * self.env.unwrapped.n_ues
+            num_timesteps = self._fragment_slot_steps()
         return super().sample(num_timesteps=num_timesteps, num_episodes=num_episodes, **kwargs)
+
+    def _fragment_slot_steps(self) -> int:
+        """Slot steps of one automatic rollout fragment: this runner's share of the train
+        batch, counted in env steps (a slot step is 1/n_ues of an env step). RLlib's automatic
+        fragment splits the batch over the slots and rounds up to one step per slot; where the
+        batch has at least that many env steps its rounding is kept (as it always was), where
+        it has fewer (a layout with more UEs than the batch has env steps, e.g. `city` with
+        `run=smoke`) the share is rounded to whole steps of each env copy instead, so the
+        sample stays the batch's size rather than n_ues env steps per copy."""
+        n_ues, copies = self.env.unwrapped.n_ues, self.env.unwrapped.copies
+        batch, runners = self.config.total_train_batch_size, self.config.num_env_runners or 1
+        if batch >= runners * self.num_envs:  # RLlib's fragment: at least one step per slot
+            fragment = self.config.get_rollout_fragment_length(self.worker_index)
+            return fragment * self.num_envs * n_ues
+        return math.ceil(batch / (runners * copies)) * copies * n_ues
 
     def _increase_sampled_metrics(self, num_steps: int, num_episodes_completed: int) -> int:
         n_ues = self.env.unwrapped.n_ues

@@ -124,3 +124,42 @@ def test_team_reward_moves_credit_between_ues_but_keeps_the_return() -> None:
 def test_team_reward_outside_zero_to_one_names_the_fix(bad: str) -> None:
     with pytest.raises(UserError, match=f"env.team_reward={bad}"):
         _env_config("scenario=small", f"env.team_reward={bad}")
+
+
+@pytest.mark.parametrize(
+    ("ues", "copies", "batch", "runners", "env_steps"),
+    [
+        (5, 1, 200, 0, 200),  # small, run=smoke
+        (30, 8, 2000, 0, 2160),  # large, ppo/large/ma_imitate: RLlib's rounding, as before
+        (5, 8, 1000, 0, 1000),  # small, ppo/small/ma
+        (1000, 1, 200, 0, 200),  # city, run=smoke: the batch, not one step per UE per copy
+        (1000, 2, 300, 0, 300),  # city, two copies: whole steps of each copy
+        (1000, 2, 301, 0, 302),
+        (1000, 1, 200, 2, 100),  # two runners share the batch
+    ],
+)
+def test_a_fragment_is_the_runners_share_of_the_batch_in_env_steps(
+    ues: int, copies: int, batch: int, runners: int, env_steps: int
+) -> None:
+    """The env steps one automatic rollout fragment of the UE-slot runner covers: RLlib's
+    fragment where the batch holds at least one step per slot (unchanged), the runner's share
+    in whole env-copy steps where a layout has more slots than the batch has env steps."""
+    from types import SimpleNamespace
+
+    from ray.rllib.algorithms.ppo import PPOConfig
+
+    from mobrl.envs.slot_runner import UESlotEnvRunner
+
+    config = (
+        PPOConfig()
+        .training(train_batch_size_per_learner=batch)
+        .env_runners(num_env_runners=runners, num_envs_per_env_runner=copies * ues)
+    )
+    runner = SimpleNamespace(
+        config=config,
+        num_envs=copies * ues,
+        worker_index=1 if runners else 0,
+        env=SimpleNamespace(unwrapped=SimpleNamespace(n_ues=ues, copies=copies)),
+    )
+    slot_steps = UESlotEnvRunner._fragment_slot_steps(runner)  # type: ignore[arg-type]
+    assert slot_steps == env_steps * ues
