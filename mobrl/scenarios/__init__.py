@@ -241,6 +241,7 @@ def validate(raw: dict[str, Any], path: Path) -> dict[str, Any]:
     check.number(movement, "height", "movement.", 0)
 
     _check_reachable(check, data)
+    _check_fits(check, data)
 
     arrival = data["arrival"]
     if arrival["model"] not in ARRIVAL_MODELS:
@@ -291,6 +292,44 @@ def _check_reachable(check: _Checker, data: dict[str, Any]) -> None:
         )
 
 
+#: resident memory of one env copy per (station, UE) pair: the engine's arrays and the full
+#: (BS, UE) matrices the baselines and the oracle read (`mobrl evaluate` of metro, 400 x 4,000:
+#: 507 MB against 231 MB on large, 13 x 30; scripts/bench_city.py for the engine alone)
+BYTES_PER_PAIR = 180
+#: memory a mobrl process needs besides the layout (Python, numpy, mobile-env; evaluate on large)
+BASE_BYTES = 250 * 2**20
+#: the share of the machine's memory one env copy may take
+FIT_SHARE = 0.5
+
+
+def memory_bytes(stations: int, ues: int) -> int:
+    """Estimated resident memory of a process playing one copy of a layout this size."""
+    return BASE_BYTES + BYTES_PER_PAIR * stations * ues
+
+
+def _machine_bytes() -> int:
+    import os
+
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
+def _check_fits(check: _Checker, data: dict[str, Any]) -> None:
+    """A layout whose one env copy would take more than half the machine's memory is refused
+    before anything starts, naming the UE count that fits with its stations."""
+    stations, ues = len(data["stations"]), int(data["ues"]["count"])
+    machine = _machine_bytes()
+    need = memory_bytes(stations, ues)
+    if need <= FIT_SHARE * machine:
+        return
+    fits = max(int((FIT_SHARE * machine - BASE_BYTES) // (BYTES_PER_PAIR * stations)), 0)
+    raise check.fail(
+        "ues.count",
+        f"is {ues:,} with {stations:,} stations: one env copy would need about "
+        f"{need / 2**30:.1f} GiB, more than half of this machine's {machine / 2**30:.1f} GiB",
+        f"Use at most {fits:,} UEs with {stations:,} stations, or fewer stations.",
+    )
+
+
 def summary(data: dict[str, Any]) -> dict[str, Any]:
     """What `mobrl scenarios list` shows: sizes, and the spaces each env mode exposes."""
     n_bs, n_ue = len(data["stations"]), data["ues"]["count"]
@@ -302,6 +341,7 @@ def summary(data: dict[str, Any]) -> dict[str, Any]:
         "ma_act": f"Discrete({n_bs + 1}) x {n_ue}",
         "central_obs": str(n_ue * (2 * n_bs + 1)),
         "central_act": f"MultiDiscrete({n_ue} x {n_bs + 1})",
+        "memory": f"{memory_bytes(n_bs, n_ue) / 2**20:,.0f} MB",
     }
 
 

@@ -26,15 +26,15 @@ def list_scenarios(console: Any) -> None:
 
     table = Table(title="mobile-env layouts (env=ma: an agent per UE; env=central: one agent)")
     columns = ("name", "stations", "UEs", "map (m)", "ma obs", "ma act", "central obs")
-    for col in (*columns, "central act", "file"):
-        table.add_column(col, justify="right" if col in ("stations", "UEs") else "left")
+    for col in (*columns, "central act", "memory", "file"):
+        table.add_column(col, justify="right" if col in ("stations", "UEs", "memory") else "left")
     builtin = scenarios.builtin_dir()
     for name, path in scenarios.discover().items():
         info = scenarios.summary(scenarios.load(path))
         where = "built-in" if path.parent == builtin else str(path)
         table.add_row(
             name, str(info["stations"]), str(info["ues"]), info["map"], info["ma_obs"],
-            info["ma_act"], info["central_obs"], info["central_act"], where,
+            info["ma_act"], info["central_obs"], info["central_act"], info["memory"], where,
         )  # fmt: skip
     console.print(table)
     others = Table(title="other scenarios")

@@ -235,3 +235,24 @@ def test_existing_file_is_kept_unless_forced(tmp_path: Path) -> None:
     generate_command("hex:7", None, Options("10", out, force=True))
     assert yaml.safe_load(out.read_text())["ues"]["count"] == 10
     assert sorted(p.name for p in tmp_path.iterdir()) == ["net.yaml"]  # no temporary left
+
+
+def test_a_layout_too_large_for_the_machine_is_refused_naming_what_fits(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """Before anything starts: one env copy may take at most half the machine's memory; the
+    error names the UE count that fits with the layout's stations, and what does fit loads."""
+    monkeypatch.setattr(scenarios, "_machine_bytes", lambda: 2 * 2**30)  # a 2 GiB machine
+    city = yaml.safe_load((scenarios.builtin_dir() / "city.yaml").read_text())
+    fits = (2**30 - scenarios.BASE_BYTES) // (scenarios.BYTES_PER_PAIR * 100)
+    big = tmp_path / "big.yaml"
+    big.write_text(yaml.safe_dump({**city, "ues": {**city["ues"], "count": 10 * fits}}))
+    with pytest.raises(UserError) as err:
+        scenarios.load(big)
+    message = str(err.value)
+    assert "\n" not in message and "ues.count" in message and "2.0 GiB" in message
+    assert f"Use at most {fits:,} UEs with 100 stations" in message
+    ok = tmp_path / "ok.yaml"
+    ok.write_text(yaml.safe_dump({**city, "ues": {**city["ues"], "count": fits}}))
+    assert scenarios.load(ok)["ues"]["count"] == fits
+    assert scenarios.summary(scenarios.load(ok))["memory"].endswith(" MB")
