@@ -11,12 +11,7 @@ from typing import Annotated, Any
 import typer
 
 from mobrl import __version__
-from mobrl.core.errors import (
-    INTERRUPTED_EXIT,
-    Interrupted,
-    UserError,
-    unknown_choice,
-)
+from mobrl.core.errors import INTERRUPTED_EXIT, Interrupted, UserError, unknown_choice
 
 app = typer.Typer(
     name="mobrl",

@@ -9,19 +9,8 @@ from typing import Annotated
 import typer
 
 from mobrl.cli.app import PASS_THROUGH, app, check_options, interruptible
-from mobrl.cli.options import (
-    Episodes,
-    Explore,
-    Output,
-    Pick,
-    PickOption,
-    Seed,
-    Trust,
-    Workers,
-)
-from mobrl.core.errors import (
-    UserError,
-)
+from mobrl.cli.options import Episodes, Explore, Output, Pick, PickOption, Seed, Trust, Workers
+from mobrl.core.errors import UserError
 
 
 @app.command(context_settings=PASS_THROUGH)

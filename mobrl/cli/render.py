@@ -8,13 +8,7 @@ from typing import Annotated
 import typer
 
 from mobrl.cli.app import PASS_THROUGH, app, check_options, interruptible
-from mobrl.cli.options import (
-    Explore,
-    Pick,
-    PickOption,
-    Seed,
-    Trust,
-)
+from mobrl.cli.options import Explore, Pick, PickOption, Seed, Trust
 
 
 @app.command(context_settings=PASS_THROUGH)

@@ -8,9 +8,7 @@ from typing import Annotated
 import typer
 
 from mobrl.cli.app import app, interruptible
-from mobrl.cli.options import (
-    XAxis,
-)
+from mobrl.cli.options import XAxis
 
 
 @app.command("report")

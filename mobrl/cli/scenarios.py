@@ -8,9 +8,7 @@ from typing import Annotated
 import typer
 
 from mobrl.cli.app import app, interruptible
-from mobrl.core.errors import (
-    UserError,
-)
+from mobrl.core.errors import UserError
 
 scenarios_app = typer.Typer(
     help="List, inspect and plot scenarios (mobile-env layouts as YAML, Gymnasium tasks).",

@@ -19,9 +19,7 @@ from mobrl.cli.options import (
     Resolve,
     ShowHelp,
 )
-from mobrl.core.errors import (
-    UserError,
-)
+from mobrl.core.errors import UserError
 
 
 @app.command(add_help_option=False)

@@ -8,10 +8,7 @@ from typing import Annotated
 import typer
 
 from mobrl.cli.app import app, interruptible
-from mobrl.cli.options import (
-    Pick,
-    Trust,
-)
+from mobrl.cli.options import Pick, Trust
 
 zoo_app = typer.Typer(
     help="Trained policies shipped with mobrl: list them, or export a checkpoint as one.",
