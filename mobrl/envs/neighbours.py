@@ -14,8 +14,8 @@ strongest stations (`topk`'s slots, the best SNR it normalises by).
 Pairs are listed UE by UE, each UE's stations in id order, so per-UE sums (`np.bincount` over
 UEs) add in station order as the dense path does and are bit-identical; per-station sums
 (utility means) add in UE order and may differ from the dense path's pairwise sums in the
-last bits. The dense SNR matrix, which baselines, `mobile` observations and the metrics of
-`link_state` read, is computed in full on first access in a step (exactly the dense path's).
+last bits. The dense SNR matrix, which baselines, `mobile` observations and `link_state`
+(marginal rewards, the oracle) read, is computed in full on first access in a step.
 `GRID_MIN_PAIRS` picks the path: below it (every built-in layout but `city` and `metro`) the
 dense arrays are faster.
 """
@@ -35,9 +35,9 @@ _MARGIN = 1e-6
 
 
 class Pairs:
-    """One step's candidate (station, UE) pairs: `b`, `u` (sorted by UE, then station), the
-    truncated offsets, `snr`, `reach` (SNR above the UE's threshold) and `start` (UE j's
-    pairs are `start[j]:start[j + 1]`)."""
+    """One step's candidate (station, UE) pairs: `b`, `u` (sorted by UE, then station),
+    `snr`, `reach` (SNR above the UE's threshold) and `start` (UE j's pairs are
+    `start[j]:start[j + 1]`)."""
 
     def __init__(self, b: np.ndarray, u: np.ndarray, snr: np.ndarray, thr: np.ndarray, n: int):
         self.b, self.u, self.snr = b, u, snr
@@ -89,7 +89,6 @@ class Grid:
 
     def _side(self, width: float, height: float) -> float:
         """A cell side of at least every reach, within which most places have `need` stations."""
-        # UEs with the same parameters have the same reach: one of each
         params = np.vstack([self.t1, self.t2, self.noise, self.thr]).T
         _, kinds = np.unique(params, axis=0, return_index=True)
         thr = self.thr[kinds]
@@ -112,9 +111,10 @@ class Grid:
     def pairs(self, x: np.ndarray, y: np.ndarray) -> Pairs:
         """The candidate pairs of UEs at positions (x, y), with their SNRs."""
         tx_, ty_ = np.trunc(x), np.trunc(y)
-        cx = np.clip(((tx_ - self.x0) // self.side).astype(int), 0, self.nx - 1)
-        cy = np.clip(((ty_ - self.y0) // self.side).astype(int), 0, self.ny - 1)
-        cell = cx * self.ny + cy
+        cx = ((tx_ - self.x0) // self.side).astype(int)
+        cy = ((ty_ - self.y0) // self.side).astype(int)
+        inside = (cx >= 0) & (cx < self.nx) & (cy >= 0) & (cy < self.ny)
+        cell = np.where(inside, cx * self.ny + cy, len(self.cell_len) - 1)  # off the map: all
         b, u, snr = self._candidates(np.arange(self.n_ue), cell, tx_, ty_, True)
         if not self.need:  # only the pairs in range count
             keep = snr > self.thr[u]

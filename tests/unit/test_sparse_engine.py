@@ -137,6 +137,8 @@ def test_every_ue_sees_every_station_in_range() -> None:
     """The candidate pairs hold every pair in range and each UE's k strongest stations."""
     core = _make("city", True, "topk")
     core.reset(seed=8)
+    core._x[:5], core._y[5:10] = -300.0, 5000.0  # a few off the map
+    core._compute_snr()
     snr = core._dense_snr()
     pairs = core._pairs
     cand = np.zeros(snr.shape, dtype=bool)
