@@ -238,7 +238,7 @@ class SparseLinks:
     def _sparse_rate_matrix(self) -> np.ndarray:
         b, u, rates, _ = self._sparse_rates()
         out = np.zeros(self._t1.shape)
-        out[b, u] = rates
+        out[b, u] = np.where(self._reach[b, u], rates, 0.0)  # out of range: carries nothing
         return out
 
     def _sparse_station_utilities(self) -> tuple[np.ndarray, np.ndarray]:

@@ -36,6 +36,7 @@ def _make(layout: str, sparse: bool, obs: str = "mobile", mode: str = "ma", **kw
 def _compare_state(dense, sparse, where: str) -> None:
     assert np.array_equal(dense._conn, sparse._conn), where
     assert np.array_equal(dense._reach, sparse._reach), where
+    _assert_same(dense._rates(), sparse._rates(), f"{where} link rates")  # `datarates`
     _assert_same(dense.topk_state()["counts"], sparse.topk_state()["counts"], where)
     a, b = dense.metric_arrays(), sparse.metric_arrays()
     _assert_same(a[:3], b[:3], f"{where} metrics")
