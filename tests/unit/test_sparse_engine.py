@@ -37,7 +37,9 @@ def _compare_state(dense, sparse, where: str) -> None:
     assert np.array_equal(dense._conn, sparse._conn), where
     assert np.array_equal(dense._reach, sparse._reach), where
     _assert_same(dense._rates(), sparse._rates(), f"{where} link rates")  # `datarates`
-    _assert_same(dense.topk_state()["counts"], sparse.topk_state()["counts"], where)
+    for key in ("counts", "bs_util", "util"):
+        _assert_same(dense.topk_state()[key], sparse.topk_state()[key], f"{where} {key}")
+    _assert_same(vars(dense.link_state()), vars(sparse.link_state()), f"{where} link_state")
     a, b = dense.metric_arrays(), sparse.metric_arrays()
     _assert_same(a[:3], b[:3], f"{where} metrics")
     _assert_same(np.where(a[2], a[3], 0.0), np.where(b[2], b[3], 0.0), f"{where} link SNR")
