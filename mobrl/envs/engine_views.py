@@ -34,8 +34,15 @@ class StockViews:
 
         util = self.utility
         active = self._active_mask
+        if self._grid is not None:  # the sparse path: every pair in range is a candidate
+            p = self._pairs
+            b, u = p.b[p.reach], p.u[p.reach]
+            cap = np.zeros(self._t1.shape)
+            cap[b, u] = self._bw[b, 0] * np.log2(1 + p.snr[p.reach])
+        else:
+            cap = np.where(self._reach, self._bw * np.log2(1 + self._snr), 0.0)
         return LinkState(
-            cap=np.where(self._reach, self._bw * np.log2(1 + self._snr), 0.0),
+            cap=cap,
             reach=self._reach & active[None, :],
             conn=self._conn & self._reach,
             active=active.copy(),

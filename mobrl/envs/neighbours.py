@@ -14,8 +14,8 @@ strongest stations (`topk`'s slots, the best SNR it normalises by).
 Pairs are listed UE by UE, each UE's stations in id order, so per-UE sums (`np.bincount` over
 UEs) add in station order as the dense path does and are bit-identical; per-station sums
 (utility means) add in UE order and may differ from the dense path's pairwise sums in the
-last bits. The dense SNR matrix, which baselines, `mobile` observations and `link_state`
-(marginal rewards, the oracle) read, is computed in full on first access in a step.
+last bits. The dense SNR matrix, which baselines and `mobile` observations read, is computed
+in full on first access in a step (`link_state` takes its capacities from the pairs).
 `GRID_MIN_PAIRS` picks the path: below it (every built-in layout but `city` and `metro`) the
 dense arrays are faster.
 """
