@@ -11,6 +11,9 @@ Ctrl-C reaches every process of the terminal's group. Workers ignore it from the
 instruction (they start while this process ignores it, and their initializer ignores it
 again), so the one line that reports the interrupt comes from the main process, which kills
 the workers instead of waiting for the episodes they have queued.
+
+A SIGTERM to the main process alone (`kill PID`, a job scheduler's time limit) ends it the same
+way, with exit code 143: without that the workers, which do not share its fate, would play on.
 """
 
 from __future__ import annotations
@@ -60,17 +63,41 @@ class Pool:
         return future
 
 
+#: exit code of a process ended by SIGTERM (128 + 15, as a shell reports it)
+TERMINATED_EXIT = 128 + signal.SIGTERM
+
+
+@contextmanager
+def _terminate_as_exit() -> Iterator[None]:
+    """A SIGTERM to this process raises SystemExit(143) in the main thread while the block
+    runs, so the pool's way out on an error kills the workers (default: this process dies at
+    once and the workers go on with their queue)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def terminate(signum: int, frame: Any) -> None:
+        raise SystemExit(TERMINATED_EXIT)
+
+    previous = signal.signal(signal.SIGTERM, terminate)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 @contextmanager
 def process_pool(workers: int) -> Iterator[Pool]:
     """A pool of `workers` fresh processes (loky's `ProcessPoolExecutor`, started by the
     first `submit`). On the way out, it waits for its jobs; after an error or Ctrl-C it kills
-    its workers at once, without waiting for what they have queued."""
+    its workers at once, without waiting for what they have queued (a SIGTERM too)."""
     from loky import ProcessPoolExecutor
 
     with sigint_ignored():  # what the pool starts now (its helper processes) never sees it
         pool = ProcessPoolExecutor(max_workers=workers, initializer=_ignore_interrupts)
     try:
-        yield Pool(pool)
+        with _terminate_as_exit():
+            yield Pool(pool)
     except BaseException:
         # kill the workers and wait for the pool's own thread to settle every future; a
         # future already cancelled makes that thread log a traceback for a result nobody

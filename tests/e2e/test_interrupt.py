@@ -113,3 +113,33 @@ def test_ctrl_c_ends_every_long_command_at_once(tmp_path: Path) -> None:
     )
     _told(code, took, err, "report stopped", "were not written")
     assert not (tmp_path / "report" / "report.html").exists()
+
+
+def test_a_sigterm_to_the_command_alone_leaves_no_worker_running(tmp_path: Path) -> None:
+    """`kill PID` (or a scheduler's time limit) reaches the main process only, not its worker
+    processes: it ends with code 143 at once, kills them and writes nothing."""
+    out = tmp_path / "out"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mobrl", "evaluate", "--checkpoint", "zoo:small",
+         "--episodes", "2000", "--output", str(out)],
+        cwd=tmp_path, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        start_new_session=True,
+    )  # fmt: skip
+    try:
+        time.sleep(5.0)  # the workers are playing episodes
+        assert proc.poll() is None, proc.communicate()
+        sent = time.monotonic()
+        os.kill(proc.pid, signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+        took = time.monotonic() - sent
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 143, err
+    assert took <= LIMIT_S, f"{took:.2f} s to end after SIGTERM"
+    time.sleep(0.5)
+    alive = subprocess.run(
+        ["ps", "-o", "pid=,stat=,cmd=", "-g", str(proc.pid)], capture_output=True, text=True
+    ).stdout.splitlines()
+    assert not [line for line in alive if line.split()[1][0] != "Z"], alive
+    assert not out.exists()
