@@ -292,36 +292,17 @@ def _check_reachable(check: _Checker, data: dict[str, Any]) -> None:
         )
 
 
-#: resident memory of one env copy per (station, UE) pair: the engine's arrays and the full
-#: (BS, UE) matrices the baselines and the oracle read (`mobrl evaluate` of metro, 400 x 4,000:
-#: 507 MB against 231 MB on large, 13 x 30; scripts/bench_city.py for the engine alone)
-BYTES_PER_PAIR = 180
-#: memory a mobrl process needs besides the layout (Python, numpy, mobile-env; evaluate on large)
-BASE_BYTES = 250 * 2**20
-#: the share of the machine's memory one env copy may take
-FIT_SHARE = 0.5
-
-
-def memory_bytes(stations: int, ues: int) -> int:
-    """Estimated resident memory of a process playing one copy of a layout this size."""
-    return BASE_BYTES + BYTES_PER_PAIR * stations * ues
-
-
-def _machine_bytes() -> int:
-    import os
-
-    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-
-
 def _check_fits(check: _Checker, data: dict[str, Any]) -> None:
     """A layout whose one env copy would take more than half the machine's memory is refused
     before anything starts, naming the UE count that fits with its stations."""
+    from mobrl.scenarios import memory
+
     stations, ues = len(data["stations"]), int(data["ues"]["count"])
-    machine = _machine_bytes()
-    need = memory_bytes(stations, ues)
-    if need <= FIT_SHARE * machine:
+    machine = memory.machine_bytes()
+    need = memory.memory_bytes(stations, ues)
+    if need <= memory.FIT_SHARE * machine:
         return
-    fits = max(int((FIT_SHARE * machine - BASE_BYTES) // (BYTES_PER_PAIR * stations)), 0)
+    fits = memory.fitting_ues(stations, machine)
     raise check.fail(
         "ues.count",
         f"is {ues:,} with {stations:,} stations: one env copy would need about "
@@ -331,7 +312,9 @@ def _check_fits(check: _Checker, data: dict[str, Any]) -> None:
 
 
 def summary(data: dict[str, Any]) -> dict[str, Any]:
-    """What `mobrl scenarios list` shows: sizes, and the spaces each env mode exposes."""
+    """What `mobrl scenarios list` shows: sizes, the spaces each env mode exposes, memory."""
+    from mobrl.scenarios import memory
+
     n_bs, n_ue = len(data["stations"]), data["ues"]["count"]
     return {
         "stations": n_bs,
@@ -341,7 +324,7 @@ def summary(data: dict[str, Any]) -> dict[str, Any]:
         "ma_act": f"Discrete({n_bs + 1}) x {n_ue}",
         "central_obs": str(n_ue * (2 * n_bs + 1)),
         "central_act": f"MultiDiscrete({n_ue} x {n_bs + 1})",
-        "memory": f"{memory_bytes(n_bs, n_ue) / 2**20:,.0f} MB",
+        "memory": f"{memory.memory_bytes(n_bs, n_ue) / 2**20:,.0f} MB",
     }
 
 

@@ -242,9 +242,11 @@ def test_a_layout_too_large_for_the_machine_is_refused_naming_what_fits(
 ) -> None:
     """Before anything starts: one env copy may take at most half the machine's memory; the
     error names the UE count that fits with the layout's stations, and what does fit loads."""
-    monkeypatch.setattr(scenarios, "_machine_bytes", lambda: 2 * 2**30)  # a 2 GiB machine
+    from mobrl.scenarios import memory
+
+    monkeypatch.setattr(memory, "machine_bytes", lambda: 2 * 2**30)  # a 2 GiB machine
     city = yaml.safe_load((scenarios.builtin_dir() / "city.yaml").read_text())
-    fits = (2**30 - scenarios.BASE_BYTES) // (scenarios.BYTES_PER_PAIR * 100)
+    fits = (2**30 - memory.BASE_BYTES) // (memory.BYTES_PER_PAIR * 100)
     big = tmp_path / "big.yaml"
     big.write_text(yaml.safe_dump({**city, "ues": {**city["ues"], "count": 10 * fits}}))
     with pytest.raises(UserError) as err:
