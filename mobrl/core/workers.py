@@ -7,10 +7,10 @@ every worker, and `python -` or `python -c` fail. loky's processes start clean (
 only what the jobs they are sent need), so `mobrl.evaluate(...)` works from a script, a
 notebook, standard input or a shell alike.
 
-Ctrl-C reaches every process of the terminal's group. Workers ignore it from their first
-instruction (they start while this process ignores it, and their initializer ignores it
-again), so the one line that reports the interrupt comes from the main process, which kills
-the workers instead of waiting for the episodes they have queued.
+Ctrl-C reaches every process of the terminal's group. Workers never see it (they start while
+this process holds it back, and their initializer ignores it), so the one line that reports
+the interrupt comes from the main process, which kills the workers instead of waiting for the
+episodes they have queued.
 
 A SIGTERM to the main process alone (`kill PID`, a job scheduler's time limit) ends it the same
 way, with exit code 143: without that the workers, which do not share its fate, would play on.
@@ -31,25 +31,27 @@ def _ignore_interrupts() -> None:
 
 
 @contextmanager
-def sigint_ignored() -> Iterator[None]:
-    """Ignore Ctrl-C in this process while the block starts worker processes: an ignored
-    signal stays ignored across a child's exec and Python leaves it so, so a worker started
-    here never sees a Ctrl-C, not even while it boots (a Ctrl-C pressed in these few
-    milliseconds is lost). Only the main thread can set signal handlers; elsewhere the
-    workers' initializer alone ignores it."""
+def sigint_held() -> Iterator[None]:
+    """Hold Ctrl-C back in this process while the block starts worker processes: SIGINT is
+    blocked, a blocked signal stays blocked across a child's fork and exec, so a worker
+    started here never sees a Ctrl-C, not even while it boots (its initializer then ignores
+    it for good); a Ctrl-C pressed meanwhile stays pending here and arrives as the block ends,
+    so it is never lost, however long the workers take to start on a busy machine. Only the
+    main thread runs Python's signal handlers; elsewhere the workers' initializer alone
+    ignores it."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, previous)
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 class Pool:
     """A loky pool whose first submission (which starts the worker processes) happens while
-    this process ignores Ctrl-C, so the workers are born ignoring it."""
+    this process holds Ctrl-C back, so the workers are born without it."""
 
     def __init__(self, pool: Any) -> None:
         self.pool, self.started = pool, False
@@ -57,7 +59,7 @@ class Pool:
     def submit(self, fn: Any, *args: Any) -> Any:
         if self.started:
             return self.pool.submit(fn, *args)
-        with sigint_ignored():
+        with sigint_held():
             future = self.pool.submit(fn, *args)
         self.started = True
         return future
@@ -93,7 +95,7 @@ def process_pool(workers: int) -> Iterator[Pool]:
     its workers at once, without waiting for what they have queued (a SIGTERM too)."""
     from loky import ProcessPoolExecutor
 
-    with sigint_ignored():  # what the pool starts now (its helper processes) never sees it
+    with sigint_held():  # what the pool starts now (its helper processes) never sees it
         pool = ProcessPoolExecutor(max_workers=workers, initializer=_ignore_interrupts)
     try:
         with _terminate_as_exit():
