@@ -47,13 +47,18 @@ def _interrupt(args: list[str], cwd: Path, ready: str | None, delay: float) -> t
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
+    _assert_none_left(proc.pid)
+    return proc.returncode, took, err
+
+
+def _assert_none_left(group: int) -> None:
+    """No process of the command's process group is still running (zombies have ended)."""
     time.sleep(0.5)
     alive = subprocess.run(
-        ["ps", "-o", "pid=,stat=,cmd=", "-g", str(proc.pid)], capture_output=True, text=True
+        ["ps", "-o", "pid=,stat=,cmd=", "-g", str(group)], capture_output=True, text=True
     ).stdout.splitlines()
-    running = [line for line in alive if line.split()[1][0] != "Z"]  # zombies have ended
+    running = [line for line in alive if line.split()[1][0] != "Z"]
     assert not running, f"processes left running: {running}"
-    return proc.returncode, took, err
 
 
 def _told(code: int, took: float, err: str, *words: str) -> str:
@@ -137,9 +142,5 @@ def test_a_sigterm_to_the_command_alone_leaves_no_worker_running(tmp_path: Path)
             os.killpg(proc.pid, signal.SIGKILL)
     assert proc.returncode == 143, err
     assert took <= LIMIT_S, f"{took:.2f} s to end after SIGTERM"
-    time.sleep(0.5)
-    alive = subprocess.run(
-        ["ps", "-o", "pid=,stat=,cmd=", "-g", str(proc.pid)], capture_output=True, text=True
-    ).stdout.splitlines()
-    assert not [line for line in alive if line.split()[1][0] != "Z"], alive
+    _assert_none_left(proc.pid)
     assert not out.exists()
