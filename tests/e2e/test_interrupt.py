@@ -23,6 +23,14 @@ pytestmark = pytest.mark.slow
 LIMIT_S = 2.0
 
 
+def _as_in_a_terminal() -> None:
+    """The child's SIGINT as a terminal's foreground job has it (default, not blocked): a
+    suite run in the background of a non-interactive shell (`bash .ci/run &`) would hand its
+    ignored SIGINT down, and a command started so is meant to ignore Ctrl-C."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
 def _interrupt(args: list[str], cwd: Path, ready: str | None, delay: float) -> tuple:
     """Start `mobrl ARGS`, wait for the stdout line containing `ready` (if given) and
     `delay` seconds more, press Ctrl-C; return (exit code, seconds to exit, stderr)."""
@@ -30,6 +38,7 @@ def _interrupt(args: list[str], cwd: Path, ready: str | None, delay: float) -> t
     proc = subprocess.Popen(
         [sys.executable, "-m", "mobrl", *args], cwd=cwd, env=env, text=True,
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+        preexec_fn=_as_in_a_terminal,
     )  # fmt: skip
     try:
         if ready is not None:
