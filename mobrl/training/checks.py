@@ -8,13 +8,17 @@ torch), in two stages:
    the algorithm).
 
 `check_config` runs both; `validate_command_line` (below) runs it for every value of a sweep
-before Hydra starts. Training then runs RLlib's own env checker once
+before Hydra starts, and remembers each config it passed (a digest, also in `MOBRL_CHECKED` for
+a sweep's job processes): `check_once`, which the training task calls, checks only a config not
+checked before in the command. Training then runs RLlib's own env checker once
 (`factory.check_env`), which needs Ray.
 """
 
 from __future__ import annotations
 
+import hashlib
 import itertools
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -38,10 +42,39 @@ from mobrl.training.algos import ALGORITHMS, env_runners
 TUNE_MODES = ("max", "min")
 
 
+#: digests of the configs `check_config` passed in this command, inherited by the processes a
+#: parallel sweep's launcher starts
+CHECKED_ENV = "MOBRL_CHECKED"
+
+
 def check_config(cfg: DictConfig) -> None:
-    """Raise `UserError` (one line, with the fix) when the composed config cannot run."""
+    """Raise `UserError` (one line, with the fix) when the composed config cannot run; remember
+    the config (as composed, and as completed by the checks) as checked."""
+    composed = _digest(cfg)
     check_settings(cfg)
     preflight(cfg)
+    known = os.environ.get(CHECKED_ENV, "").split()
+    os.environ[CHECKED_ENV] = " ".join(dict.fromkeys([*known, composed, _digest(cfg)]))
+
+
+def check_once(cfg: DictConfig) -> None:
+    """`check_config`, unless this config passed it earlier in the command (the CLI's or the
+    API's check of the command line): then only the values the checks fill in are filled."""
+    if _digest(cfg) in os.environ.get(CHECKED_ENV, "").split():
+        complete(cfg)
+    else:
+        check_config(cfg)
+
+
+def complete(cfg: DictConfig) -> None:
+    """Fill in what the config leaves to mobrl, as the run records it: `num_env_runners` null
+    is the fewest the algorithm allows."""
+    cfg.run.resources.num_env_runners = env_runners(cfg)
+
+
+def _digest(cfg: DictConfig) -> str:
+    text = OmegaConf.to_yaml(cfg, resolve=False, sort_keys=True)
+    return hashlib.blake2b(text.encode(), digest_size=12).hexdigest()
 
 
 def preflight(cfg: DictConfig) -> None:
@@ -70,8 +103,8 @@ def check_settings(cfg: DictConfig) -> None:
     if algo not in ALGORITHMS:
         raise unknown_choice("algorithm", algo, ALGORITHMS, "Use algo=<name>.")
     info = ALGORITHMS[algo]
-    # null: the fewest the algorithm allows, written into the config the run records
-    runners = cfg.run.resources.num_env_runners = env_runners(cfg)
+    complete(cfg)
+    runners = cfg.run.resources.num_env_runners
     if runners < info.min_env_runners:
         raise UserError(
             f"algo={algo} needs at least {info.min_env_runners} env runner(s), got "

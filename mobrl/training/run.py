@@ -22,7 +22,7 @@ from mobrl.core.rundir import (
     read_trial_results,
     unresumable_hint,
 )
-from mobrl.training.checks import check_config
+from mobrl.training.checks import check_config, check_once
 from mobrl.training.raysession import (
     configure_ray,
     probe_ray_address,
@@ -86,7 +86,7 @@ def run_training(
     API gives its own."""
     from hydra.core.hydra_config import HydraConfig
 
-    check_config(cfg)
+    check_once(cfg)  # checked by the command line's check already: not again
     from mobrl.training.tuning import rank_by_evaluation
 
     rank_by_evaluation(cfg)

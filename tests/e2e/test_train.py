@@ -223,12 +223,20 @@ def test_one_train_reads_its_layout_once_and_validates_one_composed_config(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """`mobrl train` in one process: validation composes the config once (Hydra's own runner
-    then composes it for the job), and the layout file is read and checked once: everything
-    after gets it from the checked config."""
+    then composes it for the job), the config is checked once (the job's identical config is
+    not checked again) and the layout file is read and checked once: everything after gets it
+    from the checked config."""
     import hydra
 
     from mobrl import scenarios
     from mobrl.cli import main
+    from mobrl.training import checks
+
+    checked: list[str] = []
+    settings, preflight = checks.check_settings, checks.preflight
+    monkeypatch.setattr(checks, "check_settings", lambda c: checked.append("s") or settings(c))
+    monkeypatch.setattr(checks, "preflight", lambda c: checked.append("p") or preflight(c))
+    monkeypatch.delenv(checks.CHECKED_ENV, raising=False)
 
     reads: list[Path] = []
     composes: list[list[str]] = []
@@ -251,3 +259,4 @@ def test_one_train_reads_its_layout_once_and_validates_one_composed_config(
     assert (run_dir / "summary.json").is_file()
     assert [p.name for p in reads] == ["small.yaml"]
     assert composes == [argv[2:]]
+    assert checked == ["s", "p"]

@@ -134,3 +134,33 @@ def test_a_launcher_without_its_plugin_names_the_extra() -> None:
         "hydra/launcher=joblib needs Hydra's joblib launcher plugin, which is not installed. "
         "Run `pip install 'mobrl[launchers]'`."
     )
+
+
+def test_a_config_is_checked_once_and_completed_where_it_is_not_checked_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`check_once` checks a config nobody checked, and takes one the command line's check
+    passed (as composed, or as the check completed it) without checking it again, only filling
+    in what the check would (num_env_runners null: the fewest the algorithm allows)."""
+    from mobrl.training import checks
+
+    monkeypatch.delenv(checks.CHECKED_ENV, raising=False)
+    calls: list[int] = []
+    settings = checks.check_settings
+    monkeypatch.setattr(checks, "check_settings", lambda c: calls.append(1) or settings(c))
+    fresh = compose(["scenario=small", "run=smoke"])
+    assert fresh.run.resources.num_env_runners is None
+    checks.check_once(fresh)
+    assert len(calls) == 1 and fresh.run.resources.num_env_runners == 0
+    again = compose(["scenario=small", "run=smoke"])  # as Hydra composes it for the job
+    checks.check_once(again)
+    checks.check_once(fresh)
+    assert len(calls) == 1 and again.run.resources.num_env_runners == 0
+    other = compose(["scenario=small", "run=smoke", "run.seed=3"])
+    checks.check_once(other)
+    assert len(calls) == 2
+    with pytest.raises(UserError, match="run.stop"):  # a changed config is a new one: checked
+        bad = compose(["scenario=small", "run=smoke"])
+        for key in bad.run.stop:
+            bad.run.stop[key] = None
+        checks.check_once(bad)
