@@ -226,8 +226,8 @@ def diagnose(result: dict[str, Any], episodes: int) -> dict[str, list[float]]:
 def evaluate(result: dict[str, Any], episodes: int, full_oracle: bool) -> dict[str, Any]:
     """The imitated policy, greedy, greedy_fill and oracle on seeds 0..episodes-1 through
     `play_blocks` and `Tally`; with `full_oracle` also the oracle of `env.obs=mobile`."""
-    from mobrl.evaluation.evaluate import Job, play_blocks, set_main_policy
     from mobrl.evaluation.paired import TRAINED, Tally
+    from mobrl.evaluation.scheduling import Job, play_blocks, set_main_policy
 
     cfg = result["cfg"]
     ref = f"imitated:{result['layout']}"

@@ -4,13 +4,16 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from mobrl.cli.app import PASS_THROUGH, app, check_options, interruptible
 from mobrl.cli.options import Episodes, Explore, Output, Pick, PickOption, Seed, Trust, Workers
 from mobrl.core.errors import UserError
+
+if TYPE_CHECKING:
+    from mobrl.evaluation.evaluate import EvalOptions
 
 
 @app.command(context_settings=PASS_THROUGH)
@@ -61,23 +64,35 @@ def evaluate(
 
     opts = EvalOptions(episodes, seed, baselines, pick.value, output, explore, workers, trust)
     if scenarios is not None:
-        from mobrl.evaluation.matrix import matrix_command
+        _matrix(checkpoint, scenarios, list(ctx.args), opts)
+    else:
+        _single(checkpoint, list(ctx.args), opts)
 
-        if ctx.args:
-            raise UserError(
-                f"--scenarios takes each checkpoint's env from its manifest; drop "
-                f"{' '.join(ctx.args)}."
-            )
-        matrix_command(checkpoint, scenarios.split(","), opts)
-        return
-    if len(checkpoint) > 1:
+
+def _matrix(
+    checkpoints: list[Path], scenarios: str, overrides: list[str], opts: EvalOptions
+) -> None:
+    """`--scenarios`: the generalisation matrix, each checkpoint's env from its manifest."""
+    from mobrl.evaluation.matrix import matrix_command
+
+    if overrides:
+        raise UserError(
+            f"--scenarios takes each checkpoint's env from its manifest; drop "
+            f"{' '.join(overrides)}."
+        )
+    matrix_command(checkpoints, scenarios.split(","), opts)
+
+
+def _single(checkpoints: list[Path], overrides: list[str], opts: EvalOptions) -> None:
+    """One checkpoint against the baselines, on the env the overrides may name."""
+    if len(checkpoints) > 1:
         raise UserError(
             "several --checkpoint values need --scenarios (a generalisation matrix); "
             "evaluate one checkpoint at a time otherwise."
         )
     from mobrl.evaluation.evaluate import evaluate_command
 
-    evaluate_command(checkpoint[0], list(ctx.args), opts)
+    evaluate_command(checkpoints[0], overrides, opts)
 
 
 @app.command(context_settings=PASS_THROUGH)

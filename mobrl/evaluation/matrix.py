@@ -17,15 +17,17 @@ import json
 import os
 from collections.abc import Sequence
 from contextlib import closing
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from mobrl.core import metrics as keys
 from mobrl.core.errors import UserError
-from mobrl.evaluation.evaluate import EvalOptions, Job, play_blocks, set_main_policy, stopped
+from mobrl.evaluation.evaluate import EvalOptions, kept_whole
 from mobrl.evaluation.outputs import EvalDir
 from mobrl.evaluation.paired import TRAINED, Tally, ci_text
 from mobrl.evaluation.policies import check_baselines
+from mobrl.evaluation.scheduling import Job, play_blocks, set_main_policy
 from mobrl.evaluation.targets import Target
 
 #: baselines of the matrix unless --baselines names others (the gap to the first is shown)
@@ -109,6 +111,89 @@ def _label(target: Target, taken: set[str]) -> str:
     return label
 
 
+def _plan(
+    targets: list[Target], scenarios: list[str], baselines: list[str], explore: bool, trust: bool
+) -> list[tuple[str, Target, list[dict[str, Any]], list[Any]]]:
+    """Every check before the first episode: per target its row label, its env on each
+    scenario and its policy bound to each, fitting those envs, where the baselines apply."""
+    from mobrl.evaluation.policies import load_policy
+
+    taken: set[str] = set()
+    plan = []
+    for target in targets:
+        label = _label(target, taken)
+        policy = load_policy(target.checkpoint, target.env_config, explore, trust)
+        envs = [transfer_env(target.env_config, s) for s in scenarios]
+        bound = [_bind(policy, env) for env in envs]
+        for env, p in zip(envs, bound):
+            _check_fits(p, env, f"the policy of {label}")
+            check_baselines(baselines, env)
+        plan.append((label, target, envs, bound))
+    return plan
+
+
+@dataclass
+class _Jobs:
+    """The jobs of a matrix and how its cells read their episodes."""
+
+    jobs: list[Job] = field(default_factory=list)
+    #: the episodes.csv columns before each job's rows
+    columns: list[dict[str, str]] = field(default_factory=list)
+    #: per (target, scenario): label, target, scenario, the trained job, the baselines' jobs
+    groups: list[tuple] = field(default_factory=list)
+
+
+def _jobs(plan: list[tuple], scenarios: list[str], baselines: list[str], explore: bool) -> _Jobs:
+    """A trained job per target and scenario, and the baselines' jobs once per env (they do
+    not depend on the checkpoint); each bound policy is what this process plays."""
+    out = _Jobs()
+    shared: dict[str, list[int]] = {}  # env -> its baselines' jobs
+    for label, target, envs, bound in plan:
+        for scenario, env, policy in zip(scenarios, envs, bound):
+            set_main_policy(str(target.checkpoint), env, explore, policy)
+            trained = len(out.jobs)
+            out.jobs.append(Job(TRAINED, env, str(target.checkpoint)))
+            out.columns.append({"trained_on": label, "evaluated_on": scenario})
+            key = json.dumps(env, sort_keys=True, default=str)
+            if key not in shared:
+                shared[key] = list(range(len(out.jobs), len(out.jobs) + len(baselines)))
+                out.jobs += [Job(name, env) for name in baselines]
+                out.columns += [{"trained_on": "", "evaluated_on": scenario}] * len(baselines)
+            out.groups.append((label, target, scenario, trained, shared[key]))
+    return out
+
+
+def _cell(label: str, target: Target, scenario: str, name: str, summary: dict) -> dict[str, Any]:
+    """One row of matrix.csv: a policy's statistics on a scenario, and the trained policy's
+    paired gaps to each baseline and its share of the greedy → oracle gap closed."""
+    stats = summary["policies"][name]
+    cell = {
+        "trained_on": label,
+        "checkpoint": str(target.checkpoint),
+        "evaluated_on": scenario,
+        "policy": name,
+        "n": int(stats["return"]["n"]),
+        "return_mean": stats["return"]["mean"],
+        "return_ci95": stats["return"]["ci95"],
+    }
+    for col in keys.EPISODE_METRICS:
+        if col in stats:
+            cell[f"{col}_mean"] = stats[col]["mean"]
+            cell[f"{col}_ci95"] = stats[col]["ci95"]
+    if name == TRAINED:
+        for base, diff in summary["paired_vs_trained"].items():
+            cell[f"gap_vs_{base}_mean"] = diff["return_diff_mean"]
+            cell[f"gap_vs_{base}_ci95"] = diff["ci95"]
+            for col in keys.EPISODE_METRICS:  # paired service gaps, same seeds
+                if col in diff["diff"]:
+                    cell[f"{col}_gap_vs_{base}_mean"] = diff["diff"][col]["mean"]
+                    cell[f"{col}_gap_vs_{base}_ci95"] = diff["diff"][col]["ci95"]
+        share = summary.get("gap_closed", {}).get(TRAINED)
+        if share is not None:
+            cell["greedy_oracle_gap_closed"] = share
+    return cell
+
+
 def matrix(
     targets: list[Target],
     scenarios: list[str],
@@ -125,89 +210,23 @@ def matrix(
     the episodes go to `episode_log(parts)` (an `outputs.EpisodeLog`).
 
     Baselines do not depend on the checkpoint, so each plays each env once."""
-    from mobrl.evaluation.policies import load_policy
-
-    taken: set[str] = set()
-    plan = []
-    for target in targets:  # every check before the first episode
-        label = _label(target, taken)
-        policy = load_policy(target.checkpoint, target.env_config, explore, trust)
-        envs = [transfer_env(target.env_config, s) for s in scenarios]
-        bound = [_bind(policy, env) for env in envs]
-        for env, p in zip(envs, bound):
-            _check_fits(p, env, f"the policy of {label}")
-            check_baselines(baselines, env)
-        plan.append((label, target, envs, bound))
-    jobs: list[Job] = []
-    columns: list[dict[str, str]] = []  # the episodes.csv columns before each job's rows
-    shared: dict[str, list[int]] = {}  # env -> its baselines' jobs
-    groups = []  # (label, target, scenario, the trained job, the baselines' jobs)
-    for label, target, envs, bound in plan:
-        for scenario, env, policy in zip(scenarios, envs, bound):
-            set_main_policy(str(target.checkpoint), env, explore, policy)
-            groups.append((label, target, scenario, len(jobs)))
-            jobs.append(Job(TRAINED, env, str(target.checkpoint)))
-            columns.append({"trained_on": label, "evaluated_on": scenario})
-            key = json.dumps(env, sort_keys=True, default=str)
-            if key not in shared:
-                shared[key] = list(range(len(jobs), len(jobs) + len(baselines)))
-                jobs += [Job(name, env) for name in baselines]
-                columns += [{"trained_on": "", "evaluated_on": scenario}] * len(baselines)
-            groups[-1] += (shared[key],)
+    plan = _plan(targets, scenarios, baselines, explore, trust)
+    planned = _jobs(plan, scenarios, baselines, explore)
+    jobs, groups = planned.jobs, planned.groups
     tallies = [Tally([TRAINED, *baselines]) for _ in groups]
     log = episode_log(len(jobs))
-    done = [0]
-
-    def advance() -> None:
-        done[0] += 1
-        if progress is not None:
-            progress()
-
-    try:
+    with kept_whole(log, len(jobs) * len(seeds), progress) as advance:
         blocks = play_blocks(jobs, seeds, explore, workers, advance)
         with closing(blocks):  # the blocks' worker pool ends here, whatever happens
             for block in blocks:
                 for tally, (*_, mine, theirs) in zip(tallies, groups):
                     tally.add(block[mine] + [row for j in theirs for row in block[j]])
                 for j, rows in enumerate(block):
-                    log.add(j, rows, columns[j])
-        log.finish()
-    except KeyboardInterrupt:
-        log.discard()
-        raise stopped(done[0], len(jobs) * len(seeds)) from None
-    except BaseException:
-        log.discard()
-        raise
+                    log.add(j, rows, planned.columns[j])
     cells: list[dict[str, Any]] = []
     for tally, (label, target, scenario, *_) in zip(tallies, groups):
         summary = tally.summary()
-        for name in [TRAINED, *baselines]:
-            stats = summary["policies"][name]
-            cell = {
-                "trained_on": label,
-                "checkpoint": str(target.checkpoint),
-                "evaluated_on": scenario,
-                "policy": name,
-                "n": int(stats["return"]["n"]),
-                "return_mean": stats["return"]["mean"],
-                "return_ci95": stats["return"]["ci95"],
-            }
-            for col in keys.EPISODE_METRICS:
-                if col in stats:
-                    cell[f"{col}_mean"] = stats[col]["mean"]
-                    cell[f"{col}_ci95"] = stats[col]["ci95"]
-            if name == TRAINED:
-                for base, diff in summary["paired_vs_trained"].items():
-                    cell[f"gap_vs_{base}_mean"] = diff["return_diff_mean"]
-                    cell[f"gap_vs_{base}_ci95"] = diff["ci95"]
-                    for col in keys.EPISODE_METRICS:  # paired service gaps, same seeds
-                        if col in diff["diff"]:
-                            cell[f"{col}_gap_vs_{base}_mean"] = diff["diff"][col]["mean"]
-                            cell[f"{col}_gap_vs_{base}_ci95"] = diff["diff"][col]["ci95"]
-                share = summary.get("gap_closed", {}).get(TRAINED)
-                if share is not None:
-                    cell["greedy_oracle_gap_closed"] = share
-            cells.append(cell)
+        cells += [_cell(label, target, scenario, n, summary) for n in [TRAINED, *baselines]]
     return cells
 
 

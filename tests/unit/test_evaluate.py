@@ -95,7 +95,7 @@ def test_evaluation_reproduces_recorded_episodes(workers: int) -> None:
     from pathlib import Path
 
     from mobrl.evaluation import zoo
-    from mobrl.evaluation.evaluate import run_all
+    from mobrl.evaluation.scheduling import run_all
     from mobrl.evaluation.targets import Target
 
     recorded = Path(__file__).parents[1] / "data" / "evaluate_zoo_small_seeds0-11.csv"
@@ -187,8 +187,8 @@ def test_blocks_give_what_one_pass_gives(tmp_path) -> None:
     import pandas as pd
 
     from mobrl.evaluation import zoo
-    from mobrl.evaluation.evaluate import play_blocks, policy_jobs, run_all
     from mobrl.evaluation.outputs import EvalDir
+    from mobrl.evaluation.scheduling import play_blocks, policy_jobs, run_all
 
     EPISODES_FILE = EvalDir.EPISODES
     from mobrl.evaluation.paired import Tally

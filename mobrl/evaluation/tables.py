@@ -1,0 +1,62 @@
+"""The tables `mobrl evaluate` and `mobrl baselines` print from an evaluation's summary: each
+policy's mean ± 95 % CI of every measure, then the differences paired by seed."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mobrl.core import metrics as keys
+from mobrl.evaluation.paired import TRAINED, ci_text, closed_text
+
+
+def _cell(stats: dict[str, float], sign: bool = False) -> str:
+    return ci_text(stats["mean"], stats["ci95"], sign=sign)
+
+
+def measures(summary: dict[str, Any]) -> list[str]:
+    """The measures of the summary's policies (the tables' columns), in the order it has them."""
+    return list(next(iter(summary["policies"].values())))
+
+
+def policies_table(summary: dict[str, Any], policies: list[str], title: str) -> Any:
+    """Every policy's mean ± 95 % CI of every measure (rich table)."""
+    from rich.table import Table
+
+    table = Table(title=title)
+    columns = measures(summary)
+    table.add_column("policy")
+    for col in columns:
+        table.add_column(keys.label(col), justify="right")
+    for name in policies:
+        table.add_row(name, *(_cell(summary["policies"][name][c]) for c in columns))
+    return table
+
+
+def paired_table(summary: dict[str, Any], columns: list[str]) -> Any:
+    """Trained − each baseline (or each baseline − greedy), paired by seed (rich table)."""
+    from rich.table import Table
+
+    ref = summary["reference"]
+    gaps = summary[f"paired_vs_{ref}"]
+    closed = summary.get("gap_closed", {}) if ref == TRAINED else {}
+    if ref == TRAINED:
+        title, first = "trained − each baseline", "vs"
+    else:
+        title, first = f"each baseline − {ref}", "policy"
+    table = Table(title=f"{title}, paired by seed: mean ± 95 % CI (> 0: the first better)")
+    table.add_column(first)
+    for col in columns:
+        table.add_column(keys.label(col), justify="right")
+    if closed:
+        table.add_column(
+            f"greedy→{summary.get('gap_reference') or 'oracle'} gap closed", justify="right"
+        )
+    for name, gap in gaps.items():
+        cells = [_cell(gap["diff"][c], sign=True) for c in columns]
+        if closed:
+            cells.append("")
+        table.add_row(name, *cells)
+    if TRAINED in closed:
+        ref = summary.get("gap_reference") or "oracle"
+        table.add_row(f"(greedy→{ref} gap)", *[""] * len(columns), closed_text(closed[TRAINED]))
+    return table
