@@ -4,10 +4,13 @@ Reads what `mobrl train` and `mobrl evaluate` leave behind (run dirs, multirun d
 trial dirs' progress.csv, evaluation summary.json; `runs.py`), groups trials by the settings
 that differ between them, computes curves, intervals and IQMs (`stats.py`), draws figures
 (`figures.py`) and writes `report.md`, a self-contained `report.html` and `groups.csv`
-(`document.py`).
+(`document.py`): what they show is chosen in `contents.py`, the sections on training runs
+and on evaluations are written by `training_sections.py` and `evaluation_sections.py`, tables
+and the HTML page by `markup.py`. `command.py` is the command, with its one-screen summary.
 """
 
-from mobrl.reporting.document import build_report, report_command
+from mobrl.reporting.command import report_command
+from mobrl.reporting.document import build_report
 from mobrl.reporting.runs import discover, group_trials
 
 __all__ = ["build_report", "discover", "group_trials", "report_command"]
