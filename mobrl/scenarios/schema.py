@@ -1,0 +1,387 @@
+"""The layout file's schema as dataclasses, and the validation it drives.
+
+Each section of a layout file is a dataclass: its fields are the keys the section may hold,
+their defaults are mobile-env's (None: required, or filled in from another key), their types
+say whether a value is a number or a whole number, and each field's `Rule` (its metadata)
+says what else a value must satisfy (a lower bound, one of some models, where a missing value
+comes from). `validate` walks these; only what relates several keys (a station on the map, UEs
+that some station covers, a layout that fits the machine's memory) is checked by hand. Every
+problem is a one-line error naming the file, the key and the fix.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import functools
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mobrl.core.errors import UserError, closest_first
+
+MOVEMENT_MODELS = ("random_waypoint",)
+ARRIVAL_MODELS = ("always", "random")
+
+
+@dataclass(frozen=True)
+class Rule:
+    """What a layout value must satisfy besides its type (number or whole number)."""
+
+    #: the lower bound: a number, or the name of a key of the same section holding it
+    low: float | str | None = None
+    #: whether the bound itself is refused (value > low) or allowed (value >= low)
+    strict: bool = True
+    #: the fix named when a required value is missing (None: the value is optional)
+    missing: str | None = None
+    #: the models a value must be one of
+    choices: tuple[str, ...] = ()
+    #: what a value that is None becomes: a top-level key of the layout (str) or this number
+    fallback: str | int | None = None
+    #: the section's model for which the value is checked and filled in (None: always)
+    when: str | None = None
+    #: why a whole number below the bound is refused, said instead of the general message
+    below: str | None = None
+
+
+def key(default: Any = dataclasses.MISSING, **rule: Any) -> Any:
+    """A layout key: its default and its `Rule`."""
+    return field(default=default, metadata={"rule": Rule(**rule)})
+
+
+def section(schema: type) -> Any:
+    """A nested section of a layout, with its own schema's defaults."""
+    return field(default_factory=schema)
+
+
+@dataclass
+class StationDefaults:
+    """Radio parameters of every station that does not give its own (units: Hz, MHz, dBm, m)."""
+
+    bandwidth: float = key(9e6, low=0)
+    frequency: float = key(2500, low=0)
+    tx_power: float = key(30)  # dBm may be negative
+    height: float = key(50, low=0)
+
+
+@dataclass
+class Station:
+    """One base station: where it stands on the map; it may also give any `StationDefaults`
+    key for itself."""
+
+    x: float = key(missing="Give every station x and y.")
+    y: float = key(missing="Give every station x and y.")
+
+
+@dataclass
+class Ues:
+    """How many UEs there are and their radio and motion parameters."""
+
+    count: int = key(None, low=1, strict=False, missing="Add ues: {count: N}.",
+                     below="a scenario needs UEs")  # fmt: skip
+    snr_threshold: float = key(2e-8, low=0)
+    noise: float = key(1e-9, low=0)
+    height: float = key(1.5, low=0)
+    velocity: float = key(1.5, low=0, strict=False)
+
+
+@dataclass
+class Movement:
+    """How UEs move, and the area they move in (the map unless given)."""
+
+    model: str = key("random_waypoint", choices=MOVEMENT_MODELS)
+    width: float = key(None, low=0, fallback="width")
+    height: float = key(None, low=0, fallback="height")
+
+
+@dataclass
+class Arrival:
+    """When UEs arrive and how long they stay (`random`), or all of them all the time."""
+
+    model: str = key("always", choices=ARRIVAL_MODELS)
+    window: int = key(0, low=0, strict=False, when="random")
+    min_stay: int | None = key(None, low=1, strict=False, fallback=1, when="random")
+    max_stay: int | None = key(
+        None, low="min_stay", strict=False, fallback="episode_length", when="random"
+    )
+
+
+@dataclass
+class Layout:
+    """A layout file: the map, the episode, the stations, the UEs and how they move and arrive."""
+
+    description: str = key("")
+    width: float = key(None, low=0, missing="Add width: (see small.yaml).")
+    height: float = key(None, low=0, missing="Add height: (see small.yaml).")
+    episode_length: int = key(100, low=1, strict=False)
+    seed: int = key(0, low=0, strict=False)
+    station_defaults: StationDefaults = section(StationDefaults)
+    stations: list[Station] = key(None, missing="Add stations: (see small.yaml).")
+    ues: Ues = section(Ues)
+    movement: Movement = section(Movement)
+    arrival: Arrival = section(Arrival)
+
+
+@functools.cache
+def _hints(schema: type) -> dict[str, Any]:
+    return typing.get_type_hints(schema)
+
+
+def _type(schema: type, name: str) -> Any:
+    """The type of a schema's field, without its `| None`."""
+    hint = _hints(schema)[name]
+    if isinstance(hint, types.UnionType):
+        hint = next(arg for arg in typing.get_args(hint) if arg is not type(None))
+    return hint
+
+
+def _rule(spec: dataclasses.Field) -> Rule:
+    return spec.metadata.get("rule", Rule())
+
+
+def _sections(schema: type) -> list[str]:
+    """The names of a schema's nested sections, in the file's order."""
+    return [
+        f.name
+        for f in dataclasses.fields(schema)
+        if dataclasses.is_dataclass(_type(schema, f.name))
+    ]
+
+
+def _check_order(schema: type) -> list[dataclasses.Field]:
+    """A schema's fields in the order their values are checked: the file's order, except that
+    numbers without a bound (a station's tx_power in dBm) come after the bounded ones."""
+    fields = dataclasses.fields(schema)
+    return sorted(fields, key=lambda f: _type(schema, f.name) is float and _rule(f).low is None)
+
+
+#: every key a layout file may hold, with its default (mobile-env's defaults); None: required
+DEFAULTS: dict[str, Any] = dataclasses.asdict(Layout())
+#: every key a station may hold: its position, then its own radio parameters
+STATION_KEYS = tuple(
+    f.name for f in (*dataclasses.fields(Station), *dataclasses.fields(StationDefaults))
+)
+
+
+class Checker:
+    """Builds one-line errors that name the file, the key and the fix."""
+
+    def __init__(self, path: Path):
+        self.path = path
+
+    def fail(self, key: str, problem: str, fix: str) -> UserError:
+        return UserError(f"scenario file '{self.path}': {key} {problem}. {fix}")
+
+    def keys(self, given: dict, allowed: Any, where: str) -> None:
+        """Refuse a key that is not `allowed`, naming the closest one."""
+        for key in given:
+            if key not in allowed:
+                close = closest_first(str(key), allowed)
+                raise self.fail(
+                    f"{where}{key}",
+                    f"is not a known key (did you mean '{close[0]}'?)",
+                    f"Use one of: {', '.join(allowed)}.",
+                )
+
+    def number(
+        self, data: dict, key: str, where: str, low: float | None = None, strict=True
+    ) -> float:
+        """A number, at least (or above) `low`; a number YAML read as text becomes one."""
+        value = data.get(key)
+        if isinstance(value, str):  # YAML 1.1 reads 2.0e7 (no sign in the exponent) as text
+            try:
+                value = data[key] = float(value)
+            except ValueError:
+                pass
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise self.fail(f"{where}{key}", f"must be a number, got {value!r}", "Fix the value.")
+        if low is not None and (value <= low if strict else value < low):
+            bound = f"> {low}" if strict else f">= {low}"
+            raise self.fail(f"{where}{key}", f"must be {bound}, got {value!r}", "Fix the value.")
+        return value
+
+    def integer(
+        self, data: dict, key: str, where: str, low: int, strict=False, below: str | None = None
+    ) -> int:
+        """A whole number, at least (or above) `low`; `below` says why a smaller one is wrong."""
+        value = data.get(key)
+        whole = isinstance(value, int) and not isinstance(value, bool)
+        too_low = whole and (value <= low if strict else value < low)
+        if too_low and below is not None:
+            raise self.fail(f"{where}{key}", f"is {value}: {below}", f"Set {where}{key} >= {low}.")
+        if not whole or too_low:
+            bound = f"> {low}" if strict else f">= {low}"
+            raise self.fail(
+                f"{where}{key}", f"must be a whole number {bound}, got {value!r}", "Fix the value."
+            )
+        return value
+
+    def choice(self, data: dict, key: str, where: str, choices: tuple[str, ...]) -> None:
+        """One of `choices`; the closest is named when there is more than one."""
+        value = data[key]
+        if value in choices:
+            return
+        hint = ""
+        if len(choices) > 1:
+            hint = f" (did you mean '{closest_first(str(value), choices)[0]}'?)"
+        raise self.fail(
+            f"{where}{key}", f"'{value}' is unknown{hint}", f"Use {' or '.join(choices)}."
+        )
+
+
+def _merged(defaults: dict, given: dict) -> dict:
+    """`given` over a copy of `defaults`, section by section."""
+    out = copy.deepcopy(defaults)
+    for key, value in given.items():
+        if isinstance(out.get(key), dict) and isinstance(value, dict):
+            out[key] = _merged(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def validate(raw: dict[str, Any], path: Path) -> dict[str, Any]:
+    """Check every key and value of a layout; return it with defaults filled in. Each value is
+    checked once, in the order below: a station before the defaults it took (so the error names
+    the station), and what UEs can reach and the memory before arrival."""
+    check = Checker(path)
+    _check_keys(check, raw)
+    data = _merged(DEFAULTS, raw)
+    _check_required(check, data, Layout, "")
+    _check_values(check, data, Layout, "", data)
+    _check_stations(check, data)
+    for name in ("station_defaults", "ues", "movement"):
+        _check_values(check, data[name], _type(Layout, name), f"{name}.", data)
+    _check_reachable(check, data)
+    _check_fits(check, data)
+    _check_values(check, data["arrival"], Arrival, "arrival.", data)
+    _check_window(check, data)
+    return data
+
+
+def _check_keys(check: Checker, raw: dict[str, Any]) -> None:
+    """Refuse an unknown key, at the top or in a section, and a section that is no mapping."""
+    check.keys(raw, list(DEFAULTS), "")
+    for name in _sections(Layout):
+        if name in raw:
+            if not isinstance(raw[name], dict):
+                raise check.fail(name, "must be a mapping", f"See the {name} of small.yaml.")
+            check.keys(raw[name], list(DEFAULTS[name]), f"{name}.")
+
+
+def _check_required(check: Checker, values: dict, schema: type, where: str) -> None:
+    """Refuse a required value that is missing (still its field's default, which stands for
+    'not given'): a section's own keys first, then those of its sections."""
+    for spec in dataclasses.fields(schema):
+        fix = _rule(spec).missing
+        if fix is not None and values.get(spec.name, spec.default) is spec.default:
+            raise check.fail(f"{where}{spec.name}", "is missing", fix)
+    for name in _sections(schema):
+        _check_required(check, values[name], _type(schema, name), f"{where}{name}.")
+
+
+def _check_values(
+    check: Checker, values: dict, schema: type, where: str, layout: dict[str, Any]
+) -> None:
+    """Check each value of a section by its field's type and `Rule`, filling in a value that
+    comes from elsewhere (`Rule.fallback`). Nested sections and lists are checked apart."""
+    for spec in _check_order(schema):
+        name, rule, kind = spec.name, _rule(spec), _type(schema, spec.name)
+        if rule.when is not None and values.get("model") != rule.when:
+            continue
+        if rule.choices:
+            check.choice(values, name, where, rule.choices)
+            continue
+        if rule.fallback is not None and values[name] is None:
+            fallback = rule.fallback
+            values[name] = layout[fallback] if isinstance(fallback, str) else fallback
+        low = values[rule.low] if isinstance(rule.low, str) else rule.low
+        if kind is float:
+            check.number(values, name, where, low, rule.strict)
+        elif kind is int:
+            check.integer(values, name, where, low, rule.strict, rule.below)
+
+
+def _check_stations(check: Checker, data: dict[str, Any]) -> None:
+    """Check every station, each with the station defaults filled in, and keep them so."""
+    stations = data["stations"]
+    if not isinstance(stations, list) or not stations:
+        raise check.fail("stations", "must be a non-empty list", "Add - {x: ..., y: ...} items.")
+    data["stations"] = [_station(check, data, i, station) for i, station in enumerate(stations)]
+
+
+def _station(check: Checker, data: dict[str, Any], i: int, station: Any) -> dict[str, Any]:
+    """Station `i` with every key, its own values over the defaults, on the map."""
+    where = f"stations[{i}]."
+    if not isinstance(station, dict):
+        raise check.fail(f"stations[{i}]", "must be a mapping", "Write - {x: 10, y: 20}.")
+    check.keys(station, list(STATION_KEYS), where)
+    full = {**data["station_defaults"], **station}
+    _check_required(check, full, Station, where)
+    _check_values(check, full, Station, where, data)
+    x, y, width, height = full["x"], full["y"], data["width"], data["height"]
+    if not (0 <= x <= width and 0 <= y <= height):
+        raise check.fail(
+            f"stations[{i}]",
+            f"at ({x:g}, {y:g}) lies outside the {width:g} x {height:g} map",
+            f"Move it inside 0 <= x <= {width:g}, 0 <= y <= {height:g}, or enlarge the map.",
+        )
+    _check_values(check, full, StationDefaults, where, data)
+    return {k: full[k] for k in STATION_KEYS}
+
+
+def _check_window(check: Checker, data: dict[str, Any]) -> None:
+    """With random arrival, UEs must arrive before the episode ends."""
+    arrival, episode = data["arrival"], data["episode_length"]
+    if arrival["model"] == "random" and arrival["window"] >= episode:
+        raise check.fail(
+            "arrival.window",
+            f"is {arrival['window']}, not shorter than the episode ({episode} steps)",
+            "Let UEs arrive before the episode ends.",
+        )
+
+
+def _check_reachable(check: Checker, data: dict[str, Any]) -> None:
+    """Refuse a layout in which no UE can ever be served: every point UEs move through
+    (the movement area from (0, 0)) lies beyond every station's coverage (where a UE's SNR
+    stays below its threshold, in mobile-env's channel). Such a layout trains nothing."""
+    import numpy as np
+
+    from mobrl.envs.channel import loss_terms, snr
+
+    ues, movement = data["ues"], data["movement"]
+    st = {k: np.array([s[k] for s in data["stations"]], dtype=float) for k in STATION_KEYS}
+    # the nearest point of the movement area to each station (1 m nearer still: mobile-env
+    # measures distance between integer-truncated positions)
+    dx = np.maximum(np.abs(st["x"] - np.clip(st["x"], 0, movement["width"])) - 1, 0)
+    dy = np.maximum(np.abs(st["y"] - np.clip(st["y"], 0, movement["height"])) - 1, 0)
+    t1, t2 = loss_terms(st["frequency"], st["height"], ues["height"])
+    best = snr(t1, t2, st["tx_power"], ues["noise"], dx, dy)
+    if not (best > ues["snr_threshold"]).any():
+        area = f"{movement['width']:g} x {movement['height']:g} m"
+        raise check.fail(
+            "movement",
+            f"keeps UEs in a {area} area that no station covers (no UE could ever connect)",
+            "Enlarge movement.width/height, move stations near the UEs, or raise tx_power.",
+        )
+
+
+def _check_fits(check: Checker, data: dict[str, Any]) -> None:
+    """A layout whose one env copy would take more than half the machine's memory is refused
+    before anything starts, naming the UE count that fits with its stations."""
+    from mobrl.scenarios import memory
+
+    stations, ues = len(data["stations"]), int(data["ues"]["count"])
+    machine = memory.machine_bytes()
+    need = memory.memory_bytes(stations, ues)
+    if need <= memory.FIT_SHARE * machine:
+        return
+    fits = memory.fitting_ues(stations, machine)
+    raise check.fail(
+        "ues.count",
+        f"is {ues:,} with {stations:,} stations: one env copy would need about "
+        f"{need / 2**30:.1f} GiB, more than half of this machine's {machine / 2**30:.1f} GiB",
+        f"Use at most {fits:,} UEs with {stations:,} stations, or fewer stations.",
+    )
