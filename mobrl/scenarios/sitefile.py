@@ -88,6 +88,15 @@ def _numbers(frame, column: str, path: Path) -> np.ndarray:
 def read_sites(path: Path) -> Sites:
     """The stations of a CSV file (header line, one row per station), or a one-line error
     naming the file, the column or line, and the fix."""
+    frame = _read_csv(path)
+    columns = {_key(c): c for c in frame.columns}
+    xy, note = _positions(frame, columns, path)
+    extra = _station_columns(frame, columns, path)
+    return _merge_masts(xy, extra, [note])
+
+
+def _read_csv(path: Path):
+    """The file's table, every cell as text, with at least one station."""
     import pandas as pd
 
     if not path.is_file():
@@ -105,7 +114,12 @@ def read_sites(path: Path) -> Sites:
             f"stations file '{path}' is not a readable CSV file ({reason}). Save it as "
             "comma-separated text with a header line."
         ) from None
-    columns = {_key(c): c for c in frame.columns}
+    return frame
+
+
+def _positions(frame, columns: dict[str, str], path: Path) -> tuple[np.ndarray, str]:
+    """Station positions in metres from the x,y columns, or else lat,lon projected; and a
+    note saying which columns were read."""
     x, y = _find(columns, X_NAMES), _find(columns, Y_NAMES)
     lat, lon = _find(columns, LAT_NAMES), _find(columns, LON_NAMES)
     if not ((x and y) or (lat and lon)):
@@ -120,25 +134,32 @@ def read_sites(path: Path) -> Sites:
         raise UserError(
             f"stations file '{path}' has a header but no stations. Add a line per station."
         )
-    notes = []
     if x and y:
         xy = np.stack([_numbers(frame, x, path), _numbers(frame, y, path)], axis=1)
-        notes.append(f"stations from {path.name}: columns {x}, {y} in metres, shifted onto the map")
-    else:
-        lats, lons = _numbers(frame, lat, path), _numbers(frame, lon, path)
-        for name, values, limit in ((lat, lats, 90), (lon, lons, 180)):
-            outside = np.flatnonzero(np.abs(values) > limit)
-            if outside.size:
-                raise UserError(
-                    f"stations file '{path}': column {name}, line {outside[0] + 2} holds "
-                    f"{values[outside[0]]:g}, beyond ±{limit}°. Give degrees (WGS84)."
-                )
-        xy = project(lats, lons)
-        lat0, lon0 = centre(lats, lons)
-        notes.append(
-            f"stations from {path.name}: columns {lat}, {lon} (degrees) projected to metres "
-            f"around {lat0:.6f}, {lon0:.6f}"
+        return xy, f"stations from {path.name}: columns {x}, {y} in metres, shifted onto the map"
+    lats, lons = _numbers(frame, lat, path), _numbers(frame, lon, path)
+    _check_degrees(lat, lats, 90, path)
+    _check_degrees(lon, lons, 180, path)
+    lat0, lon0 = centre(lats, lons)
+    note = (
+        f"stations from {path.name}: columns {lat}, {lon} (degrees) projected to metres "
+        f"around {lat0:.6f}, {lon0:.6f}"
+    )
+    return project(lats, lons), note
+
+
+def _check_degrees(column: str, values: np.ndarray, limit: int, path: Path) -> None:
+    """Refuse a latitude (`limit` 90) or longitude (180) beyond the globe's."""
+    outside = np.flatnonzero(np.abs(values) > limit)
+    if outside.size:
+        raise UserError(
+            f"stations file '{path}': column {column}, line {outside[0] + 2} holds "
+            f"{values[outside[0]]:g}, beyond ±{limit}°. Give degrees (WGS84)."
         )
+
+
+def _station_columns(frame, columns: dict[str, str], path: Path) -> dict[str, np.ndarray]:
+    """The per-station parameters the file gives (`STATION_COLUMNS`), each > 0 but tx_power."""
     extra = {}
     for key in STATION_COLUMNS:
         if _key(key) in columns:
@@ -150,7 +171,12 @@ def read_sites(path: Path) -> Sites:
                     f"{values[row]:g}; {key} must be > 0. Fix the value."
                 )
             extra[key] = values
-    # several cells of one mast (sectors, radio technologies) share its position: one station
+    return extra
+
+
+def _merge_masts(xy: np.ndarray, extra: dict[str, np.ndarray], notes: list[str]) -> Sites:
+    """One station per position: several cells of one mast (sectors, radio technologies)
+    share its position, and the first line of each position stands for it."""
     _, first = np.unique(np.round(xy, 1), axis=0, return_index=True)
     first = np.sort(first)
     if len(first) < len(xy):
