@@ -81,19 +81,32 @@ def plot(name: str, out: Path, width_px: int, height_px: int, dpi: int = 100) ->
     stations, and where the UEs start (first episode of the layout's seed). Large layouts
     (city scale) keep to what stays readable: smaller markers, no station letters, and the
     coverage depth alone instead of an outline per station."""
-    import os
-
     import matplotlib
 
     matplotlib.use("Agg")
-    import numpy as np
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    from mobrl.core.files import check_writable
-    from mobrl.envs import channel
-    from mobrl.envs.channel import isolines
     from mobrl.scenarios.kinds.mobile import make_mobile_core
+
+    out = _plot_target(out, width_px, height_px)
+    data = scenarios.load(find(name))
+    core = make_mobile_core(data, "ma", "fast")  # the UEs start where they do with central
+    core.reset()
+    fig = Figure(figsize=(width_px / dpi, height_px / dpi), dpi=dpi)
+    ax = fig.add_subplot()
+    _draw_coverage(fig, ax, data, core)
+    station_size = _draw_stations(ax, data)
+    _draw_ues(ax, core, data["ues"]["count"])
+    _label_map(ax, name, data, station_size)
+    fig.tight_layout()
+    _save_png(fig, out)
+    return out
+
+
+def _plot_target(out: Path, width_px: int, height_px: int) -> Path:
+    """The absolute path of the PNG to write, after checking the size, the name and that its
+    folder can be written."""
+    from mobrl.core.files import check_writable
 
     if width_px < 100 or height_px < 100:
         raise UserError(f"--size {width_px}x{height_px} is too small. Use at least 100x100.")
@@ -101,13 +114,16 @@ def plot(name: str, out: Path, width_px: int, height_px: int, dpi: int = 100) ->
     if out.suffix.lower() != ".png":
         raise UserError(f"--out '{out.name}' is not a .png file. End the name with .png.")
     check_writable(out.parent, "--out", example="./layout.png")
-    data = scenarios.load(find(name))
-    core = make_mobile_core(data, "ma", "fast")  # the UEs start where they do with central
-    core.reset()
-    n_bs, n_ue = len(data["stations"]), data["ues"]["count"]
+    return out
 
-    fig = Figure(figsize=(width_px / dpi, height_px / dpi), dpi=dpi)
-    ax = fig.add_subplot()
+
+def _coverage_depth(data: dict[str, Any]) -> Any:
+    """How many stations cover each point of a grid over the map (at most 600 x 600 points):
+    where a UE's SNR in mobile-env's channel exceeds its threshold."""
+    import numpy as np
+
+    from mobrl.envs import channel
+
     w, h = data["width"], data["height"]
     ue = data["ues"]
     xs = np.linspace(0, w, min(int(w) + 1, 600))
@@ -129,22 +145,37 @@ def plot(name: str, out: Path, width_px: int, height_px: int, dpi: int = 100) ->
             int(s["y"]) - np.trunc(gy[rows, cols]),
         )
         in_range[rows, cols] += snr > ue["snr_threshold"]
-    depth = ax.imshow(
-        in_range, origin="lower", extent=(0, w, 0, h), cmap="Blues", vmin=0,
-        vmax=max(int(in_range.max()), 1), alpha=0.8, aspect="equal",
-    )  # fmt: skip
+    return in_range
+
+
+def _draw_coverage(fig: Any, ax: Any, data: dict[str, Any], core: Any) -> None:
+    """The coverage depth with its colour bar, and each station's range outlined (but in
+    layouts with many stations, where the outlines would hide the depth)."""
     from mpl_toolkits.axes_grid1 import make_axes_locatable
 
+    from mobrl.envs.channel import isolines
+
+    in_range = _coverage_depth(data)
+    depth = ax.imshow(
+        in_range, origin="lower", extent=(0, data["width"], 0, data["height"]), cmap="Blues",
+        vmin=0, vmax=max(int(in_range.max()), 1), alpha=0.8, aspect="equal",
+    )  # fmt: skip
     # a colour bar as tall as the map, also for long thin layouts such as the highway
     bar_ax = make_axes_locatable(ax).append_axes("right", size="3%", pad=0.1)
     top = max(int(in_range.max()), 1)
     fig.colorbar(depth, cax=bar_ax, label="stations in range", ticks=range(top + 1))
-    if n_bs <= OUTLINED_STATIONS:  # beyond, the outlines hide the depth they outline
+    if len(data["stations"]) <= OUTLINED_STATIONS:
         for lx, ly in isolines(core, 0.0):
             ax.plot([*lx, lx[0]], [*ly, ly[0]], color="gray", linewidth=0.8)
-    # marker sizes shrink with the count beyond the small layouts' (points, pt²)
+
+
+def _draw_stations(ax: Any, data: dict[str, Any]) -> float:
+    """The stations as triangles, lettered A to Z in small layouts; returns the marker size
+    (points), which shrinks with the count beyond the small layouts'."""
+    import numpy as np
+
+    n_bs = len(data["stations"])
     station_size = 9 * min(1.0, (OUTLINED_STATIONS / n_bs) ** 0.5)
-    ue_area = 18 * min(1.0, (100 / n_ue) ** 0.5)
     xy = np.array([(s["x"], s["y"]) for s in data["stations"]])
     ax.plot(*xy.T, linestyle="none", marker="^", color="black", markersize=max(station_size, 2),
             label="station" if n_bs > LABELLED_STATIONS else None)  # fmt: skip
@@ -152,6 +183,15 @@ def plot(name: str, out: Path, width_px: int, height_px: int, dpi: int = 100) ->
         for i, (x, y) in enumerate(xy):
             ax.annotate(chr(ord("A") + i), (x, y), xytext=(5, 5), textcoords="offset points",
                         fontsize=8)  # fmt: skip
+    return station_size
+
+
+def _draw_ues(ax: Any, core: Any, n_ue: int) -> None:
+    """Where the UEs start: filled if they are present from the start, hollow if they arrive
+    later; the dots shrink with the count beyond the small layouts' (pt²)."""
+    import numpy as np
+
+    ue_area = 18 * min(1.0, (100 / n_ue) ** 0.5)
     starts = np.array([(u.x, u.y) for u in core.users.values()])
     active = {u.ue_id for u in core.active}
     present = np.array([u.ue_id in active for u in core.users.values()])
@@ -160,13 +200,27 @@ def plot(name: str, out: Path, width_px: int, height_px: int, dpi: int = 100) ->
     if (~present).any():
         ax.scatter(*starts[~present].T, s=max(ue_area, 5), facecolors="none",
                    edgecolors="tab:orange", label="UE (arrives later)", zorder=3)  # fmt: skip
-    ax.set_xlim(0, w)
-    ax.set_ylim(0, h)
+
+
+def _label_map(ax: Any, name: str, data: dict[str, Any], station_size: float) -> None:
+    """The map's extent, axis labels, title (the layout's size) and legend; the legend's
+    station marker is enlarged to stay visible when the stations are drawn small."""
+    ax.set_xlim(0, data["width"])
+    ax.set_ylim(0, data["height"])
     ax.set_xlabel("x (m)")
     ax.set_ylabel("y (m)")
-    ax.set_title(f"{name}: {n_bs} stations, {n_ue} UEs", fontsize=10)
+    ax.set_title(
+        f"{name}: {len(data['stations'])} stations, {data['ues']['count']} UEs", fontsize=10
+    )
     ax.legend(loc="upper right", fontsize=7, markerscale=max(1.0, 6 / max(station_size, 2)))
-    fig.tight_layout()
+
+
+def _save_png(fig: Any, out: Path) -> None:
+    """Write the figure to `out` whole or not at all (a partial file is renamed when done)."""
+    import os
+
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(f".{out.stem}.partial.png")
     try:
@@ -174,4 +228,3 @@ def plot(name: str, out: Path, width_px: int, height_px: int, dpi: int = 100) ->
         os.replace(tmp, out)
     finally:
         tmp.unlink(missing_ok=True)
-    return out
