@@ -131,17 +131,49 @@ class DashboardRenderer:
     """Draws `FrameState`s of one `Scene` into RGB arrays, reusing one figure."""
 
     def __init__(self, scene: Scene, dpi: int = 100):
-        import matplotlib.patheffects as pe
         from matplotlib import colormaps
-        from matplotlib.backends.backend_agg import FigureCanvasAgg
-        from matplotlib.collections import LineCollection
         from matplotlib.colors import Normalize
-        from matplotlib.figure import Figure
         from mobile_env.core.util import BS_SYMBOL
 
         self.scene = scene
         self.cmap = colormaps["RdYlGn"]
         self.norm = Normalize(*scene.scaled_range)
+        sim, dash, qoe, conn = self._figure(scene, dpi)
+        # moving parts are "animated": left out of the background, drawn on it each frame
+        self._add_stations(sim, scene, BS_SYMBOL)
+        for (cx, cy), (rx, ry) in zip(scene.conn_isolines, scene.rate_isolines):
+            sim.scatter(cx, cy, color="gray", s=3)
+            sim.scatter(rx, ry, color="black", s=3)
+        self._legend(sim, BS_SYMBOL)
+        self._add_network(sim)
+        for ax in (sim, dash):
+            ax.get_xaxis().set_visible(False)
+            ax.get_yaxis().set_visible(False)
+            for spine in ax.spines.values():
+                spine.set_visible(False)
+        sim.set_xlim([0, scene.width])
+        sim.set_ylim([0, scene.height])
+        self._add_table(dash)
+        self._add_plots(qoe, conn, scene)
+        self.canvas.draw()
+        self.background = self.canvas.copy_from_bbox(self.fig.bbox)
+        self.moving = [
+            self.links,
+            *self.stations,
+            self.ue_dots,
+            *self.station_names,
+            self.title,
+            *self.table_texts.values(),
+            self.utility_line,
+            self.connected_line,
+        ]
+
+    def _figure(self, scene: Scene, dpi: int) -> tuple[Any, Any, Any, Any]:
+        """The figure and its axes: the map on the left; the table, the mean utility and the
+        connected UEs over time on the right."""
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
+
         # mobile-env's figure size, rounded to whole pixels of even size (video encoders)
         fx = max(3.0 / 2.0 * 1.25 * scene.width / dpi, 8.0)
         fy = max(1.25 * scene.height / dpi, 5.0)
@@ -164,21 +196,24 @@ class DashboardRenderer:
         dash = self.fig.add_subplot(gs[0, 1])
         qoe = self.fig.add_subplot(gs[1, 1])
         conn = self.fig.add_subplot(gs[2, 1])
+        return sim, dash, qoe, conn
 
-        # moving parts are "animated": left out of the background, drawn on it each frame
+    def _add_stations(self, sim: Any, scene: Scene, bs_symbol: Any) -> None:
+        """The base stations and their letters on the map, redrawn each frame: the stations
+        over the links (as in mobile-env), their letters over UEs passing by."""
         self.stations = [
             sim.plot(
                 x,
                 y,
-                marker=BS_SYMBOL,
+                marker=bs_symbol,
                 markersize=30,
                 markeredgewidth=0.1,
                 color="black",
-                animated=True,  # redrawn over the links, as in mobile-env
+                animated=True,
             )[0]
             for _, x, y in scene.stations
         ]
-        # station names drawn last, over UEs passing by, on a light box
+        # on a light box, so that a letter stays readable over a UE
         self.station_names = [
             sim.annotate(
                 string.ascii_uppercase[bs_id % 26],
@@ -194,10 +229,12 @@ class DashboardRenderer:
             )
             for bs_id, x, y in scene.stations
         ]
-        for (cx, cy), (rx, ry) in zip(scene.conn_isolines, scene.rate_isolines):
-            sim.scatter(cx, cy, color="gray", s=3)
-            sim.scatter(rx, ry, color="black", s=3)
-        self._legend(sim, BS_SYMBOL)
+
+    def _add_network(self, sim: Any) -> None:
+        """What changes on the map each frame: the links, the UEs and the title."""
+        import matplotlib.patheffects as pe
+        from matplotlib.collections import LineCollection
+
         self.links = LineCollection(
             [],
             linewidths=3,
@@ -212,14 +249,9 @@ class DashboardRenderer:
         self._sim = sim
         self.ue_labels: dict[int, Any] = {}
         self.title = sim.set_title("", fontsize=10, loc="left", animated=True)
-        for ax in (sim, dash):
-            ax.get_xaxis().set_visible(False)
-            ax.get_yaxis().set_visible(False)
-            for spine in ax.spines.values():
-                spine.set_visible(False)
-        sim.set_xlim([0, scene.width])
-        sim.set_ylim([0, scene.height])
 
+    def _add_table(self, dash: Any) -> None:
+        """The table of the current and the episode's mean data rate and utility."""
         self.table = dash.table(
             [["", ""], ["", ""]],
             rowLabels=["Current", "History"],
@@ -235,6 +267,8 @@ class DashboardRenderer:
         for text in self.table_texts.values():
             text.set_animated(True)
 
+    def _add_plots(self, qoe: Any, conn: Any, scene: Scene) -> None:
+        """The mean utility and the number of connected UEs over the episode's steps."""
         (self.utility_line,) = qoe.plot([], [], linewidth=1, color="black", animated=True)
         qoe.set_ylabel(MEAN_UTILITY_LABEL)
         qoe.set_xlim([0.0, scene.max_time])
@@ -246,18 +280,6 @@ class DashboardRenderer:
         conn.set_xlim([0.0, scene.max_time])
         conn.set_ylim([0.0, scene.num_users])
         self.fig.align_ylabels((qoe, conn))
-        self.canvas.draw()
-        self.background = self.canvas.copy_from_bbox(self.fig.bbox)
-        self.moving = [
-            self.links,
-            *self.stations,
-            self.ue_dots,
-            *self.station_names,
-            self.title,
-            *self.table_texts.values(),
-            self.utility_line,
-            self.connected_line,
-        ]
 
     def _legend(self, sim: Any, bs_symbol: Any) -> None:
         """What the colours and marks mean, under the map: a colour bar of UE utility on the
