@@ -46,12 +46,12 @@ class Rule:
     below: str | None = None
 
 
-def key(default: Any = dataclasses.MISSING, **rule: Any) -> Any:
+def _key(default: Any = dataclasses.MISSING, **rule: Any) -> Any:
     """A layout key: its default and its `Rule`."""
     return field(default=default, metadata={"rule": Rule(**rule)})
 
 
-def section(schema: type) -> Any:
+def _section(schema: type) -> Any:
     """A nested section of a layout, with its own schema's defaults."""
     return field(default_factory=schema)
 
@@ -60,10 +60,10 @@ def section(schema: type) -> Any:
 class StationDefaults:
     """Radio parameters of every station that does not give its own (units: Hz, MHz, dBm, m)."""
 
-    bandwidth: float = key(9e6, low=0)
-    frequency: float = key(2500, low=0)
-    tx_power: float = key(30)  # dBm may be negative
-    height: float = key(50, low=0)
+    bandwidth: float = _key(9e6, low=0)
+    frequency: float = _key(2500, low=0)
+    tx_power: float = _key(30)  # dBm may be negative
+    height: float = _key(50, low=0)
 
 
 @dataclass
@@ -71,39 +71,40 @@ class Station:
     """One base station: where it stands on the map; it may also give any `StationDefaults`
     key for itself."""
 
-    x: float = key(missing="Give every station x and y.")
-    y: float = key(missing="Give every station x and y.")
+    x: float = _key(missing="Give every station x and y.")
+    y: float = _key(missing="Give every station x and y.")
 
 
 @dataclass
 class Ues:
     """How many UEs there are and their radio and motion parameters."""
 
-    count: int = key(None, low=1, strict=False, missing="Add ues: {count: N}.",
-                     below="a scenario needs UEs")  # fmt: skip
-    snr_threshold: float = key(2e-8, low=0)
-    noise: float = key(1e-9, low=0)
-    height: float = key(1.5, low=0)
-    velocity: float = key(1.5, low=0, strict=False)
+    count: int = _key(
+        None, low=1, strict=False, missing="Add ues: {count: N}.", below="a scenario needs UEs"
+    )
+    snr_threshold: float = _key(2e-8, low=0)
+    noise: float = _key(1e-9, low=0)
+    height: float = _key(1.5, low=0)
+    velocity: float = _key(1.5, low=0, strict=False)
 
 
 @dataclass
 class Movement:
     """How UEs move, and the area they move in (the map unless given)."""
 
-    model: str = key("random_waypoint", choices=MOVEMENT_MODELS)
-    width: float = key(None, low=0, fallback="width")
-    height: float = key(None, low=0, fallback="height")
+    model: str = _key("random_waypoint", choices=MOVEMENT_MODELS)
+    width: float = _key(None, low=0, fallback="width")
+    height: float = _key(None, low=0, fallback="height")
 
 
 @dataclass
 class Arrival:
     """When UEs arrive and how long they stay (`random`), or all of them all the time."""
 
-    model: str = key("always", choices=ARRIVAL_MODELS)
-    window: int = key(0, low=0, strict=False, when="random")
-    min_stay: int | None = key(None, low=1, strict=False, fallback=1, when="random")
-    max_stay: int | None = key(
+    model: str = _key("always", choices=ARRIVAL_MODELS)
+    window: int = _key(0, low=0, strict=False, when="random")
+    min_stay: int | None = _key(None, low=1, strict=False, fallback=1, when="random")
+    max_stay: int | None = _key(
         None, low="min_stay", strict=False, fallback="episode_length", when="random"
     )
 
@@ -112,16 +113,16 @@ class Arrival:
 class Layout:
     """A layout file: the map, the episode, the stations, the UEs and how they move and arrive."""
 
-    description: str = key("")
-    width: float = key(None, low=0, missing="Add width: (see small.yaml).")
-    height: float = key(None, low=0, missing="Add height: (see small.yaml).")
-    episode_length: int = key(100, low=1, strict=False)
-    seed: int = key(0, low=0, strict=False)
-    station_defaults: StationDefaults = section(StationDefaults)
-    stations: list[Station] = key(None, missing="Add stations: (see small.yaml).")
-    ues: Ues = section(Ues)
-    movement: Movement = section(Movement)
-    arrival: Arrival = section(Arrival)
+    description: str = _key("")
+    width: float = _key(None, low=0, missing="Add width: (see small.yaml).")
+    height: float = _key(None, low=0, missing="Add height: (see small.yaml).")
+    episode_length: int = _key(100, low=1, strict=False)
+    seed: int = _key(0, low=0, strict=False)
+    station_defaults: StationDefaults = _section(StationDefaults)
+    stations: list[Station] = _key(None, missing="Add stations: (see small.yaml).")
+    ues: Ues = _section(Ues)
+    movement: Movement = _section(Movement)
+    arrival: Arrival = _section(Arrival)
 
 
 @functools.cache
