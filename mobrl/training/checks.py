@@ -91,7 +91,17 @@ def preflight(cfg: DictConfig) -> None:
 
 
 def check_settings(cfg: DictConfig) -> None:
-    """The checks of the config and the files it names, without building anything."""
+    """The checks of the config and the files it names, without building anything: the
+    scenario, the algorithm, Ray and Tune, then the run's own settings, in this order (the
+    first problem found is the one reported)."""
+    _check_scenario(cfg)
+    _check_algorithm(cfg)
+    _check_ray_and_tune(cfg)
+    _check_run(cfg)
+
+
+def _check_scenario(cfg: DictConfig) -> None:
+    """The scenario kind, the sampler, and the env as training will build it."""
     kind = kind_of(cfg)  # an unknown kind is a one-line error
     if cfg.env.sampler not in SAMPLERS:
         raise unknown_choice("env.sampler", cfg.env.sampler, SAMPLERS, "Use env.sampler=auto.")
@@ -99,6 +109,10 @@ def check_settings(cfg: DictConfig) -> None:
     # the layout (one-line errors naming the file, key and fix), the kind's env settings, the
     # policy mapping and the sampler, as training will read them
     env_config_from(cfg)
+
+
+def _check_algorithm(cfg: DictConfig) -> None:
+    """A known algorithm, and as many env runners as it needs (null filled in first)."""
     algo = cfg.algo.name
     if algo not in ALGORITHMS:
         raise unknown_choice("algorithm", algo, ALGORITHMS, "Use algo=<name>.")
@@ -113,6 +127,10 @@ def check_settings(cfg: DictConfig) -> None:
         )
     if runners < 0:
         raise UserError("run.resources.num_env_runners must be >= 0.")
+
+
+def _check_ray_and_tune(cfg: DictConfig) -> None:
+    """Ray's log level, Tune's mode and settings, and where the trials run (`run.executor`)."""
     from mobrl.training.raysession import LOG_LEVELS
 
     if cfg.ray.log_level not in LOG_LEVELS:
@@ -127,6 +145,11 @@ def check_settings(cfg: DictConfig) -> None:
     from mobrl.training.executor import in_driver
 
     in_driver(cfg)  # run.executor: a known value, and driver only where one trial can
+
+
+def _check_run(cfg: DictConfig) -> None:
+    """The run's settings: stop criteria, numbers, evaluation, checkpoints, storage, logger
+    and imitation."""
     stop = cfg.run.stop
     if all(stop[k] is None for k in stop):
         raise UserError(
