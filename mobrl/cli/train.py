@@ -59,31 +59,15 @@ def train(
     """
     overrides = list(overrides or [])
     if resume is not None:
-        if overrides:
-            raise UserError(
-                f"--resume continues a run with its own config; drop {' '.join(overrides)} "
-                "(start a new run to change settings)."
-            )
-        from mobrl.training.run import resume_training
-
-        resume_training(resume, retry_errored=retry_errored)
+        _resume(resume, overrides, retry_errored)
         return
     if retry_errored:
         raise UserError("--retry-errored goes with --resume RUN_DIR. Add --resume RUN_DIR.")
-    from mobrl.config import parse_overrides, run_hydra
-    from mobrl.training.checks import validate_command_line
+    from mobrl.config import run_hydra
 
-    modes = [name for name, on in (("-m", multirun), ("--cfg", cfg), ("--info", info)) if on]
-    if len(modes) > 1:
-        raise UserError(f"{' and '.join(modes)} do not go together. Use one of them.")
+    _check_modes(multirun=multirun, cfg=cfg, info=info)
     if not (show_help or hydra_help or info):
-        validate_command_line(overrides)
-        sweeps = [ov.input_line for ov in parse_overrides(overrides) if ov.is_sweep_override()]
-        if sweeps and not multirun:
-            raise UserError(
-                f"{' '.join(sweeps)} sweeps over several values. Add -m to run one job per "
-                "value, or give one value."
-            )
+        _check_command_line(overrides, multirun)
     flags = {
         "--multirun": multirun, "--cfg": cfg and cfg.value, "--package": package,
         "--info": info and info.value, "--config-dir": config_dir, "--config-name": config_name,
@@ -91,12 +75,52 @@ def train(
         # show values, not `${...}` interpolations, in the help
         "--resolve": resolve or show_help,
     }  # fmt: skip
+    from mobrl.training.run import train_task
+
+    run_hydra(train_task, _hydra_argv(overrides, flags), prog="mobrl train")
+
+
+def _resume(run_dir: Path, overrides: list[str], retry_errored: bool) -> None:
+    """`--resume RUN_DIR`: the run continues with its own config, so overrides are refused."""
+    if overrides:
+        raise UserError(
+            f"--resume continues a run with its own config; drop {' '.join(overrides)} "
+            "(start a new run to change settings)."
+        )
+    from mobrl.training.run import resume_training
+
+    resume_training(run_dir, retry_errored=retry_errored)
+
+
+def _check_modes(**modes: object) -> None:
+    """-m, --cfg and --info each make Hydra do something else: one of them at a time."""
+    flags = {"multirun": "-m", "cfg": "--cfg", "info": "--info"}
+    given = [flags[name] for name, on in modes.items() if on]
+    if len(given) > 1:
+        raise UserError(f"{' and '.join(given)} do not go together. Use one of them.")
+
+
+def _check_command_line(overrides: list[str], multirun: bool) -> None:
+    """Every override (every value of a sweep) checked before Hydra starts; a sweep needs -m."""
+    from mobrl.config import parse_overrides
+    from mobrl.training.checks import validate_command_line
+
+    validate_command_line(overrides)
+    sweeps = [ov.input_line for ov in parse_overrides(overrides) if ov.is_sweep_override()]
+    if sweeps and not multirun:
+        raise UserError(
+            f"{' '.join(sweeps)} sweeps over several values. Add -m to run one job per "
+            "value, or give one value."
+        )
+
+
+def _hydra_argv(overrides: list[str], flags: dict[str, object]) -> list[str]:
+    """The command line `hydra.main` parses: the overrides, then each flag given (a switch
+    alone, an option with its value)."""
     argv = [*overrides]
     for flag, value in flags.items():
         if value is True:
             argv.append(flag)
         elif value:
             argv += [flag, str(value)]
-    from mobrl.training.run import train_task
-
-    run_hydra(train_task, argv, prog="mobrl train")
+    return argv
