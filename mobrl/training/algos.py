@@ -65,46 +65,84 @@ def build_algorithm_config(
 ) -> AlgorithmConfig:
     """Translate the composed mobrl config into an RLlib AlgorithmConfig (new API stack);
     `fault`: a fault to make on purpose (`mobrl.core.faults.plan`); `imitate=False` leaves
-    `run.imitate` out (a resumed run continues from its checkpoint)."""
-    from omegaconf import OmegaConf
+    `run.imitate` out (a resumed run continues from its checkpoint).
 
-    from mobrl.core import faults
-    from mobrl.envs.factory import num_ues, policy_setup
+    Built section by section: the env, the env runners, the learners, seed and reporting,
+    training (with `run.batch`), the model, the callbacks, the policies; then RLlib's own
+    checks of the whole."""
+    from mobrl.envs.factory import num_ues
     from mobrl.envs.slots import uses_slots
 
     algo = config_class(cfg.algo.name)()
-    res = cfg.run.resources
     # UE slots: RLlib sees one vector slot per UE of each env copy, and counts slot steps
     slots = uses_slots(env_config)
     per_env = num_ues(env_config) if slots else 1
+    _environment(algo, env_name, env_config, fault)
+    _env_runners(algo, cfg, per_env)
+    _learners(algo, cfg)
+    _seed_and_reporting(algo, cfg)
+    _training(algo, cfg, slots)
+    _model(algo, cfg)
+    _callbacks(algo, cfg, env_config, fault, per_env if slots else None, imitate)
+    _policies(algo, env_config, slots)
+    _validate(algo, cfg)
+    return algo
+
+
+def _environment(algo: AlgorithmConfig, env_name: str, env_config: dict, fault: Any) -> None:
+    """mobrl's env with its `env_config` (and the fault to make, which the env runners read),
+    on torch."""
     runner_env_config = env_config if fault is None else {**env_config, "fault": fault}
-    algo = (
-        algo.environment(env_name, env_config=runner_env_config)
-        .framework("torch")
-        .env_runners(
-            num_env_runners=env_runners(cfg),
-            num_envs_per_env_runner=res.num_envs_per_env_runner * per_env,
-            num_cpus_per_env_runner=res.num_cpus_per_env_runner,
-        )
-        .learners(num_learners=res.num_learners, num_gpus_per_learner=res.num_gpus_per_learner)
-        .fault_tolerance(
-            restart_failed_env_runners=cfg.run.fault.restart_env_runners,
-            max_num_env_runner_restarts=cfg.run.fault.max_env_runner_restarts,
-            delay_between_env_runner_restarts_s=cfg.run.fault.restart_delay_s,
-        )
-        .debugging(seed=cfg.run.seed, log_level="WARN")
-        .reporting(metrics_num_episodes_for_smoothing=metrics.RETURN_WINDOW)
+    algo.environment(env_name, env_config=runner_env_config).framework("torch")
+
+
+def _env_runners(algo: AlgorithmConfig, cfg: DictConfig, per_env: int) -> None:
+    """How many env runners, envs per runner (a slot per UE of each env copy) and CPUs."""
+    res = cfg.run.resources
+    algo.env_runners(
+        num_env_runners=env_runners(cfg),
+        num_envs_per_env_runner=res.num_envs_per_env_runner * per_env,
+        num_cpus_per_env_runner=res.num_cpus_per_env_runner,
     )
+
+
+def _learners(algo: AlgorithmConfig, cfg: DictConfig) -> None:
+    """The learners, then how failed env runners restart (`run.fault`)."""
+    res = cfg.run.resources
+    algo.learners(num_learners=res.num_learners, num_gpus_per_learner=res.num_gpus_per_learner)
+    algo.fault_tolerance(
+        restart_failed_env_runners=cfg.run.fault.restart_env_runners,
+        max_num_env_runner_restarts=cfg.run.fault.max_env_runner_restarts,
+        delay_between_env_runner_restarts_s=cfg.run.fault.restart_delay_s,
+    )
+
+
+def _seed_and_reporting(algo: AlgorithmConfig, cfg: DictConfig) -> None:
+    """The run's seed, and the training return over mobrl's window of episodes."""
+    algo.debugging(seed=cfg.run.seed, log_level="WARN")
+    algo.reporting(metrics_num_episodes_for_smoothing=metrics.RETURN_WINDOW)
+
+
+def _training(algo: AlgorithmConfig, cfg: DictConfig, slots: bool) -> None:
+    """`algo.training` (each key checked against the algorithm), with `run.batch` filling in
+    what it leaves unset; the slot env runner where UEs are slots."""
+    from omegaconf import OmegaConf
 
     training: dict[str, Any] = OmegaConf.to_container(cfg.algo.training, resolve=True)  # type: ignore[assignment]
     check_algo_keys(algo, "training", training)
-    batch = cfg.run.batch
     if slots:
         from mobrl.envs.slot_runner import UESlotEnvRunner
 
         algo.env_runners(
             env_runner_cls=UESlotEnvRunner, gym_env_vectorize_mode="vector_entry_point"
         )
+    _batch(algo, cfg, training, slots)
+    algo.training(**training)
+
+
+def _batch(algo: AlgorithmConfig, cfg: DictConfig, training: dict[str, Any], slots: bool) -> None:
+    """`run.batch` into `training` (keys given there win) and the env runners' fragments."""
+    batch = cfg.run.batch
     if batch.train_batch_size is not None:
         training.setdefault("train_batch_size_per_learner", batch.train_batch_size)
     if batch.minibatch_size is not None:
@@ -124,36 +162,37 @@ def build_algorithm_config(
         # and start learning once one batch is in the buffer, so small budgets still learn
         algo.reporting(min_sample_timesteps_per_iteration=batch.train_batch_size)
         training.setdefault("num_steps_sampled_before_learning_starts", batch.train_batch_size)
-    algo.training(**training)
 
-    model = OmegaConf.to_container(cfg.algo.model, resolve=True)
+
+def _model(algo: AlgorithmConfig, cfg: DictConfig) -> None:
+    """`algo.model` (each key checked) as RLlib's DefaultModelConfig."""
+    from omegaconf import OmegaConf
     from ray.rllib.core.rl_module.default_model_config import DefaultModelConfig
 
+    model = OmegaConf.to_container(cfg.algo.model, resolve=True)
     check_algo_keys(algo, "model", model)  # type: ignore[arg-type]
     algo.rl_module(model_config=DefaultModelConfig(**model))
 
+
+def _callbacks(
+    algo: AlgorithmConfig,
+    cfg: DictConfig,
+    env_config: dict,
+    fault: dict | None,
+    rows_per_env_step: int | None,
+    imitate: bool,
+) -> None:
+    """The scenario kind's metrics callback; what runs after each iteration; the return of
+    each episode; imitation (`run.imitate`) before the first iteration."""
+    from omegaconf import OmegaConf
+
+    from mobrl.envs.callbacks import log_episode_return
     from mobrl.scenarios.kinds import kind_of
 
     metrics_callback = kind_of(env_config).callbacks(cfg, env_config)
     if metrics_callback is not None:
         algo.callbacks(metrics_callback)
-
-    from mobrl.envs.callbacks import log_episode_return
-    from mobrl.training.periodic_eval import periodic_evaluation
-    from mobrl.training.return_window import fold_returns
-    from mobrl.training.steps_trained import count_env_steps_trained
-
-    # env steps trained as env steps (RLlib counts the train batch once per minibatch); the
-    # training return over the last episodes next: what evaluation and faults read after it
-    on_result = [
-        partial(count_env_steps_trained, rows_per_env_step=per_env if slots else None),
-        fold_returns,
-        periodic_evaluation(cfg, env_config),
-        faults.trial_callback(fault),
-    ]
-    on_result = [callback for callback in on_result if callback is not None]
-    if cfg.run.checkpoint.keep:  # last: the score as the callbacks before it left it
-        on_result.append(partial(score_at_top, metric=cfg.tune.metric))
+    on_result = _on_train_result(cfg, env_config, fault, rows_per_env_step)
     on_init = {}
     settings = cfg.run.get("imitate")
     if imitate and settings is not None and settings.expert:
@@ -165,17 +204,48 @@ def build_algorithm_config(
         on_result.insert(0, imitation_result)
     algo.callbacks(on_train_result=on_result, on_episode_end=log_episode_return, **on_init)
 
+
+def _on_train_result(
+    cfg: DictConfig, env_config: dict, fault: dict | None, rows_per_env_step: int | None
+) -> list[Any]:
+    """The `on_train_result` callbacks, in the order each needs what the ones before it did."""
+    from mobrl.core import faults
+    from mobrl.training.periodic_eval import periodic_evaluation
+    from mobrl.training.return_window import fold_returns
+    from mobrl.training.steps_trained import count_env_steps_trained
+
+    # env steps trained as env steps (RLlib counts the train batch once per minibatch); the
+    # training return over the last episodes next: what evaluation and faults read after it
+    on_result = [
+        partial(count_env_steps_trained, rows_per_env_step=rows_per_env_step),
+        fold_returns,
+        periodic_evaluation(cfg, env_config),
+        faults.trial_callback(fault),
+    ]
+    on_result = [callback for callback in on_result if callback is not None]
+    if cfg.run.checkpoint.keep:  # last: the score as the callbacks before it left it
+        on_result.append(partial(score_at_top, metric=cfg.tune.metric))
+    return on_result
+
+
+def _policies(algo: AlgorithmConfig, env_config: dict, slots: bool) -> None:
+    """The policies and their mapping of a multi-agent env sampled as such (not as slots)."""
+    from mobrl.envs.factory import policy_setup
+
     policies, mapping = policy_setup(env_config)
     if policies is not None and not slots:
         algo.multi_agent(policies=set(policies), policy_mapping_fn=mapping)
+
+
+def _validate(algo: AlgorithmConfig, cfg: DictConfig) -> None:
+    """RLlib's own checks of mutually dependent settings, as a one-line error."""
     try:
         algo.validate()
-    except ValueError as err:  # RLlib's own checks of mutually dependent settings
+    except ValueError as err:
         first = first_line(err)
         raise UserError(
             f"invalid {cfg.algo.name} settings: {first} Adjust algo.training.* or run.batch.*."
         ) from err
-    return algo
 
 
 def score_at_top(*, result: dict[str, Any], metric: str, **kwargs: Any) -> None:
