@@ -108,15 +108,36 @@ def report(
 ) -> dict[str, Any]:
     """Print the ranking and write summary.json and trials.csv; return the summary."""
     import pandas as pd
-    from rich.table import Table
 
     metric, mode = cfg.tune.metric, cfg.tune.mode
     rows = trial_rows(results, metric, mode, locations, cfg.tune.scope)
+    summary = _summary(cfg, rows, experiment_dir)
+    run.write_summary(summary, pd.DataFrame(_flat_rows(rows, metric)))
+
+    console.print()
+    if len(rows) > 1 or locations:
+        _print_ranking(console, rows, locations, metric, mode, summary["best_params"])
+    _print_best(console, cfg, summary)
+    _print_checkpoints(console, cfg, summary)
+    console.print(f"tensorboard: tensorboard --logdir {run.elsewhere() or run.path}")
+    console.print(f"results: {run.summary_file}, {run.trials_file}")
+    for r in rows:
+        if r["error"]:
+            print(
+                f"trial failed: {r['error']} (see {Path(r['trial_dir']) / 'error.txt'})",
+                file=sys.stderr,
+            )
+    return summary
+
+
+def _summary(cfg: DictConfig, rows: list[dict[str, Any]], experiment_dir: Path) -> dict[str, Any]:
+    """What summary.json holds: the best trial's score, config and checkpoints, every trial's
+    row, and the trials that failed."""
     top = rows[0] if rows else None
     scored = top is not None and top["best"] is not None
-    summary = {
-        "metric": metric,
-        "mode": mode,
+    return {
+        "metric": cfg.tune.metric,
+        "mode": cfg.tune.mode,
         "eval_metric": eval_metric(cfg) if cfg.run.eval.interval > 0 else None,
         # the trial's best value of `metric` (over all iterations, or its last: tune.scope)
         "best_return": top["best"] if scored else None,
@@ -131,7 +152,11 @@ def report(
         "trials": rows,
         "failed": [r["trial"] for r in rows if r["error"]],
     }
-    flat = [
+
+
+def _flat_rows(rows: list[dict[str, Any]], metric: str) -> list[dict[str, Any]]:
+    """trials.csv: one row per trial, its searched hyperparameters as columns."""
+    return [
         {
             "rank": r["rank"],
             "trial": r["trial"],
@@ -144,30 +169,43 @@ def report(
         }
         for r in rows
     ]
-    run.write_summary(summary, pd.DataFrame(flat))
 
-    console.print()
-    if len(rows) > 1 or locations:
-        table = Table(title=f"trials ranked by {metric} ({mode})")
-        params = list(locations)
-        for col in ("rank", "trial", *params, "best", "last", "iter", "status"):
-            table.add_column(col, justify="left" if col in ("trial", "status") else "right")
-        for r in rows:
-            status = "error" if r["error"] else "ok"
-            table.add_row(
-                _show(r["rank"]),
-                r["trial"],
-                *(_show(r["params"].get(p)) for p in params),
-                _show(r["best"]),
-                _show(r["last"]),
-                _show(r["iterations"]),
-                status,
-            )
-        console.print(table)
-        if summary["best_params"]:
-            best = "  ".join(f"{k}={_show(v)}" for k, v in summary["best_params"].items())
-            console.print(f"[bold]best config:[/bold] {best}")
-    best_value = summary["best_return"]
+
+def _print_ranking(
+    console: Any,
+    rows: list[dict[str, Any]],
+    locations: dict,
+    metric: str,
+    mode: str,
+    best_params: dict[str, Any],
+) -> None:
+    """The table of trials ranked (for several trials or a search), then the best config."""
+    from rich.table import Table
+
+    table = Table(title=f"trials ranked by {metric} ({mode})")
+    params = list(locations)
+    for col in ("rank", "trial", *params, "best", "last", "iter", "status"):
+        table.add_column(col, justify="left" if col in ("trial", "status") else "right")
+    for r in rows:
+        status = "error" if r["error"] else "ok"
+        table.add_row(
+            _show(r["rank"]),
+            r["trial"],
+            *(_show(r["params"].get(p)) for p in params),
+            _show(r["best"]),
+            _show(r["last"]),
+            _show(r["iterations"]),
+            status,
+        )
+    console.print(table)
+    if best_params:
+        best = "  ".join(f"{k}={_show(v)}" for k, v in best_params.items())
+        console.print(f"[bold]best config:[/bold] {best}")
+
+
+def _print_best(console: Any, cfg: DictConfig, summary: dict[str, Any]) -> None:
+    """The best value of the metric, at which iteration, and what kind of value it is."""
+    metric, best_value = summary["metric"], summary["best_return"]
     averaged = (
         f" (training return: mean of up to the last {metrics.RETURN_WINDOW} episodes, exploring "
         "actions; `mobrl evaluate` measures the policy itself)"
@@ -192,6 +230,12 @@ def report(
             else f"{best_value:.3f}{at_iteration}{averaged}"
         )
     )
+
+
+def _print_checkpoints(console: Any, cfg: DictConfig, summary: dict[str, Any]) -> None:
+    """The best checkpoint (with its value, and why it may not be the best iteration's), the
+    last one, and how to evaluate the best."""
+    metric, iteration = summary["metric"], summary["best_iteration"]
     at = summary["best_checkpoint_value"]
     where = ""
     if at is not None:
@@ -206,12 +250,3 @@ def report(
     console.print(f"[bold]last checkpoint:[/bold] {summary['last_checkpoint']}")
     if summary["best_checkpoint"]:
         console.print(f"evaluate: mobrl evaluate --checkpoint {summary['best_checkpoint']}")
-    console.print(f"tensorboard: tensorboard --logdir {run.elsewhere() or run.path}")
-    console.print(f"results: {run.summary_file}, {run.trials_file}")
-    for r in rows:
-        if r["error"]:
-            print(
-                f"trial failed: {r['error']} (see {Path(r['trial_dir']) / 'error.txt'})",
-                file=sys.stderr,
-            )
-    return summary
