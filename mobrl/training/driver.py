@@ -10,56 +10,36 @@ and the latest) is mobrl's `checkpoint_policy.KeepPolicy`, which keeps them as T
 mobrl's progress table and disk guard get the same callback hooks as under Tune. A checkpoint is
 written under a hidden name and renamed when whole. `driver-state.json` in the experiment
 dir (written atomically after each checkpoint) is what `mobrl train --resume` continues.
+Here is the trial's loop; its files (the state file, checkpoints, error files, its result)
+are `driver_trial`'s.
 """
 
 from __future__ import annotations
 
-import json
 import logging
-import shutil
 import signal
-import traceback
-import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from omegaconf import DictConfig
 
 from mobrl.core import metrics
-from mobrl.core.errors import UserError
-from mobrl.core.files import atomic_write_json
-from mobrl.core.rundir import is_complete, read_trial_results, unresumable_hint
-from mobrl.training.checkpoint_policy import KeepPolicy, Kept
-
-#: the driver's experiment state, next to the trial dir
-STATE = "driver-state.json"
-#: trial status as the state file records it
-RUNNING, TERMINATED, ERROR = "RUNNING", "TERMINATED", "ERROR"
-
-
-class DriverTrial:
-    """What Tune's logger callbacks and mobrl's callbacks read of a Tune `Trial`."""
-
-    def __init__(self, trainable_name: str, trial_id: str, experiment_dir: Path, config: dict):
-        self.trainable_name, self.trial_id = trainable_name, trial_id
-        self.path = experiment_dir / f"{trainable_name}_{trial_id}"
-        self.local_path = str(self.path)
-        self.config = config
-        self.evaluated_params: dict[str, Any] = {}
-        self.experiment_tag = ""
-        #: Tune's loggers copy files back from remote storage after a restore; all is local
-        self.checkpoint = None
-        self.error_file: str | None = None
-        self.num_failures = 0
-
-    def init_local_path(self) -> None:
-        self.path.mkdir(parents=True, exist_ok=True)
-
-    def __str__(self) -> str:
-        return f"{self.trainable_name}_{self.trial_id}"
+from mobrl.training.checkpoint_policy import Kept
+from mobrl.training.driver_trial import (
+    ERROR,
+    RUNNING,
+    TERMINATED,
+    Checkpoints,
+    DriverTrial,
+    open_trial,
+    read_state,
+    record_error,
+    stored_error,
+    trial_result,
+    write_state,
+)
 
 
 def _tune_callbacks() -> list[Any]:
@@ -197,87 +177,6 @@ def _build(algo_class: type, space: dict[str, Any], trial: DriverTrial) -> Any:
     return algo
 
 
-def _write_state(experiment_dir: Path, trial: DriverTrial, status: str, kept: list[dict]) -> None:
-    atomic_write_json(
-        experiment_dir / STATE,
-        {
-            "trial": str(trial),
-            "trainable": trial.trainable_name,
-            "trial_id": trial.trial_id,
-            "status": status,
-            "checkpoints": kept,
-            "updated": datetime.now().isoformat(timespec="seconds"),
-        },
-    )
-
-
-def read_state(experiment_dir: Path) -> dict[str, Any]:
-    """The driver's state of a run; a one-line error when it is cut (a killed write)."""
-    path = experiment_dir / STATE
-    try:
-        state = json.loads(path.read_text())
-        if not isinstance(state, dict) or "trial" not in state:
-            raise ValueError("not mobrl's state")
-    except (OSError, ValueError) as err:
-        raise UserError(
-            f"cannot resume: the trial's state {path} is unreadable ({err}); "
-            f"{unresumable_hint(experiment_dir)}."
-        ) from None
-    return state
-
-
-class _Checkpoints:
-    """The trial's checkpoints: written under a hidden name and renamed into place when
-    whole, registered with the keep policy, and the ones it drops deleted at once (as Tune's
-    checkpoint bookkeeping deletes them on registration)."""
-
-    def __init__(self, cfg: DictConfig, trial: DriverTrial):
-        ckpt = cfg.run.checkpoint
-        self.frequency, self.at_end = ckpt.frequency, ckpt.at_end
-        self.policy = KeepPolicy.from_config(cfg)
-        self.trial = trial
-        self.index = 0
-
-    def due(self, result: dict[str, Any]) -> bool:
-        if result.get("done") and self.at_end:
-            return True
-        iteration = result.get(metrics.ITERATION, 0)
-        return bool(self.frequency) and iteration % self.frequency == 0
-
-    def register(self, path: Path, result: dict[str, Any]) -> Any:
-        for dropped in self.policy.register(path, result):
-            try:
-                shutil.rmtree(dropped)
-            except OSError as err:  # a checkpoint left on disk costs room, not the run
-                logging.getLogger(__name__).warning("cannot delete checkpoint %s: %s", dropped, err)
-        self.index = max(self.index, int(path.name.rsplit("_", 1)[-1]) + 1)
-        return _checkpoint(path)
-
-    def save(self, algo: Any, result: dict[str, Any]) -> Any:
-        final = self.trial.path / f"checkpoint_{self.index:06d}"
-        partial = self.trial.path / f".partial-{final.name}"
-        shutil.rmtree(partial, ignore_errors=True)
-        try:
-            algo.save_checkpoint(str(partial))
-            partial.rename(final)
-        except BaseException:
-            shutil.rmtree(partial, ignore_errors=True)
-            raise
-        return self.register(final, result)
-
-    def kept(self) -> list[dict[str, Any]]:
-        return self.policy.kept()
-
-    def latest(self) -> Kept | None:
-        return self.policy.latest()
-
-
-def _checkpoint(path: Path) -> Any:
-    from ray.tune import Checkpoint
-
-    return Checkpoint.from_directory(str(path))
-
-
 def _restore(algo: Any, kept: Kept) -> float:
     """Continue `algo` from a kept checkpoint; return the training time before it. Tune's
     restore also sets the Trainable's clock from the checkpoint's result; `Algorithm.restore`
@@ -306,22 +205,6 @@ def _should_stop(result: dict[str, Any], criteria: dict[str, float]) -> bool:
     return any(key in flat and flat[key] >= value for key, value in criteria.items())
 
 
-def _record_error(trial: DriverTrial, err: BaseException) -> Exception:
-    """error.txt (the traceback, as Tune writes it) and error.pkl in the trial dir; the error
-    as `ray.tune.Result.error` holds it."""
-    import ray.cloudpickle
-
-    text = "".join(traceback.format_exception(err))
-    when = datetime.now().strftime("%Y-%m-%d_%H-%M-%S")
-    trial.init_local_path()
-    error_txt = trial.path / "error.txt"
-    error_txt.write_text(f"Failure # 1 (occurred at {when})\n{text}")
-    error = RuntimeError(text)
-    (trial.path / "error.pkl").write_bytes(ray.cloudpickle.dumps(error))
-    trial.error_file = str(error_txt)
-    return error
-
-
 def fit(
     cfg: DictConfig,
     algo_class: type,
@@ -333,104 +216,114 @@ def fit(
 ) -> list[Any]:
     """Train the run's one trial in this process (or continue it: `resume`); return its
     `ray.tune.Result` as Tune's ResultGrid would hold it."""
-    from mobrl.training.diskspace import FULL, is_full
-    from mobrl.training.raysession import trial_cpus
     from mobrl.training.tuning import stop_criteria
 
     experiment_dir.mkdir(parents=True, exist_ok=True)
     state = read_state(experiment_dir) if resume else None
-    trial = DriverTrial(
-        state["trainable"] if state else algo_class.__name__,
-        state["trial_id"] if state else f"{uuid.uuid4().hex[:5]}_00000",
-        experiment_dir,
-        space,
-    )
-    checkpoints = _Checkpoints(cfg, trial)
-    rows = read_trial_results(trial.path) if state else []
-    restore_from = None
-    for kept in state["checkpoints"] if state else []:
-        path = trial.path / kept["dir"]
-        if path.is_dir() and is_complete(path):
-            row = next(
-                (r for r in reversed(rows) if r.get(metrics.ITERATION) == kept["iteration"]),
-                {metrics.ITERATION: kept["iteration"]},
-            )
-            checkpoints.register(path, row)
-            restore_from = checkpoints.latest()
+    trial = open_trial(state, algo_class.__name__, experiment_dir, space)
+    checkpoints = Checkpoints(cfg, trial)
+    restore_from = checkpoints.reopen(state) if state else None
     status = state["status"] if state else RUNNING
     if status == TERMINATED or (status == ERROR and not retry_errored):
-        return [_result(trial, checkpoints, _stored_error(trial))]
+        return [trial_result(trial, checkpoints, stored_error(trial))]
 
+    training = _Training(cfg, trial, checkpoints, experiment_dir, status)
     hooks = _Hooks([*callbacks, *_tune_callbacks()], trial)
-    stop, error, algo, before = [False], None, None, 0.0
     criteria = stop_criteria(cfg)
-    trial.init_local_path()
-    with (
-        _stop_on_ctrl_c(stop),
-        _torch_threads(trial_cpus(cfg)),
-        _without_ray(),
-        _trial_log(trial, cfg.ray.log_to_driver),
-    ):
-        hooks("setup")
-        try:
-            algo = _build(algo_class, space, trial)
-            if restore_from is not None:
-                before = _restore(algo, restore_from)
-            hooks("on_trial_start")
-            status = RUNNING
-            _write_state(experiment_dir, trial, status, checkpoints.kept())
-            while not stop[0]:
-                result = algo.train()
-                _continue_clock(result, before)
-                hooks.iteration += 1
-                result["trial_id"] = trial.trial_id
-                if _should_stop(result, criteria):
-                    result["done"] = True
-                hooks("on_trial_result", result=result)
-                if checkpoints.due(result):
-                    checkpoint = checkpoints.save(algo, result)
-                    hooks("on_checkpoint", checkpoint=checkpoint)
-                    _write_state(experiment_dir, trial, status, checkpoints.kept())
-                hooks("on_step_end")
-                if result.get("done"):
-                    status = TERMINATED
-                    hooks("on_trial_complete")
-                    break
-        except KeyboardInterrupt:  # Ctrl-C: stop now, resumable
-            stop[0] = True
-        except Exception as err:
-            if FULL.reason is not None or is_full(err):
-                raise  # stopped for lack of room: resumable, and one line (train.run)
-            status, error = ERROR, _record_error(trial, err)  # as a Tune trial's error
-            hooks("on_trial_error")
-        finally:
-            hooks("on_experiment_end")
-            if algo is not None:
-                algo.stop()
-            _write_state(experiment_dir, trial, status, checkpoints.kept())
-    if stop[0] and status == RUNNING:
+    training.run(algo_class, space, restore_from, hooks, criteria)
+    if training.stop[0] and training.status == RUNNING:
         from mobrl.training.progress import INTERRUPTED
 
         INTERRUPTED.set()
-    return [_result(trial, checkpoints, error)]
+    return [trial_result(trial, checkpoints, training.error)]
 
 
-def _stored_error(trial: DriverTrial) -> Exception | None:
-    error_txt = trial.path / "error.txt"
-    return RuntimeError(error_txt.read_text()) if error_txt.is_file() else None
+class _Training:
+    """One go of the trial's training in this process: the algorithm built (and restored),
+    then an iteration at a time until a stop criterion, Ctrl-C, the disk guard or an error;
+    the state file written when the trial starts, after each checkpoint and at the end."""
 
+    def __init__(
+        self,
+        cfg: DictConfig,
+        trial: DriverTrial,
+        checkpoints: Checkpoints,
+        experiment_dir: Path,
+        status: str,
+    ):
+        self.cfg, self.trial, self.checkpoints = cfg, trial, checkpoints
+        self.experiment_dir = experiment_dir
+        #: the trial's status as the state file records it; its error, if it failed
+        self.status, self.error = status, None
+        #: set by Ctrl-C or the disk guard's SIGINT (`_stop_on_ctrl_c`)
+        self.stop = [False]
 
-def _result(trial: DriverTrial, checkpoints: _Checkpoints, error: Exception | None) -> Any:
-    import pandas as pd
-    from ray.tune import Result
+    def save_state(self) -> None:
+        write_state(self.experiment_dir, self.trial, self.status, self.checkpoints.kept())
 
-    rows = read_trial_results(trial.path)
-    latest = checkpoints.latest()
-    return Result(
-        metrics=rows[-1] if rows else {},
-        checkpoint=_checkpoint(latest.path) if latest else None,
-        error=error,
-        path=str(trial.path),
-        metrics_dataframe=pd.json_normalize(rows, sep="/") if rows else None,
-        best_checkpoints=[(_checkpoint(k.path), k.result) for k in checkpoints.policy.best()],
-    )
+    def run(
+        self,
+        algo_class: type,
+        space: dict[str, Any],
+        restore_from: Kept | None,
+        hooks: _Hooks,
+        criteria: dict[str, float],
+    ) -> None:
+        """Train under the trial's Ctrl-C handling, CPU threads, no-Ray shim and log file.
+        Ctrl-C ends it resumable; an error is the trial's (error.txt, `on_trial_error`),
+        except a full disk, which stops the run (resumable, mobrl's one line)."""
+        from mobrl.training.diskspace import FULL, is_full
+        from mobrl.training.raysession import trial_cpus
+
+        algo, before = None, 0.0
+        self.trial.init_local_path()
+        with (
+            _stop_on_ctrl_c(self.stop),
+            _torch_threads(trial_cpus(self.cfg)),
+            _without_ray(),
+            _trial_log(self.trial, self.cfg.ray.log_to_driver),
+        ):
+            hooks("setup")
+            try:
+                algo = _build(algo_class, space, self.trial)
+                if restore_from is not None:
+                    before = _restore(algo, restore_from)
+                hooks("on_trial_start")
+                self.status = RUNNING
+                self.save_state()
+                self._iterate(algo, hooks, criteria, before)
+            except KeyboardInterrupt:  # Ctrl-C: stop now, resumable
+                self.stop[0] = True
+            except Exception as err:
+                if FULL.reason is not None or is_full(err):
+                    raise  # stopped for lack of room: resumable, and one line (experiment.py)
+                # as a Tune trial's error
+                self.status, self.error = ERROR, record_error(self.trial, err)
+                hooks("on_trial_error")
+            finally:
+                hooks("on_experiment_end")
+                if algo is not None:
+                    algo.stop()
+                self.save_state()
+
+    def _iterate(self, algo: Any, hooks: _Hooks, criteria: dict[str, float], before: float) -> None:
+        """Iterations until the trial is done or stopped: each result with the clock of a
+        restored trial continued, the stop criteria tested, the hooks called, and a
+        checkpoint (then the state file) when one is due."""
+        while not self.stop[0]:
+            result = algo.train()
+            _continue_clock(result, before)
+            hooks.iteration += 1
+            result["trial_id"] = self.trial.trial_id
+            if _should_stop(result, criteria):
+                result["done"] = True
+            hooks("on_trial_result", result=result)
+            if self.checkpoints.due(result):
+                checkpoint = self.checkpoints.save(algo, result)
+                hooks("on_checkpoint", checkpoint=checkpoint)
+                self.save_state()
+            hooks("on_step_end")
+            if result.get("done"):
+                self.status = TERMINATED
+                hooks("on_trial_complete")
+                break

@@ -35,7 +35,7 @@ def test_a_run_that_sampled_nothing_is_an_error_not_exit_0() -> None:
 
     from mobrl.core.errors import UserError
     from mobrl.training.checks import validate_command_line
-    from mobrl.training.run import _check_sampled
+    from mobrl.training.experiment import check_sampled
 
     cfg = validate_command_line(["scenario=small"])
     empty = SimpleNamespace(
@@ -46,6 +46,6 @@ def test_a_run_that_sampled_nothing_is_an_error_not_exit_0() -> None:
         }
     )
     with pytest.raises(UserError, match="sampled no env step in 3 iterations .210 s."):
-        _check_sampled(cfg, [empty])
+        check_sampled(cfg, [empty])
     some = SimpleNamespace(metrics={**empty.metrics, "num_env_steps_sampled_lifetime": 40})
-    _check_sampled(cfg, [empty, some])  # one trial that sampled is a run that did something
+    check_sampled(cfg, [empty, some])  # one trial that sampled is a run that did something
