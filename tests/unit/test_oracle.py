@@ -5,12 +5,16 @@ serve a step better."""
 from __future__ import annotations
 
 import copy
+import math
+from dataclasses import replace
+from typing import Any
 
 import numpy as np
 import pytest
 
 from mobrl.envs import service
 from mobrl.envs.netstats import step_arrays
+from mobrl.envs.service import LinkState
 from mobrl.envs.wrappers import find_core
 from mobrl.evaluation import oracle
 from mobrl.evaluation.policies import BASELINES
@@ -75,8 +79,11 @@ def test_gain_tables_match_recomputation() -> None:
             if rng.random() < 0.7:
                 acts[ue] = rng.choice(np.flatnonzero(state.reach[:, ue])) + 1
         conn = oracle.apply_actions(state, acts)
-        table = search.table(conn, acts)
+        on = search.apply(acts)
+        assert np.array_equal(on, conn[search.pairs.b, search.pairs.u])
+        table = _table(search, *search.gains(on, acts))
         base = state.utility_sum(conn)
+        assert search.value(on) == base
         for ue in np.flatnonzero(state.active):
             for choice in [0, *(np.flatnonzero(state.reach[:, ue]) + 1)]:
                 changed = acts.copy()
@@ -85,6 +92,14 @@ def test_gain_tables_match_recomputation() -> None:
                 assert table[ue, choice] == pytest.approx(expected, abs=1e-9)
                 checked += 1
     assert checked > 300
+
+
+def _table(search: oracle._Ascent, stay: np.ndarray, move: np.ndarray) -> np.ndarray:
+    """The gains as a (UE, 1 + BS) table: column 0 no toggle, b + 1 toggling station b."""
+    table = np.full((search.pairs.ues, search.pairs.stations + 1), -np.inf)
+    table[:, 0] = stay
+    table[search.pairs.ci, search.pairs.cb + 1] = move
+    return table
 
 
 def test_search_equals_exhaustive_on_small() -> None:
@@ -200,3 +215,328 @@ def test_search_cost_is_bounded_on_a_large_random_state() -> None:
     acts = oracle.best_actions(state, [greedy], None, stats)
     assert stats["rounds"] <= 2 * oracle.MAX_ROUNDS
     assert oracle.step_utility(state, acts) >= oracle.step_utility(state, greedy)
+
+
+@pytest.mark.parametrize(("layout", "skip", "steps"), [("city", 0, 8), ("metro", 3, 2)])
+def test_pair_search_decides_as_the_dense_search(layout: str, skip: int, steps: int) -> None:
+    """On city-scale layouts the search works on the (station, UE) pairs in range, not on
+    (BS, UE) arrays; step by step along an episode (greedy's moves, a fifth of the UEs
+    toggling a random station in range instead, on city every other step only some
+    stations allowed) `oracle` and `oracle2` pick exactly the actions of the dense search
+    they replaced (kept below as the reference), ties included."""
+    from mobrl.evaluation.baselines.classic import GreedyPolicy
+
+    core = make_mobile_core(layout, "central", "fast", {"seed": 4})
+    core.reset()
+    rng = np.random.default_rng(4)
+    searches = {look: (oracle.StepSearch(look), _DenseStepSearch(look)) for look in (False, True)}
+    for t in range(skip + steps):
+        state = service.link_state(core)
+        greedy = GreedyPolicy().station_actions(core)
+        if t >= skip:
+            allowed = None
+            if layout == "city" and t % 2:
+                allowed = state.reach & (rng.random(state.reach.shape) < 0.7)
+            for look, (mine, dense) in searches.items():
+                expected = dense.decide_state(state, greedy, allowed)
+                assert np.array_equal(mine.decide_state(state, greedy, allowed), expected), look
+        moves = np.argmax(rng.random(state.reach.shape) * state.reach, axis=0) + 1
+        flip = (rng.random(len(greedy)) < 0.2) & state.reach.any(axis=0)
+        core.step(np.where(flip, moves, greedy))
+
+
+@pytest.mark.parametrize("layout", ["medium", "city"])
+def test_pair_gains_and_rounds_equal_the_dense_ones(layout: str) -> None:
+    """Bit for bit: the gains the pair search scores equal the dense search's (UE, 1 + BS)
+    table, and one round from random current actions (two-toggle changes, UEs linked at
+    several stations) changes the same UEs, on one link set and on two (`oracle2`)."""
+    rng = np.random.default_rng(2)
+    for state in _states(layout, 7, 6):
+        mine, dense = oracle._Ascent(state, state.reach), _DenseAscent(state, state.reach)
+        acts = np.zeros(len(state.active), dtype=np.int64)
+        for ue in np.flatnonzero(state.reach.any(axis=0)):
+            if rng.random() < 0.7:
+                acts[ue] = rng.choice(np.flatnonzero(state.reach[:, ue])) + 1
+        other = acts.copy()
+        other[rng.random(len(acts)) < 0.3] = 0
+        conns = [oracle.apply_actions(state, acts)]
+        conns.append(oracle.apply_actions(replace(state, conn=conns[0]), other))
+        ons = [c[mine.pairs.b, mine.pairs.u] for c in conns]
+        for n in (1, 2):
+            table = sum(dense.table(c, acts) for c in conns[:n])
+            pairs = [mine.gains(on, acts) for on in ons[:n]]
+            stay, move = (
+                pairs[0] if n == 1 else (pairs[0][0] + pairs[1][0], pairs[0][1] + pairs[1][1])
+            )
+            assert np.array_equal(_table(mine, stay, move), table)
+            a_dense, c_dense = acts.copy(), [c.copy() for c in conns[:n]]
+            a_mine, o_mine = acts.copy(), [o.copy() for o in ons[:n]]
+            assert dense.improve(a_dense, table, c_dense) == mine.round(a_mine, o_mine)
+            assert np.array_equal(a_mine, a_dense)
+            for c, o in zip(c_dense, o_mine):
+                assert np.array_equal(c[mine.pairs.b, mine.pairs.u], o)
+
+
+# --- the dense search the oracle ran before it worked on pairs: the reference above -------
+
+
+class _DenseStepSearch(oracle.StepSearch):
+    """`oracle.StepSearch` with the dense search's `best_actions` and `lookahead_actions`."""
+
+    def decide_state(
+        self, state: LinkState, greedy: np.ndarray, allowed: np.ndarray | None = None
+    ) -> np.ndarray:
+        starts = [np.asarray(greedy, dtype=np.int64)]
+        if self.target is not None and self.target.shape == state.conn.shape:
+            starts.append(service.toward(state, self.target & state.reach))
+        if np.count_nonzero(state.reach) <= oracle.PLAN_LINKS:
+            self.target = service.best_links(state)
+            starts.append(service.toward(state, self.target))
+        search = _dense_lookahead if self.lookahead else _dense_best
+        return search(state, starts, allowed, self.stats)
+
+
+def _dense_best(
+    state: LinkState,
+    starts: list[np.ndarray] = (),  # type: ignore[assignment]
+    allowed: np.ndarray | None = None,
+    stats: dict[str, Any] | None = None,
+) -> np.ndarray:
+    """The station actions (UE order) with the highest step utility: exhaustive when the
+    joint choices are few, else the best coordinate ascent from no change and each of
+    `starts`. `allowed` (BS, UE) limits the stations a UE may toggle (default: in range)."""
+    allowed = state.reach if allowed is None else allowed & state.reach
+    per_ue = allowed.sum(axis=0)
+    if math.prod((per_ue + 1).tolist()) <= oracle.EXHAUSTIVE_ACTIONS:
+        return oracle.exhaustive_actions(state, allowed)
+    search = _DenseAscent(state, allowed)
+    best, best_value, won = np.zeros(len(state.active), dtype=np.int64), -np.inf, 0
+    seen: list[np.ndarray] = []
+    for n, start in enumerate([np.zeros(len(state.active), dtype=np.int64), *starts]):
+        start = search.valid(start)
+        if any(np.array_equal(start, s) for s in seen):
+            continue
+        seen.append(start)
+        actions, value = search.run(start, stats)
+        if value > best_value + oracle._EPS:
+            best, best_value, won = actions, value, n
+    if stats is not None:
+        stats.setdefault("won", {}).setdefault(won, 0)
+        stats["won"][won] += 1
+    return best
+
+
+def _dense_lookahead(
+    state: LinkState,
+    starts: list[np.ndarray] = (),  # type: ignore[assignment]
+    allowed: np.ndarray | None = None,
+    stats: dict[str, Any] | None = None,
+) -> np.ndarray:
+    """The first step of the best two-step plan with this step's SNRs held for the next one:
+    actions a1 then a2 maximising the summed utility of both steps, by alternating a
+    coordinate ascent over a2 (the next step's search from a1's links) and one over a1
+    scored on both steps. Starts: the one-step best and each of `starts`."""
+    allowed = state.reach if allowed is None else allowed & state.reach
+    first = _DenseAscent(state, allowed)
+    candidates = [_dense_best(state, starts, allowed, stats), *map(first.valid, starts)]
+    best, best_value = candidates[0], -np.inf
+    for a1 in candidates:
+        a1, value = _dense_two_steps(first, a1.copy())
+        if value > best_value + oracle._EPS:
+            best, best_value = a1, value
+    return best
+
+
+def _dense_two_steps(first: _DenseAscent, a1: np.ndarray) -> tuple[np.ndarray, float]:
+    state = first.state
+    a2 = np.zeros_like(a1)
+    value = -np.inf
+    for _ in range(4):
+        c1 = oracle.apply_actions(state, a1)
+        after = replace(state, conn=c1)
+        a2, v2 = _DenseAscent(after, first.allowed).run(a2, None)
+        c2 = oracle.apply_actions(after, a2)
+        for _ in range(oracle.MAX_ROUNDS):
+            if not first.improve(a1, first.table(c1, a1) + first.table(c2, a1), [c1, c2]):
+                break
+        now = float(state.utility_sum(c1) + state.utility_sum(c2))
+        if now <= value + oracle._EPS:
+            break
+        value = now
+    return a1, value
+
+
+class _DenseAscent:
+    """Coordinate ascent over one-toggle-per-UE actions of one step's `LinkState`."""
+
+    def __init__(self, state: LinkState, allowed: np.ndarray):
+        self.state = state
+        self.allowed = allowed
+        self.cb, self.ci = np.nonzero(allowed)  # candidate toggles (station, UE)
+        self.ues = len(state.active)
+        self.stations = state.cap.shape[0]
+
+    def valid(self, actions: np.ndarray) -> np.ndarray:
+        """`actions` with every toggle the search may not make replaced by 0."""
+        act = np.asarray(actions, dtype=np.int64).copy()
+        on = np.flatnonzero(act > 0)
+        ok = self.allowed[act[on] - 1, on]
+        act[on[~ok]] = 0
+        return act
+
+    def run(self, actions: np.ndarray, stats: dict[str, Any] | None) -> tuple[np.ndarray, float]:
+        """Improve `actions` until no UE's change pays (or `oracle.MAX_ROUNDS`): actions and their
+        summed utility."""
+        acts = actions.copy()
+        conn = oracle.apply_actions(self.state, acts)
+        rounds = 0
+        for rounds in range(1, oracle.MAX_ROUNDS + 1):  # noqa: B007
+            if not self.improve(acts, self.table(conn, acts), [conn]):
+                break
+        if stats is not None:
+            stats["rounds"] = stats.get("rounds", 0) + rounds
+            stats["runs"] = stats.get("runs", 0) + 1
+        return acts, float(self.state.utility_sum(conn))
+
+    def improve(self, acts: np.ndarray, table: np.ndarray, conns: list[np.ndarray]) -> bool:
+        """Apply the independent improving changes of `table` to `acts` and to each of
+        `conns` (link sets that hold `acts`' toggles); False when none improves."""
+        choice = np.argmax(table, axis=1)
+        gain = table[np.arange(self.ues), choice]
+        improving = np.flatnonzero(gain > oracle._EPS)
+        if not improving.size:
+            return False
+        for ue in self._independent(conns, acts, improving, choice, gain):
+            for b in {int(acts[ue]) - 1, int(choice[ue]) - 1} - {-1}:
+                for conn in conns:
+                    conn[b, ue] = ~conn[b, ue]
+            acts[ue] = choice[ue]
+        return True
+
+    def table(self, conn: np.ndarray, acts: np.ndarray) -> np.ndarray:
+        """(UE, 1 + BS) change of the summed utility of `conn` when a UE's action changes from
+        `acts` (which `conn` holds) to no toggle (column 0) or to toggling station b (b + 1);
+        -inf where not allowed."""
+        st, cap, cb, ci = self.state, self.state.cap, self.cb, self.ci
+        utility = st.utility
+        counts = conn.sum(axis=1)
+        lb, lj = np.nonzero(conn)
+        link_cap = cap[lb, lj]
+        nl = counts[lb].astype(float)
+        rate = np.bincount(lj, link_cap / nl, minlength=self.ues)
+        util = utility(rate)
+        # each linked UE's utility change when its station gains or loses another UE
+        join_delta = link_cap * (1.0 / (nl + 1) - 1.0 / nl)
+        leave_delta = np.where(nl >= 2, link_cap * (1.0 / np.maximum(nl - 1, 1) - 1.0 / nl), 0.0)
+        base = util[lj]
+        gj = utility(rate[lj] + join_delta) - base
+        gl = utility(rate[lj] + leave_delta) - base
+        add_b = np.bincount(lb, gj, minlength=self.stations)
+        rem_b = np.bincount(lb, gl, minlength=self.stations)
+        leave_link = np.zeros_like(cap)
+        leave_link[lb, lj] = gl
+
+        def toggle(b: np.ndarray, i: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            """UE i's own rate change and the others' utility change when i toggles b."""
+            on, c, n = conn[b, i], cap[b, i], counts[b]
+            own = np.where(on, -c / np.maximum(n, 1), c / (n + 1))
+            return own, np.where(on, rem_b[b] - leave_link[b, i], add_b[b])
+
+        own, others = toggle(cb, ci)
+        cur = acts - 1  # each UE's current toggle (-1: none), undone by toggling it again
+        has = np.flatnonzero(cur >= 0)
+        rev_own, rev_oth = np.zeros(self.ues), np.zeros(self.ues)
+        rev_own[has], rev_oth[has] = toggle(cur[has], has)
+        s = cur[ci]
+        two = (s >= 0) & (s != cb)
+        gain = utility(rate[ci] + own + rev_own[ci]) - util[ci] + others
+        gain += np.where(two, rev_oth[ci], 0.0)
+        gain = np.where(s == cb, 0.0, gain)
+        gain[two] += self._shared(conn, counts, rate, util, cb[two], ci[two], s[two])
+        table = np.full((self.ues, self.stations + 1), -np.inf)
+        table[ci, cb + 1] = gain
+        table[:, 0] = np.where(cur >= 0, utility(rate + rev_own) - util + rev_oth, 0.0)
+        table[~st.active] = -np.inf
+        table[~st.active, 0] = 0.0
+        return table
+
+    def _shared(
+        self,
+        conn: np.ndarray,
+        counts: np.ndarray,
+        rate: np.ndarray,
+        util: np.ndarray,
+        b: np.ndarray,
+        i: np.ndarray,
+        s: np.ndarray,
+    ) -> np.ndarray:
+        """The part of two toggles' gain (UE i at stations s and b) the single toggles' sums
+        miss: other UEs linked at both stations get both share changes at once."""
+        out = np.zeros(len(b))
+        multi = np.flatnonzero(conn.sum(axis=0) >= 2)
+        if not multi.size or not len(b):
+            return out
+        both = conn[s][:, multi] & conn[b][:, multi] & (multi[None, :] != i[:, None])
+        p, m = np.nonzero(both)
+        if not p.size:
+            return out
+        j, cap, utility = multi[m], self.state.cap, self.state.utility
+
+        def delta(st: np.ndarray) -> np.ndarray:
+            n = counts[st].astype(float)
+            after = np.where(conn[st, i[p]], n - 1, n + 1)
+            return cap[st, j] * (1.0 / after - 1.0 / n)
+
+        ds, db = delta(s[p]), delta(b[p])
+        r = rate[j]
+        corr = utility(r + ds + db) - utility(r + ds) - utility(r + db) + util[j]
+        return np.bincount(p, corr, minlength=len(b))
+
+    def _independent(
+        self,
+        conns: list[np.ndarray],
+        acts: np.ndarray,
+        improving: np.ndarray,
+        choice: np.ndarray,
+        gain: np.ndarray,
+    ) -> list[int]:
+        """The improving changes, best first, whose gains do not depend on each other: a
+        change touches the stations it toggles (T) and depends on the stations of the UEs
+        linked there and its own (S), in each of `conns`; one is taken when its T meets no
+        taken S and its S no taken T."""
+        order = improving[np.argsort(-gain[improving], kind="stable")]
+        if len(order) == 1:
+            return order.tolist()
+        shared = np.eye(self.stations, dtype=bool)
+        linked = np.zeros((len(order), self.stations), dtype=bool)
+        for conn in conns:
+            multi = conn[:, conn.sum(axis=0) >= 2].astype(np.float32)  # UEs that join stations
+            shared |= multi @ multi.T > 0
+            linked |= conn[:, order].T
+        adjacent, own = _dense_bits(shared), _dense_bits(linked)
+        taken_t = taken_s = 0
+        chosen = []
+        for ue, mine in zip(order.tolist(), own):
+            touched = 0
+            for b in {int(acts[ue]) - 1, int(choice[ue]) - 1} - {-1}:
+                touched |= 1 << b
+            if touched & taken_s:
+                continue
+            reach = touched | mine
+            bits = touched
+            while bits:
+                low = bits & -bits
+                reach |= adjacent[low.bit_length() - 1]
+                bits ^= low
+            if reach & taken_t:
+                continue
+            chosen.append(ue)
+            taken_t |= touched
+            taken_s |= reach
+        return chosen
+
+
+def _dense_bits(rows: np.ndarray) -> list[int]:
+    """Each row of a boolean matrix as an int (bit b: column b)."""
+    packed = np.packbits(rows, axis=1, bitorder="little")
+    return [int.from_bytes(row.tobytes(), "little") for row in packed]
