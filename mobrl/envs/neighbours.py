@@ -167,16 +167,20 @@ def grid_for(engine: Any, need: int) -> Grid | None:
 
 class SparseState(dict):
     """`FastEngine.topk_state` on the sparse path: "snr" is built on access; `topk` reads
-    the engine's pairs instead."""
+    the engine's pairs instead. "snr_in_range" (the SNRs that decide where a UE can link,
+    `mobrl.envs.service.link_arrays(in_range=True)`) is the SNR where a UE is in range and 0
+    elsewhere, taken from the step's pairs without computing every station-UE pair."""
 
     def __init__(self, engine: Any, **values: Any) -> None:
         super().__init__(**values)
         self.engine = engine
 
     def __missing__(self, key: str) -> Any:
-        if key != "snr":
-            raise KeyError(key)
-        return self.engine._snr
+        if key == "snr":
+            return self.engine._snr
+        if key == "snr_in_range":
+            return self.engine._snr_in_range()
+        raise KeyError(key)
 
 
 class SparseLinks:
@@ -202,6 +206,17 @@ class SparseLinks:
         dx = self._bx - np.trunc(self._x)[None, :]
         dy = self._by - np.trunc(self._y)[None, :]
         return channel.snr(self._t1, self._t2, self._tx, self._noise, dx, dy)
+
+    def _snr_in_range(self) -> np.ndarray:
+        """(BS, UE) SNR where the UE is in range (the pairs' SNRs, the same operations as the
+        dense matrix), 0 elsewhere; the dense matrix itself if it was built this step."""
+        dense = self.__dict__.get("_snr_dense")
+        if dense is not None:
+            return dense
+        p = self._pairs
+        out = np.zeros(self._t1.shape)
+        out[p.b[p.reach], p.u[p.reach]] = p.snr[p.reach]
+        return out
 
     def _sparse_snr(self) -> None:
         p = self._pairs = self._grid.pairs(self._x, self._y)

@@ -76,12 +76,16 @@ class LinkState:
         return self.utility_sum(conn) / max(int(self.active.sum()), 1)
 
 
-def link_arrays(env: Any) -> dict[str, np.ndarray]:
+def link_arrays(env: Any, in_range: bool = False) -> dict[str, np.ndarray]:
     """The links part of `mobrl.envs.observations.station_arrays`: (BS, UE) `snr`, `conn`
-    (links up) and `reach` (SNR above the UE's threshold), stations and UEs in id order."""
+    (links up) and `reach` (SNR above the UE's threshold), stations and UEs in id order.
+    `in_range`: the caller reads SNRs only where `reach` holds, so on the fast engine's sparse
+    path (city-scale layouts) `snr` may be 0 elsewhere instead of computed for every pair."""
     if implements(env, StationArrays):
         state = env.topk_state()
-        return {key: state[key] for key in ("snr", "conn", "reach")}
+        # the sparse path builds "snr" only when it is read
+        snr = state["snr_in_range" if in_range and "snr" not in state else "snr"]
+        return {"snr": snr, "conn": state["conn"], "reach": state["reach"]}
     stations = [env.stations[b] for b in sorted(env.stations)]
     ues = [env.users[u] for u in sorted(env.users)]
     snr = np.array([[env.channel.snr(bs, ue) for ue in ues] for bs in stations], dtype=float)

@@ -199,3 +199,31 @@ def test_a_tracker_fed_arrays_and_pairs_in_turn() -> None:
         a, m = arrays.summary(), mixed.summary()
         assert a.keys() == m.keys()
         assert all(a[k] == m[k] or (np.isnan(a[k]) and np.isnan(m[k])) for k in a)
+
+
+def test_rules_decide_on_in_range_snrs_as_on_the_full_matrix() -> None:
+    """On the sparse path the rules get SNRs only where a UE is in range (0 elsewhere, the full
+    matrix not computed): every rule's actions equal those it takes on the full SNR matrix,
+    step by step on city (each rule copied before each call: A3 keeps counters)."""
+    import copy
+
+    from mobrl.evaluation.policies import BASELINES
+
+    core = _make("city", True)
+    obs, _ = core.reset(seed=3)
+    names = ["greedy", "greedy_fill", "full", "a3", "a3_ttt2", "deepcomp_dynamic",
+             "deepcomp_dynamic_eps08", "deepcomp_static", "deepcomp_static_m3"]  # fmt: skip
+    rules = {name: BASELINES[name]() for name in names}
+    greedy = GreedyPolicy()
+    for t in range(6):
+        for name, rule in rules.items():
+            core._snr_dense = None  # as after a step that read no SNR (env.obs=mobile reads it)
+            in_range = copy.deepcopy(rule).station_actions(core)
+            assert core.__dict__.get("_snr_dense") is None, f"{name} built the full matrix"
+            core._snr_dense = core._dense_snr()
+            full = copy.deepcopy(rule).station_actions(core)
+            core._snr_dense = None
+            assert np.array_equal(in_range, full), (name, t)
+            rule.station_actions(core)  # carry the rule's own state on
+        act = greedy.station_actions(core) if t % 2 else np.zeros(core.NUM_USERS, dtype=int)
+        obs = core.step({u: int(act[core.ue_columns()[u]]) for u in obs})[0]

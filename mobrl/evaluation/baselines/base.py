@@ -122,10 +122,12 @@ def ue_link_state(core: Any, ue: Any) -> tuple[list[Any], set[Any], dict[Any, fl
 
 def link_arrays(core: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(BS, UE) SNRs, reachable links (SNR above the UE's threshold) and live links in range,
-    stations and UEs in id order (`ue_link_state` for all UEs at once)."""
+    stations and UEs in id order (`ue_link_state` for all UEs at once). The rules read SNRs
+    only where a UE is in range (masked by `reach` or by links, which lie in range): out of
+    range the SNR may be 0 (city-scale layouts, whose full SNR matrix is not computed)."""
     from mobrl.envs.service import link_arrays as arrays
 
-    state = arrays(core)
+    state = arrays(core, in_range=True)
     reach = np.asarray(state["reach"], dtype=bool)
     return np.asarray(state["snr"], dtype=float), reach, np.asarray(state["conn"], bool) & reach
 
