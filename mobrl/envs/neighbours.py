@@ -46,6 +46,21 @@ class Pairs:
         self.slots: dict[int, np.ndarray] = {}  # topk order by k (valid while links stay)
 
 
+def _row_kinds(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Rows of `a` holding the same values are one kind: the index of each kind's first row
+    and each row's kind, as `np.unique(axis=0, return_index=True, return_inverse=True)` gives
+    them but numbered in order of appearance, found by hashing each row's bytes (wide rows,
+    e.g. a station's terms towards 4,000 UEs, sort slowly)."""
+    kinds: dict[bytes, int] = {}
+    first: list[int] = []
+    kind = np.empty(len(a), dtype=np.intp)
+    for i, row in enumerate(np.ascontiguousarray(a)):
+        kind[i] = kinds.setdefault(row.tobytes(), len(kinds))
+        if kind[i] == len(first):
+            first.append(i)
+    return np.array(first, dtype=np.intp), kind
+
+
 class Grid:
     """Candidate stations of each UE position (see the module doc)."""
 
@@ -56,11 +71,8 @@ class Grid:
         self.noise, self.thr = e._noise[0], e._thr[0]
         self.n_bs, self.n_ue, self.need = len(self.bx), len(self.noise), need
         # path-loss terms by kind of station and of UE (same parameters, same terms)
-        both = np.hstack([self.t1, self.t2])
-        _, rows, self.station_kind = np.unique(both, axis=0, return_index=True, return_inverse=True)
-        _, cols, self.ue_kind = np.unique(
-            np.vstack([self.t1, self.t2]).T, axis=0, return_index=True, return_inverse=True
-        )
+        rows, self.station_kind = _row_kinds(np.hstack([self.t1, self.t2]))
+        cols, self.ue_kind = _row_kinds(np.vstack([self.t1, self.t2]).T)
         self.kind_t1, self.kind_t2 = self.t1[np.ix_(rows, cols)], self.t2[np.ix_(rows, cols)]
         movement = e.movement
         self.side = self._side(float(movement.width), float(movement.height))
