@@ -4,7 +4,7 @@ For each layout, both paths (mobrl.envs.neighbours: the sparse one on candidate 
 the dense one on (BS, UE) arrays) step the same episodes in alternating rounds in one process:
 `greedy` plays greedy's station actions through `step_arrays` (each path computes them from
 its own arrays: the dense one as mobrl's `greedy` baseline does, the sparse one with
-`neighbours.greedy_actions`, tested equal), `topk` greedy's slot actions with `env.obs=topk`
+`pair_topk.greedy_actions`, tested equal), `topk` greedy's slot actions with `env.obs=topk`
 and every UE's observation rows after each step (what the UE-slot sampler reads), `topk_gain`
 the same with `env.obs=topk_gain`. Peak memory:
 tracemalloc's peak of the env's arrays plus 5 steps of each, after the timing. Usage:

@@ -52,7 +52,7 @@ from mobile_env.handlers.central import MComCentralHandler
 from mobile_env.handlers.multi_agent import MComMAHandler
 
 from mobrl.core.protocols import StationArrays, implements
-from mobrl.envs import neighbours
+from mobrl.envs import neighbours, pair_topk
 from mobrl.envs.service import link_arrays, link_state, toggle_gains
 
 #: per-station features `extended` adds after mobile-env's own
@@ -158,7 +158,7 @@ def topk_order(snr: np.ndarray, linked: np.ndarray, k: int) -> np.ndarray:
 def topk_rows(state: dict[str, Any], columns: np.ndarray, k: int) -> np.ndarray:
     """`topk` observation rows (float32) of the UEs at `columns` of the state's arrays."""
     if isinstance(state, neighbours.SparseState):  # the fast engine's sparse path
-        per_slot = neighbours.topk_features(state, columns, k)
+        per_slot = pair_topk.topk_features(state, columns, k)
         valid, n_linked = per_slot["valid"], per_slot["n_linked"]
     else:
         snr, reach = state["snr"][:, columns], state["reach"][:, columns]
@@ -194,7 +194,7 @@ def slot_gains(env: Any, state: dict[str, Any], columns: np.ndarray, k: int) -> 
     summed utility change if the UE at each of `columns` toggled its slot's station alone (0:
     an empty slot, a station out of range or an inactive UE)."""
     if isinstance(state, neighbours.SparseState):
-        return neighbours.slot_gains(state, columns, k)
+        return pair_topk.slot_gains(state, columns, k)
     links = link_state(env)
     gains = toggle_gains(links, links.conn)
     order = topk_slots(state, k)[:, columns]
@@ -214,7 +214,7 @@ def topk_gain_rows(env: Any, columns: np.ndarray, k: int) -> np.ndarray:
 def topk_slots(state: dict[str, Any], k: int) -> np.ndarray:
     """(k, UE) station index in each UE's slots (-1: none), for every UE of the state."""
     if isinstance(state, neighbours.SparseState):
-        return neighbours.topk_slots(state, k)
+        return pair_topk.topk_slots(state, k)
     return topk_order(state["snr"], state["conn"] & state["reach"], k)
 
 

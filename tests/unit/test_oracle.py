@@ -16,7 +16,7 @@ from mobrl.envs import service
 from mobrl.envs.netstats import step_arrays
 from mobrl.envs.service import LinkState
 from mobrl.envs.wrappers import find_core
-from mobrl.evaluation import oracle
+from mobrl.evaluation import ascent, oracle
 from mobrl.evaluation.policies import BASELINES
 from mobrl.evaluation.rollout import episode_env, run_episode
 from mobrl.scenarios.kinds.mobile import make_mobile_core
@@ -73,7 +73,7 @@ def test_gain_tables_match_recomputation() -> None:
     rng = np.random.default_rng(0)
     checked = 0
     for state in _states("medium", 6, 12):
-        search = oracle._Ascent(state, state.reach)
+        search = ascent.Ascent(state, state.reach)
         acts = np.zeros(len(state.active), dtype=np.int64)
         for ue in np.flatnonzero(state.reach.any(axis=0)):
             if rng.random() < 0.7:
@@ -94,7 +94,7 @@ def test_gain_tables_match_recomputation() -> None:
     assert checked > 300
 
 
-def _table(search: oracle._Ascent, stay: np.ndarray, move: np.ndarray) -> np.ndarray:
+def _table(search: ascent.Ascent, stay: np.ndarray, move: np.ndarray) -> np.ndarray:
     """The gains as a (UE, 1 + BS) table: column 0 no toggle, b + 1 toggling station b."""
     table = np.full((search.pairs.ues, search.pairs.stations + 1), -np.inf)
     table[:, 0] = stay
@@ -110,7 +110,7 @@ def test_search_equals_exhaustive_on_small() -> None:
     for seed in (1, 2):
         for state in _states("small", seed, 100):
             exact = oracle.step_utility(state, oracle.exhaustive_actions(state))
-            search = oracle._Ascent(state, state.reach)
+            search = ascent.Ascent(state, state.reach)
             starts = [np.zeros(len(state.active), dtype=np.int64)]
             starts.append(service.toward(state, service.best_links(state)))
             value = max(search.run(s, None)[1] for s in starts) / max(state.active.sum(), 1)
@@ -252,7 +252,7 @@ def test_pair_gains_and_rounds_equal_the_dense_ones(layout: str) -> None:
     several stations) changes the same UEs, on one link set and on two (`oracle2`)."""
     rng = np.random.default_rng(2)
     for state in _states(layout, 7, 6):
-        mine, dense = oracle._Ascent(state, state.reach), _DenseAscent(state, state.reach)
+        mine, dense = ascent.Ascent(state, state.reach), _DenseAscent(state, state.reach)
         acts = np.zeros(len(state.active), dtype=np.int64)
         for ue in np.flatnonzero(state.reach.any(axis=0)):
             if rng.random() < 0.7:
@@ -318,7 +318,7 @@ def _dense_best(
             continue
         seen.append(start)
         actions, value = search.run(start, stats)
-        if value > best_value + oracle._EPS:
+        if value > best_value + ascent.EPS:
             best, best_value, won = actions, value, n
     if stats is not None:
         stats.setdefault("won", {}).setdefault(won, 0)
@@ -342,7 +342,7 @@ def _dense_lookahead(
     best, best_value = candidates[0], -np.inf
     for a1 in candidates:
         a1, value = _dense_two_steps(first, a1.copy())
-        if value > best_value + oracle._EPS:
+        if value > best_value + ascent.EPS:
             best, best_value = a1, value
     return best
 
@@ -360,7 +360,7 @@ def _dense_two_steps(first: _DenseAscent, a1: np.ndarray) -> tuple[np.ndarray, f
             if not first.improve(a1, first.table(c1, a1) + first.table(c2, a1), [c1, c2]):
                 break
         now = float(state.utility_sum(c1) + state.utility_sum(c2))
-        if now <= value + oracle._EPS:
+        if now <= value + ascent.EPS:
             break
         value = now
     return a1, value
@@ -403,7 +403,7 @@ class _DenseAscent:
         `conns` (link sets that hold `acts`' toggles); False when none improves."""
         choice = np.argmax(table, axis=1)
         gain = table[np.arange(self.ues), choice]
-        improving = np.flatnonzero(gain > oracle._EPS)
+        improving = np.flatnonzero(gain > ascent.EPS)
         if not improving.size:
             return False
         for ue in self._independent(conns, acts, improving, choice, gain):

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mobrl.envs import neighbours
+from mobrl.envs import neighbours, pair_topk
 from mobrl.envs.netstats import EpisodeTracker, step_arrays
 from mobrl.evaluation.baselines.classic import GreedyPolicy
 from mobrl.scenarios.kinds.mobile import make_mobile_core
@@ -59,7 +59,7 @@ def _play(layout: str, obs: str, episodes: int, seed: int, steps: int | None = N
             k = getattr(dense.handler, "topk", None)
             if t % 3 < 2:  # greedy: the sparse path's own is the baseline's
                 act = greedy.station_actions(dense)
-                assert np.array_equal(act, neighbours.greedy_actions(sparse)), f"greedy {t}"
+                assert np.array_equal(act, pair_topk.greedy_actions(sparse)), f"greedy {t}"
                 if k is not None:
                     assert np.array_equal(act, greedy.station_actions(sparse))
                     slots = greedy.slot_actions(dense, act, k)
@@ -175,7 +175,7 @@ def test_a_tracker_reads_pairs_as_it_reads_arrays() -> None:
     trackers = [EpisodeTracker(core.NUM_STATIONS, sorted(core.users)) for _ in range(2)]
     rng = np.random.default_rng(0)
     for t in range(40):
-        act = neighbours.greedy_actions(core) if t % 4 else rng.integers(0, 101, 1000)
+        act = pair_topk.greedy_actions(core) if t % 4 else rng.integers(0, 101, 1000)
         core.step_arrays(act)
         trackers[0].record(*core.metric_arrays())
         trackers[1].record(*core.metric_pairs())
