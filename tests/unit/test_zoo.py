@@ -51,8 +51,9 @@ def test_entry_serves_better_than_greedy_on_paired_episodes(name: str) -> None:
 
     policy = zoo.ZooPolicy.load(f"zoo:{name}")
     env_config = policy.env_config
-    ues = zoo.entry(name)["env_config"]["layout"]["ues"]["count"]
-    seeds = range(max(3, min(20, UE_STEPS // (100 * ues))))
+    layout = zoo.entry(name)["env_config"]["layout"]
+    per_episode = layout["ues"]["count"] * layout["episode_length"]
+    seeds = range(max(3, min(20, UE_STEPS // per_episode)))
     key = "ue/utility/mean"
     gaps = [
         run_episode(env_config, policy, s)[key] - run_episode(env_config, GreedyPolicy(), s)[key]
