@@ -5,7 +5,6 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ray.rllib.env.single_agent_env_runner import SingleAgentEnvRunner
 from ray.rllib.utils.metrics import (
     EPISODE_AGENT_RETURN_MEAN,
     EPISODE_AGENT_STEPS,
@@ -21,11 +20,13 @@ from ray.rllib.utils.metrics import (
 
 from mobrl.core.metrics import EPISODE_RETURNS
 from mobrl.envs.callbacks import log_episode_summary
+from mobrl.envs.lean_runner import LeanEnvRunner
 from mobrl.envs.slots import copy_seed
 
 
-class UESlotEnvRunner(SingleAgentEnvRunner):
-    """RLlib's single-agent env runner over a `UESlotVectorEnv`, with three changes:
+class UESlotEnvRunner(LeanEnvRunner):
+    """mobrl's lean env runner (`lean_runner`: arrays, no per-step episode objects) over a
+    `UESlotVectorEnv`, with three changes:
 
     - each env runner seeds its env copies differently (`copy_seed`);
     - env steps count steps of an env copy, not of a slot (a small-layout step is 5 slot
@@ -35,9 +36,6 @@ class UESlotEnvRunner(SingleAgentEnvRunner):
     - episode metrics are those of whole env copies, as RLlib's multi-agent runner reports
       them: the return sums the copy's UEs, `agent_episode_returns_mean/ue_N` holds each UE's.
     """
-
-    #: each env copy's episode return is logged here (`callbacks.log_episode_return` skips)
-    logs_episode_returns = True
 
     def __init__(self, *, config: Any, **kwargs: Any):
         import torch
@@ -82,6 +80,9 @@ class UESlotEnvRunner(SingleAgentEnvRunner):
             fragment = self.config.get_rollout_fragment_length(self.worker_index)
             return fragment * self.num_envs * n_ues
         return math.ceil(batch / (runners * copies)) * copies * n_ues
+
+    def _lean_episode_done(self, length: int, ret: float, seconds: float) -> None:
+        """A slot's episode is one UE's: the env copy's episode is logged in `get_metrics`."""
 
     def _increase_sampled_metrics(self, num_steps: int, num_episodes_completed: int) -> int:
         n_ues = self.env.unwrapped.n_ues
