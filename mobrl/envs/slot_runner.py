@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import math
+from types import SimpleNamespace
 from typing import Any
 
+from ray.rllib.core import DEFAULT_AGENT_ID, DEFAULT_MODULE_ID
 from ray.rllib.utils.metrics import (
     EPISODE_AGENT_RETURN_MEAN,
     EPISODE_AGENT_STEPS,
@@ -16,6 +18,14 @@ from ray.rllib.utils.metrics import (
     EPISODE_RETURN_MAX,
     EPISODE_RETURN_MEAN,
     EPISODE_RETURN_MIN,
+    NUM_AGENT_STEPS_SAMPLED,
+    NUM_AGENT_STEPS_SAMPLED_LIFETIME,
+    NUM_ENV_STEPS_SAMPLED,
+    NUM_ENV_STEPS_SAMPLED_LIFETIME,
+    NUM_EPISODES,
+    NUM_EPISODES_LIFETIME,
+    NUM_MODULE_STEPS_SAMPLED,
+    NUM_MODULE_STEPS_SAMPLED_LIFETIME,
 )
 
 from mobrl.core.metrics import EPISODE_RETURNS
@@ -76,8 +86,19 @@ class UESlotEnvRunner(LeanEnvRunner):
         sample stays the batch's size rather than n_ues env steps per copy."""
         n_ues, copies = self.env.unwrapped.n_ues, self.env.unwrapped.copies
         batch, runners = self.config.total_train_batch_size, self.config.num_env_runners or 1
+        if self.config.count_steps_by == "agent_steps":
+            batch //= n_ues  # the batch counts rows (`algos.rows_per_batch_step`)
         if batch >= runners * self.num_envs:  # RLlib's fragment: at least one step per slot
-            fragment = self.config.get_rollout_fragment_length(self.worker_index)
+            # RLlib's own rounding, applied to the batch in env steps
+            env_steps_config = SimpleNamespace(
+                rollout_fragment_length="auto",
+                total_train_batch_size=batch,
+                num_envs_per_env_runner=self.config.num_envs_per_env_runner,
+                num_env_runners=self.config.num_env_runners,
+            )
+            fragment = type(self.config).get_rollout_fragment_length(
+                env_steps_config, self.worker_index
+            )
             return fragment * self.num_envs * n_ues
         return math.ceil(batch / (runners * copies)) * copies * n_ues
 
@@ -85,8 +106,23 @@ class UESlotEnvRunner(LeanEnvRunner):
         """A slot's episode is one UE's: the env copy's episode is logged in `get_metrics`."""
 
     def _increase_sampled_metrics(self, num_steps: int, num_episodes_completed: int) -> int:
+        """RLlib's sampled counts, env steps and episodes as steps and episodes of env copies,
+        agent and module steps as slot steps (one per UE and env step)."""
         n_ues = self.env.unwrapped.n_ues
-        super()._increase_sampled_metrics(num_steps // n_ues, num_episodes_completed // n_ues)
+        env_steps, episodes = num_steps // n_ues, num_episodes_completed // n_ues
+        for key, value, reduce in (
+            (NUM_ENV_STEPS_SAMPLED, env_steps, "sum"),
+            ((NUM_AGENT_STEPS_SAMPLED, DEFAULT_AGENT_ID), num_steps, "sum"),
+            ((NUM_MODULE_STEPS_SAMPLED, DEFAULT_MODULE_ID), num_steps, "sum"),
+            (NUM_EPISODES, episodes, "sum"),
+            ((NUM_AGENT_STEPS_SAMPLED_LIFETIME, DEFAULT_AGENT_ID), num_steps, "lifetime_sum"),
+            ((NUM_MODULE_STEPS_SAMPLED_LIFETIME, DEFAULT_MODULE_ID), num_steps, "lifetime_sum"),
+            (NUM_EPISODES_LIFETIME, episodes, "lifetime_sum"),
+        ):
+            self.metrics.log_value(key, value, reduce=reduce)
+        self.metrics.log_value(
+            NUM_ENV_STEPS_SAMPLED_LIFETIME, env_steps, reduce="lifetime_sum", with_throughput=True
+        )
         return num_steps
 
     def get_metrics(self) -> dict:

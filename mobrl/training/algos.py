@@ -17,16 +17,23 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class AlgoInfo:
-    """Where the RLlib config class lives and which action-space kinds the algorithm handles."""
+    """Where the RLlib config class lives, which action-space kinds the algorithm handles,
+    the env runners it needs, and whether its batches may count agent steps (UE-slot rows)."""
 
     config_class: str
     action_spaces: frozenset[str]
     min_env_runners: int = 0
+    #: with UE slots, its train batch and minibatches count agent steps (one per UE and env
+    #: step, RLlib's `count_steps_by="agent_steps"`), so a minibatch may hold more rows than
+    #: the batch has env steps; algorithms without it count env steps
+    rows_per_slot_batch: bool = False
 
 
 ALGORITHMS: dict[str, AlgoInfo] = {
     "ppo": AlgoInfo(
-        "ray.rllib.algorithms.ppo:PPOConfig", frozenset({"discrete", "multidiscrete", "box"})
+        "ray.rllib.algorithms.ppo:PPOConfig",
+        frozenset({"discrete", "multidiscrete", "box"}),
+        rows_per_slot_batch=True,
     ),
     "appo": AlgoInfo(
         "ray.rllib.algorithms.appo:APPOConfig",
@@ -79,9 +86,10 @@ def build_algorithm_config(
     per_env = num_ues(env_config) if slots else 1
     _environment(algo, env_name, env_config, fault)
     _env_runners(algo, cfg, per_env)
+    _env_runner_class(algo, env_config, slots)
     _learners(algo, cfg)
     _seed_and_reporting(algo, cfg)
-    _training(algo, cfg, slots)
+    _training(algo, cfg, per_env if slots else None)
     _model(algo, cfg)
     _callbacks(algo, cfg, env_config, fault, per_env if slots else None, imitate)
     _policies(algo, env_config, slots)
@@ -106,6 +114,23 @@ def _env_runners(algo: AlgorithmConfig, cfg: DictConfig, per_env: int) -> None:
     )
 
 
+def _env_runner_class(algo: AlgorithmConfig, env_config: dict, slots: bool) -> None:
+    """The slot env runner where UEs are slots; mobrl's lean env runner for every other
+    single-agent env (`envs/lean_runner.py`); RLlib's multi-agent runner otherwise."""
+    from mobrl.envs.factory import policy_setup
+
+    if slots:
+        from mobrl.envs.slot_runner import UESlotEnvRunner
+
+        algo.env_runners(
+            env_runner_cls=UESlotEnvRunner, gym_env_vectorize_mode="vector_entry_point"
+        )
+    elif policy_setup(env_config)[0] is None:
+        from mobrl.envs.lean_runner import LeanEnvRunner
+
+        algo.env_runners(env_runner_cls=LeanEnvRunner)
+
+
 def _learners(algo: AlgorithmConfig, cfg: DictConfig) -> None:
     """The learners, then how failed env runners restart (`run.fault`)."""
     res = cfg.run.resources
@@ -123,28 +148,42 @@ def _seed_and_reporting(algo: AlgorithmConfig, cfg: DictConfig) -> None:
     algo.reporting(metrics_num_episodes_for_smoothing=metrics.RETURN_WINDOW)
 
 
-def _training(algo: AlgorithmConfig, cfg: DictConfig, slots: bool) -> None:
+def _training(algo: AlgorithmConfig, cfg: DictConfig, slot_rows: int | None) -> None:
     """`algo.training` (each key checked against the algorithm), with `run.batch` filling in
-    what it leaves unset; the slot env runner where UEs are slots."""
+    what it leaves unset."""
     from omegaconf import OmegaConf
 
     training: dict[str, Any] = OmegaConf.to_container(cfg.algo.training, resolve=True)  # type: ignore[assignment]
     check_algo_keys(algo, "training", training)
-    if slots:
-        from mobrl.envs.slot_runner import UESlotEnvRunner
-
-        algo.env_runners(
-            env_runner_cls=UESlotEnvRunner, gym_env_vectorize_mode="vector_entry_point"
-        )
-    _batch(algo, cfg, training, slots)
+    _batch(algo, cfg, training, slot_rows)
     algo.training(**training)
 
 
-def _batch(algo: AlgorithmConfig, cfg: DictConfig, training: dict[str, Any], slots: bool) -> None:
-    """`run.batch` into `training` (keys given there win) and the env runners' fragments."""
+def rows_per_batch_step(cfg: DictConfig, slot_rows: int | None) -> int:
+    """How many RLlib batch rows one env step of `run.batch.train_batch_size` counts: the
+    UEs of a layout sampled as UE slots by an algorithm whose batches count agent steps
+    (`AlgoInfo.rows_per_slot_batch`), else 1."""
+    if slot_rows and ALGORITHMS[cfg.algo.name].rows_per_slot_batch:
+        return slot_rows
+    return 1
+
+
+def _batch(
+    algo: AlgorithmConfig, cfg: DictConfig, training: dict[str, Any], slot_rows: int | None
+) -> None:
+    """`run.batch` into `training` (keys given there win) and the env runners' fragments. With
+    UE slots and an algorithm whose batches count agent steps, RLlib counts the batch in rows
+    (UE decisions): `run.batch.train_batch_size` env steps are that many times the UEs, and
+    `run.batch.minibatch_size` rows may exceed the batch's env steps."""
     batch = cfg.run.batch
+    slots = slot_rows is not None
+    rows = rows_per_batch_step(cfg, slot_rows)
     if batch.train_batch_size is not None:
         training.setdefault("train_batch_size_per_learner", batch.train_batch_size)
+    if rows > 1:  # the batch in env steps (RLlib's default if none is set), counted in rows
+        env_steps = training.get("train_batch_size_per_learner") or algo.total_train_batch_size
+        training["train_batch_size_per_learner"] = env_steps * rows
+        algo.multi_agent(count_steps_by="agent_steps")
     if batch.minibatch_size is not None:
         training.setdefault("minibatch_size", batch.minibatch_size)
     if batch.num_epochs is not None:

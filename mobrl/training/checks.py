@@ -209,6 +209,31 @@ _NON_NEGATIVE = (
 )
 
 
+def _check_minibatch(cfg: DictConfig) -> None:
+    """A minibatch no larger than the batch: in env steps, or in rows (UE decisions) where
+    the batch counts them (UE slots, `algos.rows_per_batch_step`)."""
+    batch = cfg.run.batch
+    if not (batch.minibatch_size and batch.train_batch_size):
+        return
+    rows = 1
+    if batch.minibatch_size > batch.train_batch_size:
+        from mobrl.envs.factory import num_ues
+        from mobrl.envs.slots import uses_slots
+        from mobrl.training.algos import rows_per_batch_step
+
+        env_config = env_config_from(cfg)
+        slots = num_ues(env_config) if uses_slots(env_config) else None
+        rows = rows_per_batch_step(cfg, slots)
+    if batch.minibatch_size > batch.train_batch_size * rows:
+        limit = batch.train_batch_size * rows
+        unit = f" ({rows} UEs x {batch.train_batch_size} env steps)" if rows > 1 else ""
+        raise UserError(
+            f"run.batch.minibatch_size={batch.minibatch_size} is larger than the batch of "
+            f"run.batch.train_batch_size={batch.train_batch_size}: {limit} rows{unit}. Use a "
+            f"minibatch of at most {limit}."
+        )
+
+
 def check_numbers(cfg: DictConfig) -> None:
     """Counts, budgets and rates that cannot work (zero or negative batch sizes, a negative
     learning rate, a discount above 1, ...) as one-line errors before anything starts."""
@@ -225,17 +250,7 @@ def check_numbers(cfg: DictConfig) -> None:
             if not ((value >= low if closed else value > low) and value <= high):
                 interval = f"{'[' if closed else '('}{low:g}, {high:g}]"
                 raise UserError(f"{key}={value} must lie in {interval}. Use e.g. {key}=0.99.")
-    batch = cfg.run.batch
-    if (
-        batch.minibatch_size
-        and batch.train_batch_size
-        and (batch.minibatch_size > batch.train_batch_size)
-    ):
-        raise UserError(
-            f"run.batch.minibatch_size={batch.minibatch_size} is larger than "
-            f"run.batch.train_batch_size={batch.train_batch_size}. Use a minibatch at most "
-            "the batch size."
-        )
+    _check_minibatch(cfg)
     if cfg.run.fault.max_failures < -1:
         raise UserError(
             f"run.fault.max_failures={cfg.run.fault.max_failures} must be -1 (retry forever), "
