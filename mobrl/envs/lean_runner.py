@@ -174,7 +174,9 @@ class LeanEnvRunner(SingleAgentEnvRunner):
         extra |= _connector_names(self._module_to_env) - _DEFAULT_MODULE_TO_ENV
         if extra:
             return f"connectors {sorted(extra)}"
-        if not isinstance(self.env.single_action_space, (gym.spaces.Discrete, gym.spaces.MultiDiscrete)):
+        if not isinstance(
+            self.env.single_action_space, (gym.spaces.Discrete, gym.spaces.MultiDiscrete)
+        ):
             return "an action space other than Discrete or MultiDiscrete"
         if not isinstance(self.env.single_observation_space, gym.spaces.Box):
             return "an observation space other than Box"
@@ -303,4 +305,3 @@ class LeanEnvRunner(SingleAgentEnvRunner):
         """One episode ended: RLlib's episode metrics and mobrl's training return."""
         self._log_episode_metrics(length, ret, seconds)
         self.metrics.log_value(EPISODE_RETURNS, ret, reduce="item_series")
-

@@ -99,7 +99,9 @@ def test_ue_slots_sample_the_same_episodes_lean_as_with_rllibs_loop() -> None:
     from mobrl.envs.slot_runner import UESlotEnvRunner
     from mobrl.training.algos import build_algorithm_config
 
-    cfg = compose(["scenario=small", "env=ma", "run=smoke", "run.resources.num_envs_per_env_runner=2"])
+    cfg = compose(
+        ["scenario=small", "env=ma", "run=smoke", "run.resources.num_envs_per_env_runner=2"]
+    )
     env_config = factory.env_config_from(cfg)
     factory.register()
     config = build_algorithm_config(cfg, factory.ENV_NAME, env_config)
@@ -150,3 +152,35 @@ def test_the_lean_runner_is_what_single_agent_training_uses() -> None:
         config = build_algorithm_config(cfg, factory.ENV_NAME, factory.env_config_from(cfg))
         name = getattr(config.env_runner_cls, "__name__", None)
         assert name == expected, overrides
+
+
+def test_ue_slot_batches_count_rows_under_ppo_so_a_minibatch_may_exceed_the_env_steps() -> None:
+    """small (5 UEs), a batch of 200 env steps: 1,000 rows under PPO, a minibatch of 900 rows
+    allowed; one sample holds the 200 env steps (1,000 slot steps), logged as 200 env steps
+    and 1,000 agent steps. APPO keeps counting env steps."""
+    from mobrl.config import compose
+    from mobrl.envs import factory
+    from mobrl.envs.slot_runner import UESlotEnvRunner
+    from mobrl.training.algos import build_algorithm_config
+    from mobrl.training.checks import check_settings
+
+    cfg = compose(["scenario=small", "env=ma", "run=smoke", "run.batch.minibatch_size=900"])
+    check_settings(cfg)
+    env_config = factory.env_config_from(cfg)
+    factory.register()
+    config = build_algorithm_config(cfg, factory.ENV_NAME, env_config)
+    assert (config.count_steps_by, config.total_train_batch_size, config.minibatch_size) == (
+        "agent_steps",
+        1000,
+        900,
+    )
+    runner = UESlotEnvRunner(config=config)
+    episodes = runner.sample()
+    assert sum(len(e) for e in episodes) == 1000
+    metrics = runner.get_metrics()
+    assert metrics["num_env_steps_sampled"].peek() == 200
+    assert metrics["num_agent_steps_sampled"]["default_agent"].peek() == 1000
+
+    appo = compose(["scenario=small", "env=ma", "algo=appo", "run=smoke"])
+    appo_config = build_algorithm_config(appo, factory.ENV_NAME, factory.env_config_from(appo))
+    assert (appo_config.count_steps_by, appo_config.total_train_batch_size) == ("env_steps", 200)
