@@ -201,7 +201,9 @@ class LeanEnvRunner(SingleAgentEnvRunner):
         force_reset: bool = False,
     ) -> list:
         if self._lean_reason is not None or num_timesteps is None or random_actions:
-            self._ongoing_lean = None  # RLlib's loop owns the env from here
+            # RLlib's loop owns the env from here: it starts afresh where the lean loop left off
+            force_reset = force_reset or self._ongoing_lean is not None
+            self._ongoing_lean = None
             return super()._sample(
                 num_timesteps=num_timesteps,
                 num_episodes=num_episodes,

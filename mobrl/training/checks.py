@@ -226,9 +226,9 @@ def _check_minibatch(cfg: DictConfig) -> None:
         rows = rows_per_batch_step(cfg, slots)
     if batch.minibatch_size > batch.train_batch_size * rows:
         limit = batch.train_batch_size * rows
-        rows_note = f": {limit} rows ({rows} UEs x {batch.train_batch_size} env steps)"
+        rows_note = f" ({limit} rows: {rows} UEs x {batch.train_batch_size} env steps)"
         raise UserError(
-            f"run.batch.minibatch_size={batch.minibatch_size} is larger than the batch of "
+            f"run.batch.minibatch_size={batch.minibatch_size} is larger than "
             f"run.batch.train_batch_size={batch.train_batch_size}{rows_note if rows > 1 else ''}."
             f" Use a minibatch of at most {limit}."
         )

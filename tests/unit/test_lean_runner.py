@@ -184,3 +184,16 @@ def test_ue_slot_batches_count_rows_under_ppo_so_a_minibatch_may_exceed_the_env_
     appo = compose(["scenario=small", "env=ma", "algo=appo", "run=smoke"])
     appo_config = build_algorithm_config(appo, factory.ENV_NAME, factory.env_config_from(appo))
     assert (appo_config.count_steps_by, appo_config.total_train_batch_size) == ("env_steps", 200)
+
+
+def test_switching_between_the_loops_starts_each_afresh() -> None:
+    """Random actions (RLlib's loop) after lean fragments, then lean again: every piece is
+    whole, RLlib's loop resets the envs the lean loop left rather than continuing stale
+    episodes."""
+    runner = LeanEnvRunner(config=_cartpole())
+    for random_actions in (False, True, False, True):
+        episodes = runner.sample(num_timesteps=60, random_actions=random_actions)
+        assert sum(len(e) for e in episodes) >= 60
+        for episode in episodes:
+            episode.validate()
+            assert len(episode.get_observations()) == len(episode) + 1
