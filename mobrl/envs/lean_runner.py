@@ -148,11 +148,9 @@ class _Fragment:
 class LeanEnvRunner(SingleAgentEnvRunner):
     """RLlib's single-agent env runner with a sampling loop on arrays (see the module)."""
 
-    #: the lean loop logs each episode's return itself (`callbacks.log_episode_return` skips)
-    logs_episode_returns = True
-
     def __init__(self, *, config: Any, **kwargs: Any):
         self._ongoing_lean: _Ongoing | None = None
+        self._lean_reason: str | None = "not built yet"
         super().__init__(config=config, **kwargs)
         self._lean_reason = self._why_not_lean() if self.env is not None else "no env"
 
@@ -160,6 +158,12 @@ class LeanEnvRunner(SingleAgentEnvRunner):
     def lean_reason(self) -> str | None:
         """Why this runner samples with RLlib's own loop, or None when it samples lean."""
         return self._lean_reason
+
+    @property
+    def logs_episode_returns(self) -> bool:
+        """Whether this runner logs each episode's return itself, so that
+        `callbacks.log_episode_return` skips it: the lean loop does, RLlib's does not."""
+        return self._lean_reason is None
 
     def make_env(self) -> None:
         super().make_env()

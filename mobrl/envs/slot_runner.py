@@ -47,6 +47,10 @@ class UESlotEnvRunner(LeanEnvRunner):
       them: the return sums the copy's UEs, `agent_episode_returns_mean/ue_N` holds each UE's.
     """
 
+    #: each env copy's episode return is logged here, whichever loop samples
+    #: (`callbacks.log_episode_return` skips)
+    logs_episode_returns = True
+
     def __init__(self, *, config: Any, **kwargs: Any):
         import torch
 

@@ -56,9 +56,11 @@ def test_resume_after_sigkill_continues_from_checkpoints(tmp_path: Path) -> None
     """Kill the whole process group (driver and Ray) after the second trial's first
     checkpoint; `--resume` leaves the finished trial alone and continues the other one."""
     run_dir = tmp_path / "run"
+    n = 8  # iterations of a trial: the second must still be training 1.5 s after its first
     args = [
-        "train", "scenario=cartpole", "run=smoke", "tune=lr_grid", "run.stop.iterations=5",
-        "run.batch.train_batch_size=1000", "run.batch.minibatch_size=250",
+        "train", "scenario=cartpole", "run=smoke", "tune=lr_grid", f"run.stop.iterations={n}",
+        "run.batch.train_batch_size=4000", "run.batch.minibatch_size=1000",
+        "run.batch.num_epochs=10",
         "run.resources.num_env_runners=1",  # 2 CPUs a trial: one trial after the other
         f"hydra.run.dir={run_dir}",
     ]  # fmt: skip
@@ -76,7 +78,7 @@ def test_resume_after_sigkill_continues_from_checkpoints(tmp_path: Path) -> None
         first = second = None
         while time.time() < deadline and proc.poll() is None:
             trials = _trials(run_dir) if (run_dir / "tune").is_dir() else {}
-            done = [t for t in trials.values() if len(list(t.glob("checkpoint_*"))) == 5]
+            done = [t for t in trials.values() if len(list(t.glob("checkpoint_*"))) == n]
             started = [t for t in trials.values() if t not in done and list(t.glob("checkpoint_*"))]
             if done and started:
                 first, second = done[0], started[0]
@@ -90,8 +92,8 @@ def test_resume_after_sigkill_continues_from_checkpoints(tmp_path: Path) -> None
     first_before = _iterations(first)
     first_ckpts = sorted(p.name for p in first.glob("checkpoint_*"))
     second_ckpts = sorted(p.name for p in second.glob("checkpoint_*"))
-    assert first_before == [1, 2, 3, 4, 5]
-    assert 1 <= len(second_ckpts) < 5
+    assert first_before == list(range(1, n + 1))
+    assert 1 <= len(second_ckpts) < n
 
     result = run_mobrl("train", "--resume", str(run_dir), cwd=tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
@@ -100,16 +102,16 @@ def test_resume_after_sigkill_continues_from_checkpoints(tmp_path: Path) -> None
     assert _iterations(first) == first_before  # the finished trial was not run again
     assert sorted(p.name for p in first.glob("checkpoint_*")) == first_ckpts
     after = _iterations(second)
-    assert after[-1] == 5
+    assert after[-1] == n
     assert after.count(1) == 1  # continued from its checkpoint, not from the start
     # the first iteration after the restart follows the checkpoint it restored
-    assert sorted(set(after)) == [1, 2, 3, 4, 5]
+    assert sorted(set(after)) == list(range(1, n + 1))
     now = sorted(p.name for p in second.glob("checkpoint_*"))
-    assert set(second_ckpts) <= set(now) and len(now) == 5  # no checkpoint lost
+    assert set(second_ckpts) <= set(now) and len(now) == n  # no checkpoint lost
     for trial_dir in (first, second):
         pd.read_csv(trial_dir / "progress.csv")  # still readable after the restore
     trials = pd.read_csv(run_dir / "trials.csv")
-    assert len(trials) == 2 and set(trials["iterations"]) == {5}
+    assert len(trials) == 2 and set(trials["iterations"]) == {n}
 
 
 @pytest.mark.parametrize("executor", ["driver", "tune"])

@@ -197,3 +197,29 @@ def test_switching_between_the_loops_starts_each_afresh() -> None:
         for episode in episodes:
             episode.validate()
             assert len(episode.get_observations()) == len(episode) + 1
+
+
+def test_the_training_return_is_logged_once_by_whichever_loop_samples() -> None:
+    """Every finished episode's return reaches mobrl's training return exactly once: from the
+    lean loop itself, or (where RLlib's loop samples, e.g. `env=central` with its per-step UE
+    metrics) from `callbacks.log_episode_return`."""
+    from mobrl.config import compose
+    from mobrl.core.metrics import EPISODE_RETURNS
+    from mobrl.envs import factory
+    from mobrl.training.algos import build_algorithm_config
+
+    factory.register()
+    for overrides, lean in (
+        (["scenario=cartpole", "run=smoke"], True),
+        (["scenario=small", "env=central", "run=smoke"], False),
+    ):
+        cfg = compose(overrides)
+        config = build_algorithm_config(cfg, factory.ENV_NAME, factory.env_config_from(cfg))
+        runner = config.env_runner_cls(config=config)
+        assert (runner.lean_reason is None) is lean
+        assert runner.logs_episode_returns is lean
+        episodes = runner.sample(num_timesteps=400)
+        metrics = runner.get_metrics()
+        done = sum(e.is_done for e in episodes)
+        assert done > 0
+        assert len(metrics[EPISODE_RETURNS].peek()) == done, overrides
