@@ -19,8 +19,12 @@ class EpisodeMetricsCallback(RLlibCallback):
     """Record every episode (`netstats.EpisodeRecorder`) and log its measures when it ends.
 
     Values are logged with `reduce="mean"`, so Tune's results (and TensorBoard) show the mean
-    over the last episodes under `env_runners/<tag>`.
+    over the last episodes under `env_runners/<tag>`. mobrl's lean env runner records the
+    same episodes itself (`records_in_lean_loop`), with the same recorder at the same steps.
     """
+
+    #: `lean_runner.LeanEnvRunner` does this callback's work in its loop on arrays
+    records_in_lean_loop = True
 
     def on_episode_start(self, *, episode, env=None, env_index: int = 0, **kwargs) -> None:
         # the env (and its core) stays the same for the whole episode

@@ -150,6 +150,7 @@ class LeanEnvRunner(SingleAgentEnvRunner):
 
     def __init__(self, *, config: Any, **kwargs: Any):
         self._ongoing_lean: _Ongoing | None = None
+        self._recorders: list[Any] = []
         self._lean_reason: str | None = "not built yet"
         super().__init__(config=config, **kwargs)
         self._lean_reason = self._why_not_lean() if self.env is not None else "no env"
@@ -185,6 +186,8 @@ class LeanEnvRunner(SingleAgentEnvRunner):
         if not isinstance(self.env.single_observation_space, gym.spaces.Box):
             return "an observation space other than Box"
         for callback in self._callbacks:
+            if getattr(callback, "records_in_lean_loop", False):
+                continue  # mobrl's episode metrics: recorded by the lean loop itself
             for hook in _EPISODE_HOOKS:
                 if getattr(type(callback), hook) is not getattr(RLlibCallback, hook):
                     return f"{type(callback).__name__}.{hook}"
@@ -223,7 +226,17 @@ class LeanEnvRunner(SingleAgentEnvRunner):
         obs, _ = self._try_env_reset(seed=self._seed if self._needs_initial_reset else None)
         self._needs_initial_reset = False
         self._ongoing_lean = _Ongoing(np.asarray(obs))
+        self._recorders = [self._new_recorder(i) for i in range(len(obs))]
         return self._ongoing_lean
+
+    def _new_recorder(self, slot: int) -> Any:
+        """mobrl's episode recorder of a slot's new episode, where the config records episode
+        metrics (`callbacks.EpisodeMetricsCallback`), as its `on_episode_start` makes one."""
+        if not any(getattr(c, "records_in_lean_loop", False) for c in self._callbacks):
+            return None
+        from mobrl.envs.netstats import EpisodeRecorder
+
+        return EpisodeRecorder(self.env.unwrapped, slot)
 
     def _act(self, obs: np.ndarray, explore: bool, t: int) -> dict[str, np.ndarray]:
         """The module's actions on a batch of observations, with the columns RLlib's
@@ -280,13 +293,14 @@ class LeanEnvRunner(SingleAgentEnvRunner):
                 continue
             obs, rewards, terminated, truncated, _ = results
             obs = np.asarray(obs)
-            rewards = np.asarray(rewards, dtype=np.float32)
+            rewards = np.asarray(rewards)
             stepped = ~state.resets
             ts += int(stepped.sum())
             fragment.add(out, obs, rewards)
             state.ret += np.where(stepped, rewards, 0.0)
             state.t += stepped
             ended = stepped & (np.asarray(terminated) | np.asarray(truncated))
+            self._record(stepped)
             for slot in np.flatnonzero(ended):
                 fragment.end_piece(slot, state, bool(terminated[slot]), bool(truncated[slot]))
                 self._lean_episode_done(
@@ -294,10 +308,12 @@ class LeanEnvRunner(SingleAgentEnvRunner):
                     float(state.ret[slot]),
                     time.perf_counter() - state.started[slot],
                 )
+                self._record_end(slot)
                 finished += 1
             for slot in np.flatnonzero(state.resets):
                 state.restart(slot)
                 fragment.restart(slot)
+                self._recorders[slot] = self._new_recorder(slot)
             state.resets = ended
             state.obs = obs
         for slot in range(len(state.obs)):  # the ongoing pieces, cut here
@@ -306,6 +322,20 @@ class LeanEnvRunner(SingleAgentEnvRunner):
         self._log_env_steps(metric=self._metrics_num_env_steps_sampled, num_steps=ts)
         self._increase_sampled_metrics(ts, finished)
         return done + fragment.episodes(spaces)
+
+    def _record(self, stepped: np.ndarray) -> None:
+        """mobrl's episode recorders take the step each stepped slot just made."""
+        for slot, recorder in enumerate(self._recorders):
+            if recorder is not None and stepped[slot]:
+                recorder.step()
+
+    def _record_end(self, slot: int) -> None:
+        recorder = self._recorders[slot]
+        if recorder is not None:
+            from mobrl.envs.callbacks import log_episode_summary
+
+            log_episode_summary(self.metrics, recorder.summary())
+            self._recorders[slot] = None
 
     def _lean_episode_done(self, length: int, ret: float, seconds: float) -> None:
         """One episode ended: RLlib's episode metrics and mobrl's training return."""

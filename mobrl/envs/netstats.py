@@ -227,6 +227,13 @@ class EpisodeRecorder:
         self.counter = find_env(env, lambda node: implements(node, EpisodeStats), env_index)
         self.counts: dict[str, float] = {}
 
+    def __deepcopy__(self, memo: dict) -> EpisodeRecorder:
+        """The recorder itself: it is a live handle on the env, not episode data. RLlib cuts an
+        episode at the end of each sample and deep-copies its `custom_data` into the
+        continuation; a copy would record a frozen copy of the env for the rest of the
+        episode."""
+        return self
+
     def step(self) -> None:
         """Record the step the env just made (counts are read now: when an episode ends, the
         env may already have begun the next one)."""

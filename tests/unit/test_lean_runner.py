@@ -211,8 +211,11 @@ def test_the_training_return_is_logged_once_by_whichever_loop_samples() -> None:
     factory.register()
     for overrides, lean in (
         (["scenario=cartpole", "run=smoke"], True),
-        (["scenario=small", "env=central", "run=smoke"], False),
+        (["scenario=small", "env=central", "run=smoke"], True),
+        (["scenario=arena", "env.mode=single", "run=smoke"], None),
     ):
+        if lean is None:  # a single-agent env whose callbacks want every step
+            continue
         cfg = compose(overrides)
         config = build_algorithm_config(cfg, factory.ENV_NAME, factory.env_config_from(cfg))
         runner = config.env_runner_cls(config=config)
@@ -223,3 +226,59 @@ def test_the_training_return_is_logged_once_by_whichever_loop_samples() -> None:
         done = sum(e.is_done for e in episodes)
         assert done > 0
         assert len(metrics[EPISODE_RETURNS].peek()) == done, overrides
+
+
+def test_central_ue_metrics_recorded_lean_equal_rllibs_callbacks() -> None:
+    """`env=central` with mobrl's UE metrics (`EpisodeMetricsCallback`): the lean loop records
+    each episode with the same recorder at the same steps as the callback does in RLlib's."""
+    from mobrl.config import compose
+    from mobrl.envs import factory
+    from mobrl.training.algos import build_algorithm_config
+
+    cfg = compose(["scenario=small", "env=central", "run=smoke"])
+    factory.register()
+    config = build_algorithm_config(cfg, factory.ENV_NAME, factory.env_config_from(cfg))
+    assert config.callbacks_class.__name__ == "EpisodeMetricsCallback"
+    ours, our_metrics = _sample(config.env_runner_cls(config=config), True, 120)
+    rllib, rllib_metrics = _sample(config.env_runner_cls(config=config), False, 120)
+    _assert_same_episodes(ours, rllib)
+    ours_flat, rllib_flat = _flat(our_metrics), _flat(rllib_metrics)
+    measures = {k for k in rllib_flat if k.startswith(("ue/", "network/", "fairness/"))}
+    assert len(measures) > 5, sorted(rllib_flat)
+    assert measures == {k for k in ours_flat if k.startswith(("ue/", "network/", "fairness/"))}
+    for key in measures:
+        assert ours_flat[key] == pytest.approx(rllib_flat[key], nan_ok=True), key
+
+
+def _flat(metrics: dict, prefix: str = "") -> dict[str, Any]:
+    """A runner's reduced metrics as flat `a/b/c` keys and peeked values."""
+    out: dict[str, Any] = {}
+    for key, value in metrics.items():
+        if isinstance(value, dict):
+            out.update(_flat(value, f"{prefix}{key}/"))
+        else:
+            out[f"{prefix}{key}"] = value.peek() if hasattr(value, "peek") else value
+    return out
+
+
+def test_an_episode_cut_between_samples_keeps_recording_the_live_env() -> None:
+    """RLlib deep-copies an episode's `custom_data` into its continuation after each sample;
+    mobrl's recorder must stay the live env's, not a frozen copy (UE metrics of every episode
+    longer than a fragment were recorded on a copy before)."""
+    import copy
+
+    from mobrl.config import compose
+    from mobrl.envs import factory
+    from mobrl.envs.netstats import EpisodeRecorder
+    from mobrl.envs.wrappers import find_core
+    from mobrl.training.algos import build_algorithm_config
+
+    cfg = compose(["scenario=small", "env=central", "run=smoke"])
+    factory.register()
+    config = build_algorithm_config(cfg, factory.ENV_NAME, factory.env_config_from(cfg))
+    runner = config.env_runner_cls(config=config)
+    runner._lean_reason = "RLlib's loop, whose episodes are cut"
+    runner.sample(num_timesteps=60)
+    recorder = runner._ongoing_episodes[0].custom_data["mobrl_recorder"]
+    assert isinstance(recorder, EpisodeRecorder) and copy.deepcopy(recorder) is recorder
+    assert recorder.core is find_core(runner.env.unwrapped, 0)
