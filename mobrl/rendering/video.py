@@ -131,12 +131,18 @@ def _frames(recording: Recording, workers: int) -> Iterator[np.ndarray]:
 
 
 def write_video(path: Path, frames: Iterator[np.ndarray], fps: float, progress: Any) -> tuple:
-    """Encode `frames` into `path` (MP4 with ffmpeg/H.264, or GIF) via a temporary file.
+    """Encode `frames` into `path` (MP4 with ffmpeg/H.264, or GIF) via a temporary file in a
+    temporary folder beside it, removed whatever happens: an ffmpeg that a Ctrl-C caught (it
+    gets the terminal's SIGINT too) finds no folder to write into once mobrl has given up.
 
     Returns (frame count, (width, height))."""
+    import shutil
+
     import imageio.v2 as imageio
 
-    tmp = path.with_name(f".{path.stem}.partial{path.suffix}")
+    folder = path.with_name(f".{path.stem}.partial")
+    folder.mkdir(exist_ok=True)
+    tmp = folder / path.name
     count, size = 0, (0, 0)
     try:
         if path.suffix.lower() == ".gif":
@@ -161,7 +167,7 @@ def write_video(path: Path, frames: Iterator[np.ndarray], fps: float, progress: 
             raise UserError("the rollout produced no frames. Check --max-steps and --episodes.")
         os.replace(tmp, path)
     finally:
-        tmp.unlink(missing_ok=True)
+        shutil.rmtree(folder, ignore_errors=True)
     return count, size
 
 
