@@ -151,6 +151,7 @@ class LeanEnvRunner(SingleAgentEnvRunner):
     def __init__(self, *, config: Any, **kwargs: Any):
         self._ongoing_lean: _Ongoing | None = None
         self._recorders: list[Any] = []
+        self._recording = False
         self._lean_reason: str | None = "not built yet"
         super().__init__(config=config, **kwargs)
         self._lean_reason = self._why_not_lean() if self.env is not None else "no env"
@@ -227,6 +228,7 @@ class LeanEnvRunner(SingleAgentEnvRunner):
         self._needs_initial_reset = False
         self._ongoing_lean = _Ongoing(np.asarray(obs))
         self._recorders = [self._new_recorder(i) for i in range(len(obs))]
+        self._recording = any(r is not None for r in self._recorders)
         return self._ongoing_lean
 
     def _new_recorder(self, slot: int) -> Any:
@@ -325,6 +327,8 @@ class LeanEnvRunner(SingleAgentEnvRunner):
 
     def _record(self, stepped: np.ndarray) -> None:
         """mobrl's episode recorders take the step each stepped slot just made."""
+        if not self._recording:
+            return  # nothing records (UE slots record in their env, Gym tasks not at all)
         for slot, recorder in enumerate(self._recorders):
             if recorder is not None and stepped[slot]:
                 recorder.step()
