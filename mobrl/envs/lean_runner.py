@@ -155,6 +155,8 @@ class LeanEnvRunner(SingleAgentEnvRunner):
         self._lean_reason: str | None = "not built yet"
         super().__init__(config=config, **kwargs)
         self._lean_reason = self._why_not_lean() if self.env is not None else "no env"
+        # mobrl's episode metrics (`callbacks.EpisodeMetricsCallback`), recorded in the loop
+        self._recording = any(getattr(c, "records_in_lean_loop", False) for c in self._callbacks)
 
     @property
     def lean_reason(self) -> str | None:
@@ -228,13 +230,12 @@ class LeanEnvRunner(SingleAgentEnvRunner):
         self._needs_initial_reset = False
         self._ongoing_lean = _Ongoing(np.asarray(obs))
         self._recorders = [self._new_recorder(i) for i in range(len(obs))]
-        self._recording = any(r is not None for r in self._recorders)
         return self._ongoing_lean
 
     def _new_recorder(self, slot: int) -> Any:
         """mobrl's episode recorder of a slot's new episode, where the config records episode
         metrics (`callbacks.EpisodeMetricsCallback`), as its `on_episode_start` makes one."""
-        if not any(getattr(c, "records_in_lean_loop", False) for c in self._callbacks):
+        if not self._recording:
             return None
         from mobrl.envs.netstats import EpisodeRecorder
 

@@ -89,7 +89,7 @@ def build_algorithm_config(
     _env_runner_class(algo, env_config, slots)
     _learners(algo, cfg)
     _seed_and_reporting(algo, cfg)
-    _training(algo, cfg, per_env if slots else None)
+    _training(algo, cfg, slots, rows_per_batch_step(cfg, env_config))
     _model(algo, cfg)
     _callbacks(algo, cfg, env_config, fault, per_env if slots else None, imitate)
     _policies(algo, env_config, slots)
@@ -148,36 +148,37 @@ def _seed_and_reporting(algo: AlgorithmConfig, cfg: DictConfig) -> None:
     algo.reporting(metrics_num_episodes_for_smoothing=metrics.RETURN_WINDOW)
 
 
-def _training(algo: AlgorithmConfig, cfg: DictConfig, slot_rows: int | None) -> None:
+def _training(algo: AlgorithmConfig, cfg: DictConfig, slots: bool, rows: int) -> None:
     """`algo.training` (each key checked against the algorithm), with `run.batch` filling in
     what it leaves unset."""
     from omegaconf import OmegaConf
 
     training: dict[str, Any] = OmegaConf.to_container(cfg.algo.training, resolve=True)  # type: ignore[assignment]
     check_algo_keys(algo, "training", training)
-    _batch(algo, cfg, training, slot_rows)
+    _batch(algo, cfg, training, slots, rows)
     algo.training(**training)
 
 
-def rows_per_batch_step(cfg: DictConfig, slot_rows: int | None) -> int:
+def rows_per_batch_step(cfg: DictConfig, env_config: dict) -> int:
     """How many RLlib batch rows one env step of `run.batch.train_batch_size` counts: the
     UEs of a layout sampled as UE slots by an algorithm whose batches count agent steps
     (`AlgoInfo.rows_per_slot_batch`), else 1."""
-    if slot_rows and ALGORITHMS[cfg.algo.name].rows_per_slot_batch:
-        return slot_rows
+    from mobrl.envs.factory import num_ues
+    from mobrl.envs.slots import uses_slots
+
+    if uses_slots(env_config) and ALGORITHMS[cfg.algo.name].rows_per_slot_batch:
+        return num_ues(env_config)
     return 1
 
 
 def _batch(
-    algo: AlgorithmConfig, cfg: DictConfig, training: dict[str, Any], slot_rows: int | None
+    algo: AlgorithmConfig, cfg: DictConfig, training: dict[str, Any], slots: bool, rows: int
 ) -> None:
     """`run.batch` into `training` (keys given there win) and the env runners' fragments. With
     UE slots and an algorithm whose batches count agent steps, RLlib counts the batch in rows
     (UE decisions): `run.batch.train_batch_size` env steps are that many times the UEs, and
     `run.batch.minibatch_size` rows may exceed the batch's env steps."""
     batch = cfg.run.batch
-    slots = slot_rows is not None
-    rows = rows_per_batch_step(cfg, slot_rows)
     if batch.train_batch_size is not None:
         training.setdefault("train_batch_size_per_learner", batch.train_batch_size)
     if rows > 1:  # the batch in env steps (RLlib's default if none is set), counted in rows

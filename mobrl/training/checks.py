@@ -215,17 +215,13 @@ def _check_minibatch(cfg: DictConfig) -> None:
     batch = cfg.run.batch
     if not (batch.minibatch_size and batch.train_batch_size):
         return
-    rows = 1
-    if batch.minibatch_size > batch.train_batch_size:
-        from mobrl.envs.factory import num_ues
-        from mobrl.envs.slots import uses_slots
-        from mobrl.training.algos import rows_per_batch_step
+    if batch.minibatch_size <= batch.train_batch_size:
+        return
+    from mobrl.training.algos import rows_per_batch_step
 
-        env_config = env_config_from(cfg)
-        slots = num_ues(env_config) if uses_slots(env_config) else None
-        rows = rows_per_batch_step(cfg, slots)
-    if batch.minibatch_size > batch.train_batch_size * rows:
-        limit = batch.train_batch_size * rows
+    rows = rows_per_batch_step(cfg, env_config_from(cfg))
+    limit = batch.train_batch_size * rows
+    if batch.minibatch_size > limit:
         rows_note = f" ({limit} rows: {rows} UEs x {batch.train_batch_size} env steps)"
         raise UserError(
             f"run.batch.minibatch_size={batch.minibatch_size} is larger than "
