@@ -93,8 +93,28 @@ StationHeight = Annotated[
 ]
 
 
-def _layout_options(out, ues, size, margin, seed, force, bandwidth, frequency, tx_power, height):
-    from mobrl.scenarios.generate import Options
+LayoutRadio = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--radio",
+        help="A key of the layout's radio section, KEY=VALUE (repeat it): e.g. --radio "
+        "channel=uma --radio interference=active (docs/radio.md).",
+    ),
+]
+LayoutMovement = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--movement",
+        help="A key of the movement section, KEY=VALUE (repeat it): e.g. --movement "
+        "model=gauss_markov --movement alpha=0.75.",
+    ),
+]
+
+
+def _layout_options(
+    out, ues, size, margin, seed, force, bandwidth, frequency, tx_power, height, radio, movement
+):
+    from mobrl.scenarios.generate import Options, parse_pairs
 
     given = {"bandwidth": bandwidth, "frequency": frequency, "tx_power": tx_power}
     station = {k: v for k, v in {**given, "height": height}.items() if v is not None}
@@ -102,7 +122,10 @@ def _layout_options(out, ues, size, margin, seed, force, bandwidth, frequency, t
         if key != "tx_power" and value <= 0:
             flag = "--station-height" if key == "height" else f"--{key}"
             raise UserError(f"{flag} {value:g} must be > 0. Give a positive value.")
-    return Options(ues, out, size, margin, seed, force, station)
+    return Options(
+        ues, out, size, margin, seed, force, station,
+        parse_pairs(radio or [], "--radio"), parse_pairs(movement or [], "--movement"),
+    )  # fmt: skip
 
 
 @scenarios_app.command("generate")
@@ -130,13 +153,16 @@ def scenarios_generate(
     frequency: StationFrequency = None,
     tx_power: StationPower = None,
     station_height: StationHeight = None,
+    radio: LayoutRadio = None,
+    movement: LayoutMovement = None,
 ) -> None:
     """Write a layout file of generated stations (city scale), its command in its header."""
     from mobrl.scenarios.generate import generate_command
 
     opts = _layout_options(
-        out, ues, size, margin, seed, force, bandwidth, frequency, tx_power, station_height
-    )
+        out, ues, size, margin, seed, force, bandwidth, frequency, tx_power, station_height,
+        radio, movement,
+    )  # fmt: skip
     print(f"generate: {generate_command(sites, isd, opts)}")
 
 
@@ -155,11 +181,14 @@ def scenarios_import(
     frequency: StationFrequency = None,
     tx_power: StationPower = None,
     station_height: StationHeight = None,
+    radio: LayoutRadio = None,
+    movement: LayoutMovement = None,
 ) -> None:
     """Write a layout file with the stations of a CSV (e.g. an OpenCelliD export)."""
     from mobrl.scenarios.generate import import_command
 
     opts = _layout_options(
-        out, ues, size, margin, seed, force, bandwidth, frequency, tx_power, station_height
-    )
+        out, ues, size, margin, seed, force, bandwidth, frequency, tx_power, station_height,
+        radio, movement,
+    )  # fmt: skip
     print(f"import: {import_command(stations, opts)}")

@@ -38,6 +38,7 @@ from mobrl.envs import channel
 from mobrl.envs.engine_views import StockViews
 from mobrl.envs.neighbours import SparseLinks, SparseState, grid_for
 from mobrl.envs.observations import topk_station_actions
+from mobrl.envs.radio_engine import RadioSteps
 from mobrl.envs.service import marginal_utilities
 
 #: the simulation models the engine computes natively (exact classes: a subclass may change them)
@@ -88,7 +89,7 @@ def unsupported_models(core: MComCore) -> list[str]:
     return bad
 
 
-class FastEngine(SparseLinks, StockViews):
+class FastEngine(RadioSteps, SparseLinks, StockViews):
     """Mixin placed before a mobile-env core class: `class X(FastEngine, MComCore)` (or one of
     mobile-env's scenario classes, e.g. `class X(FastEngine, MComSmall)`)."""
 
@@ -140,6 +141,8 @@ class FastEngine(SparseLinks, StockViews):
         )
         # city-scale layouts: the step on candidate (BS, UE) pairs only (mobrl.envs.neighbours)
         self._grid = grid_for(self, getattr(core.handler, "topk", None) or 0)
+        # a layout's radio model and mobility beyond mobile-env's (mobrl.envs.radio_engine)
+        self._setup_radio(args[2] if len(args) > 2 else kwargs.get("config") or {})
 
     # --- state as arrays ----------------------------------------------------------------------
 
@@ -148,7 +151,10 @@ class FastEngine(SparseLinks, StockViews):
         self._y = np.array([float(ue.y) for ue in self._ue_list])
 
     def _compute_snr(self) -> None:
-        """SNR of every BS-UE pair at the current positions (the sparse path: of candidates)."""
+        """SNR of every BS-UE pair at the current positions (the sparse path: of candidates;
+        a radio model with interference: the SINR with the stations transmitting now)."""
+        if self._radio is not None:
+            return self._radio_snr()
         if self._grid is not None:
             return self._sparse_snr()
         self._snr = self._dense_snr()
@@ -173,6 +179,8 @@ class FastEngine(SparseLinks, StockViews):
 
     def _rates(self) -> np.ndarray:
         """Resource-fair share of each connection's max. data rate (0 where not connected)."""
+        if self._radio is not None:
+            return self._radio_rates()
         if self._grid is not None:
             return self._sparse_rate_matrix()
         counts = self._conn.sum(axis=1, keepdims=True)
@@ -213,6 +221,7 @@ class FastEngine(SparseLinks, StockViews):
             ue.extime = core.arrival.departure(ue)
         for ue in core.users.values():
             ue.x, ue.y = core.movement.initial_position(ue)
+        self._reset_radio()
         self._stime = np.array([ue.stime for ue in self._ue_list], dtype=float)
         self._extime = np.array([ue.extime for ue in self._ue_list], dtype=float)
         self._positions_from_ues()
@@ -380,6 +389,8 @@ class FastEngine(SparseLinks, StockViews):
         ids = self._active_idx
         if not ids.size:
             return
+        if self._mobility is not None:
+            return self._move_model(sel)
         movement: Any = self.movement  # type: ignore[attr-defined]
         need = ids[~self._has_wp[sel]]
         if need.size:

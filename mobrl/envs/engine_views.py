@@ -34,11 +34,16 @@ class StockViews:
 
         util = self.utility
         active = self._active_mask
+        radio = None
         if self._grid is not None:  # the sparse path: every pair in range is a candidate
             p = self._pairs
             b, u = p.b[p.reach], p.u[p.reach]
             cap = np.zeros(self._t1.shape)
             cap[b, u] = self._bw[b, 0] * np.log2(1 + p.snr[p.reach])
+        elif self._radio is not None:
+            service = self.radio_service()
+            cap = service.capacity(self._snr, self._reach)
+            radio = None if service.model.separable else service
         else:
             cap = np.where(self._reach, self._bw * np.log2(1 + self._snr), 0.0)
         return LinkState(
@@ -49,6 +54,7 @@ class StockViews:
             lower=float(util.lower),
             upper=float(util.upper),
             coeffs=tuple(float(c) for c in util.coeffs),
+            radio=radio,
         )
 
     def connectivity(self) -> np.ndarray:

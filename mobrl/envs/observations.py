@@ -53,7 +53,7 @@ from mobile_env.handlers.multi_agent import MComMAHandler
 
 from mobrl.core.protocols import StationArrays, implements
 from mobrl.envs import neighbours, pair_topk
-from mobrl.envs.service import link_arrays, link_state, toggle_gains
+from mobrl.envs.service import link_arrays, link_state, toggle_gains, toggle_gains_at
 
 #: per-station features `extended` adds after mobile-env's own
 EXTRA_FEATURES = ("reachable", "load")
@@ -196,9 +196,15 @@ def slot_gains(env: Any, state: dict[str, Any], columns: np.ndarray, k: int) -> 
     if isinstance(state, neighbours.SparseState):
         return pair_topk.slot_gains(state, columns, k)
     links = link_state(env)
-    gains = toggle_gains(links, links.conn)
     order = topk_slots(state, k)[:, columns]
     valid = order >= 0
+    if links.radio is None:
+        gains = toggle_gains(links, links.conn)
+    else:  # every toggle scored whole: only those of the slots
+        where = np.zeros(links.conn.shape, dtype=bool)
+        slot, col = np.nonzero(valid)
+        where[order[slot, col], np.asarray(columns)[col]] = True
+        gains = toggle_gains_at(links, links.conn, where)
     vals = gains[np.where(valid, order, 0), np.asarray(columns)[None, :]]
     return np.where(valid & np.isfinite(vals), vals, 0.0).T.astype(np.float32)
 

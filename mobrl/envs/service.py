@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from mobrl.core.protocols import LinkArrays, StationArrays, implements
+from mobrl.radio.links import RadioService
 
 #: improvements smaller than this are rounding, not gains
 _EPS = 1e-12
@@ -39,6 +40,9 @@ class LinkState:
     lower: float
     upper: float
     coeffs: tuple[float, float, float]
+    #: a radio model whose rates are not `cap` over a station's links (interference, another
+    #: scheduler, joint transmission: mobrl.radio.links); None: mobile-env's arithmetic
+    radio: RadioService | None = None
 
     def __post_init__(self) -> None:
         self._log_base = float(np.log(self.coeffs[2]))
@@ -58,6 +62,8 @@ class LinkState:
 
     def rates(self, conn: np.ndarray) -> np.ndarray:
         """Each UE's summed rate under the links `conn` (the last axes are (BS, UE))."""
+        if self.radio is not None:
+            return self.radio.rates(conn)
         counts = conn.sum(axis=-1, keepdims=True)
         return (conn * self.cap / np.maximum(counts, 1)).sum(axis=-2)
 
@@ -128,6 +134,8 @@ def marginal_utilities(state: LinkState) -> np.ndarray:
     linked to a common station, not with UEs squared (a 100-station / 1,000-UE layout: about
     ten thousand pairs instead of a (BS, UE, UE) array); small layouts keep the dense arrays,
     which are faster there and give the same numbers (tested)."""
+    if state.radio is not None:
+        return _marginal_coupled(state)
     conn = state.conn
     counts = conn.sum(axis=1)
     rate = state.rates(conn)
@@ -139,6 +147,34 @@ def marginal_utilities(state: LinkState) -> np.ndarray:
 
 #: layouts up to this many (BS, UE, UE) entries compute `marginal_utilities` densely
 DENSE_MARGINAL = 200_000
+#: link sets scored at once under a coupled radio model hold at most this many (BS, UE)
+#: entries together (memory, not numbers: the chunks give the same values)
+COUPLED_CHUNK = 2_000_000
+
+
+def utility_sums(state: LinkState, sets: np.ndarray) -> np.ndarray:
+    """`utility_sum` of each of the link sets `sets` (n, BS, UE), scored in chunks."""
+    size = max(1, COUPLED_CHUNK // max(1, sets.shape[1] * sets.shape[2]))
+    if len(sets) <= size:
+        return state.utility_sum(sets)
+    return np.concatenate(
+        [state.utility_sum(sets[i : i + size]) for i in range(0, len(sets), size)]
+    )
+
+
+def _marginal_coupled(state: LinkState) -> np.ndarray:
+    """`marginal_utilities` under a radio model where a UE's links change others' rates
+    (interference, shares beyond a station): the team's sum with the UE's links minus the sum
+    without them, each set scored whole."""
+    conn = state.conn
+    ues = np.flatnonzero(state.active & conn.any(axis=0))
+    out = np.zeros(conn.shape[1])
+    if ues.size:
+        sets = np.repeat(conn[None], ues.size, axis=0)
+        sets[np.arange(ues.size), :, ues] = False
+        out[ues] = state.utility_sum(conn) - utility_sums(state, sets)
+    # an active UE without links contributes nothing: its utility is -1 either way
+    return np.where(state.active, out, 0.0)
 
 
 def _others_dense(
@@ -228,6 +264,8 @@ def _exhaustive(state: LinkState, candidates: np.ndarray) -> np.ndarray:
 def toggle_gains(state: LinkState, conn: np.ndarray) -> np.ndarray:
     """(BS, UE) change of the team's summed utility from toggling each link alone (-inf where
     a toggle is not possible: out of range or inactive)."""
+    if state.radio is not None:
+        return toggle_gains_at(state, conn, state.reach)
     cap = state.cap
     counts = conn.sum(axis=1).astype(float)
     rate = state.rates(conn)
@@ -252,6 +290,19 @@ def toggle_gains(state: LinkState, conn: np.ndarray) -> np.ndarray:
     others_rem = others_all.sum(axis=1)[:, None] - others_all
     delta = np.where(conn, others_rem + change[3], others_add[:, None] + change[1])
     return np.where(state.reach, delta, -np.inf)
+
+
+def toggle_gains_at(state: LinkState, conn: np.ndarray, where: np.ndarray) -> np.ndarray:
+    """`toggle_gains` of the toggles `where` (BS, UE) only, each link set scored whole (-inf
+    elsewhere): the arithmetic of any radio model."""
+    b, u = np.nonzero(where & state.reach)
+    out = np.full(conn.shape, -np.inf)
+    if b.size:
+        sets = np.repeat(conn[None], b.size, axis=0)
+        k = np.arange(b.size)
+        sets[k, b, u] = ~sets[k, b, u]
+        out[b, u] = utility_sums(state, sets) - state.utility_sum(conn)
+    return out
 
 
 def capped_links(state: LinkState) -> np.ndarray:

@@ -18,8 +18,9 @@ from typing import Any
 
 import numpy as np
 
-from mobrl.envs.service import LinkState, best_links, toward
+from mobrl.envs.service import LinkState, best_links, toward, utility_sums
 from mobrl.evaluation.ascent import EPS, MAX_ROUNDS, Ascent
+from mobrl.evaluation.coupled import coupled_best, coupled_lookahead
 
 #: action sets up to this many joint choices are searched exhaustively
 EXHAUSTIVE_ACTIONS = 4096
@@ -56,6 +57,8 @@ def best_actions(
     allowed = state.reach if allowed is None else allowed & state.reach
     if _few_choices(allowed):
         return exhaustive_actions(state, allowed)
+    if state.radio is not None:  # rates coupled beyond a station: score sets whole
+        return coupled_best(state, allowed, list(starts))
     return _best_of(Ascent(state, allowed), starts, stats)
 
 
@@ -100,6 +103,8 @@ def lookahead_actions(
     coordinate ascent over a2 (the next step's search from a1's links) and one over a1
     scored on both steps. Starts: the one-step best and each of `starts`."""
     allowed = state.reach if allowed is None else allowed & state.reach
+    if state.radio is not None:
+        return coupled_lookahead(state, allowed, list(starts))
     first = Ascent(state, allowed)
     candidates = [_best_of(first, starts, stats), *map(first.valid, starts)]
     best, best_value = candidates[0], -np.inf
@@ -142,7 +147,7 @@ def exhaustive_actions(state: LinkState, allowed: np.ndarray | None = None) -> n
         act = grid[:, m]
         on = np.flatnonzero(act > 0)
         sets[on, act[on] - 1, ue] = ~sets[on, act[on] - 1, ue]
-    values = state.utility_sum(sets)
+    values = utility_sums(state, sets)
     toggles = (grid > 0).sum(axis=1)
     top = np.flatnonzero(values >= values.max() - EPS)
     actions[movers] = grid[top[np.argmin(toggles[top])]]
@@ -171,7 +176,7 @@ class StepSearch:
         starts = [np.asarray(greedy, dtype=np.int64)]
         if self.target is not None and self.target.shape == state.conn.shape:
             starts.append(toward(state, self.target & state.reach))
-        if np.count_nonzero(state.reach) <= PLAN_LINKS:
+        if state.radio is None and np.count_nonzero(state.reach) <= PLAN_LINKS:
             self.target = best_links(state)
             starts.append(toward(state, self.target))
         search = lookahead_actions if self.lookahead else best_actions

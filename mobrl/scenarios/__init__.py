@@ -177,4 +177,21 @@ def build_config(data: dict[str, Any]) -> tuple[list[Any], list[Any], dict[str, 
         },
         "ue": ue_params,
     }
+    extra = beyond_mobile_env(data)
+    if extra:  # read by the fast engine (mobrl.envs.radio_engine); mobile-env ignores it
+        config["mobrl"] = extra
     return stations, users, config
+
+
+def beyond_mobile_env(data: dict[str, Any]) -> dict[str, Any]:
+    """The parts of a validated layout mobile-env's own step does not model: a radio section
+    other than mobile-env's model, a movement model other than random waypoint ({}: none)."""
+    from mobrl.radio.config import RadioConfig
+
+    extra: dict[str, Any] = {}
+    radio = data.get("radio")
+    if radio and not RadioConfig.of(radio).is_stock:
+        extra["radio"] = dict(radio)
+    if data["movement"].get("model", "random_waypoint") != "random_waypoint":
+        extra["movement"] = dict(data["movement"])
+    return extra

@@ -46,6 +46,8 @@ class Options:
     seed: int = 0
     force: bool = False
     station: dict[str, float] = field(default_factory=dict)  # overrides of station_defaults
+    radio: dict[str, Any] = field(default_factory=dict)  # the radio section's keys
+    movement: dict[str, Any] = field(default_factory=dict)  # the movement section's keys
 
     def flags(self) -> list[str]:
         """These options as command-line flags, in a fixed order."""
@@ -58,7 +60,26 @@ class Options:
         for key, flag in STATION_FLAGS.items():
             if key in self.station:
                 out += [flag, f"{self.station[key]:g}"]
+        for flag, pairs in (("--radio", self.radio), ("--movement", self.movement)):
+            for key, value in pairs.items():
+                text = str(value).lower() if isinstance(value, bool) else f"{value}"
+                out += [flag, f"{key}={text}"]
         return out
+
+
+def parse_pairs(items: list[str], flag: str) -> dict[str, Any]:
+    """`KEY=VALUE` options as a dict, each value read as YAML reads it (numbers, true/false);
+    the layout's validation checks the keys and values."""
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise UserError(
+                f"{flag} '{item}' is not KEY=VALUE. Write e.g. "
+                f"{flag} {'channel=uma' if flag == '--radio' else 'model=gauss_markov'}."
+            )
+        out[key.strip()] = yaml.safe_load(value) if value.strip() else None
+    return out
 
 
 #: station_defaults keys settable from the command line, and their flags
@@ -227,26 +248,45 @@ def layout(
         "seed": options.seed,
         "station_defaults": {**scenarios.DEFAULTS["station_defaults"], **options.station},
         "stations": stations,
-        "ues": {**ues, "count": ue_count(options.ues, width, height)},
-        "movement": {"model": "random_waypoint"},
+        "ues": {**_ue_keys(ues, options.radio), "count": ue_count(options.ues, width, height)},
+        **({"radio": dict(options.radio)} if options.radio else {}),
+        "movement": {"model": "random_waypoint", **options.movement},
         "arrival": {"model": "always"},
     }
 
 
+def _ue_keys(ues: dict[str, Any], radio: dict[str, Any]) -> dict[str, Any]:
+    """The UE keys a layout file writes: under a thermal-noise channel noise and threshold come
+    from the radio section, so mobile-env's `noise` and `snr_threshold` are left out."""
+    if radio.get("channel", "okumura_hata") == "okumura_hata":
+        return dict(ues)
+    return {k: v for k, v in ues.items() if k not in ("noise", "snr_threshold")}
+
+
 def coverage(data: dict[str, Any], samples: int = 200) -> float:
     """The share of the map within range of at least one station (SNR above the UEs'
-    threshold), on a grid of `samples` x `samples` points."""
+    threshold; under a 3GPP channel its best case, the SNR with line of sight and no
+    shadowing or interference), on a grid of `samples` x `samples` points."""
     from mobrl.envs.channel import loss_terms, snr
+    from mobrl.scenarios.schema import best_snr
 
     ue = data["ues"]
     xs = (np.arange(samples) + 0.5) * data["width"] / samples
     ys = (np.arange(samples) + 0.5) * data["height"] / samples
     gx, gy = (g.ravel() for g in np.meshgrid(xs, ys))
     covered = np.zeros(gx.shape, dtype=bool)
+    radio = data.get("radio") or {}
     for s in data["stations"]:
-        t1, t2 = loss_terms(s["frequency"], s["height"], ue["height"])
-        best = snr(t1, t2, s["tx_power"], ue["noise"], s["x"] - gx, s["y"] - gy)
-        covered |= best > ue["snr_threshold"]
+        if radio.get("channel", "okumura_hata") == "okumura_hata":
+            t1, t2 = loss_terms(s["frequency"], s["height"], ue["height"])
+            best = snr(t1, t2, s["tx_power"], ue["noise"], s["x"] - gx, s["y"] - gy)
+            threshold = ue["snr_threshold"]
+        else:  # line of sight, no shadowing, no interference: the best case
+            params = {k: np.array([s[k]], dtype=float) for k in s}
+            best, threshold = best_snr(
+                radio, params, ue["height"], np.hypot(s["x"] - gx, s["y"] - gy)
+            )
+        covered |= best > threshold
     return float(covered.mean())
 
 

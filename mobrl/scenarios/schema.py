@@ -21,8 +21,15 @@ from pathlib import Path
 from typing import Any
 
 from mobrl.core.errors import UserError, closest_first
+from mobrl.radio.config import (
+    CHANNEL_CHOICES,
+    INTERFERENCE_CHOICES,
+    JOINT_CHOICES,
+    SCHEDULER_CHOICES,
+)
 
-MOVEMENT_MODELS = ("random_waypoint",)
+#: random_waypoint is mobile-env's own; the others are mobrl.envs.mobility's models
+MOVEMENT_MODELS = ("random_waypoint", "gauss_markov", "trace")
 ARRIVAL_MODELS = ("always", "random")
 
 
@@ -44,6 +51,8 @@ class Rule:
     when: str | None = None
     #: why a whole number below the bound is refused, said instead of the general message
     below: str | None = None
+    #: None is a value (the key is optional and has no fallback)
+    optional: bool = False
 
 
 def _key(default: Any = dataclasses.MISSING, **rule: Any) -> Any:
@@ -89,6 +98,22 @@ class Ues:
 
 
 @dataclass
+class Radio:
+    """The radio model: mobile-env's (Okumura-Hata, no shadowing, no interference,
+    resource-fair shares, summed rates) unless given; docs/radio.md has every formula. Units:
+    dB, bit/s/Hz; None: the channel's default (mobrl.radio.config)."""
+
+    channel: str = _key("okumura_hata", choices=CHANNEL_CHOICES)
+    shadowing: bool = _key(False)
+    interference: str = _key("none", choices=INTERFERENCE_CHOICES)
+    scheduler: str = _key("resource_fair", choices=SCHEDULER_CHOICES)
+    joint_transmission: str = _key("sum_rates", choices=JOINT_CHOICES)
+    noise_figure_db: float | None = _key(None, low=0, strict=False, optional=True)
+    sinr_threshold_db: float | None = _key(None, optional=True)  # dB may be negative
+    max_spectral_efficiency: float | None = _key(None, low=0, optional=True)
+
+
+@dataclass
 class Movement:
     """How UEs move, and the area they move in (the map unless given)."""
 
@@ -121,6 +146,7 @@ class Layout:
     station_defaults: StationDefaults = _section(StationDefaults)
     stations: list[Station] = _key(None, missing="Add stations: (see small.yaml).")
     ues: Ues = _section(Ues)
+    radio: Radio = _section(Radio)
     movement: Movement = _section(Movement)
     arrival: Arrival = _section(Arrival)
 
@@ -219,6 +245,15 @@ class Checker:
             )
         return value
 
+    def flag(self, data: dict, key: str, where: str) -> bool:
+        """true or false."""
+        value = data.get(key)
+        if not isinstance(value, bool):
+            raise self.fail(
+                f"{where}{key}", f"must be true or false, got {value!r}", "Fix the value."
+            )
+        return value
+
     def choice(self, data: dict, key: str, where: str, choices: tuple[str, ...]) -> None:
         """One of `choices`; the closest is named when there is more than one."""
         value = data[key]
@@ -253,8 +288,10 @@ def validate(raw: dict[str, Any], path: Path) -> dict[str, Any]:
     _check_required(check, data, Layout, "")
     _check_values(check, data, Layout, "", data)
     _check_stations(check, data)
-    for name in ("station_defaults", "ues", "movement"):
+    for name in ("station_defaults", "ues", "radio", "movement"):
         _check_values(check, data[name], _type(Layout, name), f"{name}.", data)
+    _check_radio(check, data)
+    _check_movement(check, data)
     _check_reachable(check, data)
     _check_fits(check, data)
     _check_values(check, data["arrival"], Arrival, "arrival.", data)
@@ -269,7 +306,10 @@ def _check_keys(check: Checker, raw: dict[str, Any]) -> None:
         if name in raw:
             if not isinstance(raw[name], dict):
                 raise check.fail(name, "must be a mapping", f"See the {name} of small.yaml.")
-            check.keys(raw[name], list(DEFAULTS[name]), f"{name}.")
+            allowed = list(DEFAULTS[name])
+            if name == "movement":  # and the keys of the models of mobrl.envs.mobility
+                allowed += [k for k in _model_keys() if k not in allowed]
+            check.keys(raw[name], allowed, f"{name}.")
 
 
 def _check_required(check: Checker, values: dict, schema: type, where: str) -> None:
@@ -295,6 +335,8 @@ def _check_values(
         if rule.choices:
             check.choice(values, name, where, rule.choices)
             continue
+        if rule.optional and values.get(name) is None:
+            continue
         if rule.fallback is not None and values[name] is None:
             fallback = rule.fallback
             values[name] = layout[fallback] if isinstance(fallback, str) else fallback
@@ -303,6 +345,8 @@ def _check_values(
             check.number(values, name, where, low, rule.strict)
         elif kind is int:
             check.integer(values, name, where, low, rule.strict, rule.below)
+        elif kind is bool:
+            check.flag(values, name, where)
 
 
 def _check_stations(check: Checker, data: dict[str, Any]) -> None:
@@ -344,6 +388,58 @@ def _check_window(check: Checker, data: dict[str, Any]) -> None:
         )
 
 
+def _model_keys() -> list[str]:
+    """The keys every mobility model of mobrl.envs.mobility may take, in registry order."""
+    from mobrl.envs.mobility import MODELS
+
+    return [k for cls in MODELS.values() for k in cls.PARAMS]
+
+
+def _check_radio(check: Checker, data: dict[str, Any]) -> None:
+    """What relates the radio keys: shadowing needs a channel with a shadowing sigma."""
+    from mobrl import radio
+
+    section = data["radio"]
+    model = radio.channel(section["channel"])
+    if section["shadowing"] and not model.has_shadowing:
+        with_sigma = [n for n, c in radio.CHANNELS.items() if c.has_shadowing]
+        raise check.fail(
+            "radio.shadowing",
+            f"is true, but channel {section['channel']} has no shadowing sigma",
+            f"Use channel {' or '.join(with_sigma)}, or shadowing: false.",
+        )
+
+
+def _check_movement(check: Checker, data: dict[str, Any]) -> None:
+    """A mobility model's own keys and values (mobrl.envs.mobility); a trace file's name
+    becomes absolute (relative names are read from the layout file's folder)."""
+    from mobrl.envs.mobility import MODELS, MovementError
+
+    movement = data["movement"]
+    model = movement["model"]
+    params = {k: v for k, v in movement.items() if k not in DEFAULTS["movement"]}
+    if model == "random_waypoint":
+        if params:
+            key = next(iter(params))
+            owners = [n for n, cls in MODELS.items() if key in cls.PARAMS]
+            raise check.fail(
+                f"movement.{key}",
+                f"belongs to model {' or '.join(owners)}, not random_waypoint",
+                f"Set movement.model: {owners[0]}, or drop {key}.",
+            )
+        return
+    cls = MODELS[model]
+    base = check.path.parent if check.path.suffix else Path.cwd()
+    try:
+        cls.check(params, movement["width"], movement["height"], data["ues"]["count"], base)
+    except MovementError as err:
+        raise check.fail(err.key, err.problem, err.fix) from None
+    for key, default in cls.PARAMS.items():
+        movement.setdefault(key, default)
+    if "file" in movement and movement["file"] is not None:
+        movement["file"] = str((base / str(movement["file"])).resolve())
+
+
 def _check_reachable(check: Checker, data: dict[str, Any]) -> None:
     """Refuse a layout in which no UE can ever be served: every point UEs move through
     (the movement area from (0, 0)) lies beyond every station's coverage (where a UE's SNR
@@ -358,15 +454,40 @@ def _check_reachable(check: Checker, data: dict[str, Any]) -> None:
     # measures distance between integer-truncated positions)
     dx = np.maximum(np.abs(st["x"] - np.clip(st["x"], 0, movement["width"])) - 1, 0)
     dy = np.maximum(np.abs(st["y"] - np.clip(st["y"], 0, movement["height"])) - 1, 0)
-    t1, t2 = loss_terms(st["frequency"], st["height"], ues["height"])
-    best = snr(t1, t2, st["tx_power"], ues["noise"], dx, dy)
-    if not (best > ues["snr_threshold"]).any():
+    section = data["radio"]
+    if section["channel"] == "okumura_hata":
+        t1, t2 = loss_terms(st["frequency"], st["height"], ues["height"])
+        best = snr(t1, t2, st["tx_power"], ues["noise"], dx, dy)
+        threshold = ues["snr_threshold"]
+    else:  # the radio model's best case: line of sight, no shadowing, no interference
+        best, threshold = best_snr(section, st, ues["height"], np.hypot(dx, dy))
+    if not (best > threshold).any():
         area = f"{movement['width']:g} x {movement['height']:g} m"
         raise check.fail(
             "movement",
             f"keeps UEs in a {area} area that no station covers (no UE could ever connect)",
             "Enlarge movement.width/height, move stations near the UEs, or raise tx_power.",
         )
+
+
+def best_snr(
+    section: dict[str, Any], st: dict[str, Any], ue_height: float, d2d: Any
+) -> tuple[Any, float]:
+    """Each station's SNR at 2D distance `d2d` under a thermal-noise channel, with line of
+    sight and no shadowing, and the layout's SINR threshold (both linear)."""
+    import numpy as np
+
+    from mobrl import radio
+    from mobrl.radio.config import NOISE_FIGURE_DB, SINR_THRESHOLD_DB, RadioConfig
+
+    cfg = RadioConfig.of(section)
+    model = radio.channel(cfg.channel)
+    d2d = np.maximum(d2d, model.min_distance_2d_m)
+    loss = model.path_loss_db(d2d, st["frequency"] / 1000.0, st["height"], ue_height, True)
+    figure = NOISE_FIGURE_DB if cfg.noise_figure_db is None else cfg.noise_figure_db
+    noise = radio.thermal_noise_dbm(st["bandwidth"], figure)
+    thr = SINR_THRESHOLD_DB if cfg.sinr_threshold_db is None else cfg.sinr_threshold_db
+    return 10 ** ((st["tx_power"] - loss - noise) / 10), 10 ** (thr / 10)
 
 
 def _check_fits(check: Checker, data: dict[str, Any]) -> None:

@@ -1,0 +1,190 @@
+"""The fast engine's radio model beyond mobile-env's: received powers at the UEs' positions
+(the layout's channel, LOS state and shadowing), noise and thresholds, as (station, UE) arrays.
+
+`RadioArrays` turns a layout's `radio:` section (mobrl.radio.config) and mobile-env's station
+and UE objects into arrays once, then gives each step's received powers; the engine derives
+SINRs and rates from them with mobrl.radio.links, the same functions the service arithmetic
+of the references uses. A layout with mobile-env's model never builds one.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from mobrl import radio
+from mobrl.envs import channel as hata
+from mobrl.radio.config import NOISE_FIGURE_DB, SINR_THRESHOLD_DB, RadioConfig
+from mobrl.radio.fields import ShadowFields, StationFields
+from mobrl.radio.links import LinkModel, RadioService, link_rates, link_sinr, transmitting
+
+#: the radio RNG's stream, apart from mobile-env's own draws of the same seed
+_STREAM = 38901
+
+
+class RadioArrays:
+    """A layout's radio model on arrays: `rx(x, y)` (mW) of every (station, UE) pair, `noise`
+    (mW) and `thr` (linear SINR) broadcastable to (station, UE), and per station `bw`, the
+    rate of one bit/s/Hz over all its resources (Hz; thermal-noise channels: MHz, i.e. rates
+    in Mbit/s)."""
+
+    def __init__(
+        self,
+        cfg: RadioConfig,
+        stations: list[Any],
+        ues: list[Any],
+        seed: Any,
+        area: tuple[float, float],
+    ) -> None:
+        self.cfg = cfg
+        self.model = LinkModel(
+            cfg.interference, cfg.scheduler, cfg.joint_transmission, cfg.spectral_cap
+        )
+        self.channel = radio.channel(cfg.channel)
+        n_bs, n_ue = len(stations), len(ues)
+        self.shape = (n_bs, n_ue)
+        self.tx_dbm = np.array([b.tx_power for b in stations], dtype=float)[:, None]
+        bw_hz = np.array([b.bw for b in stations], dtype=float)[:, None]
+        # rates in mobile-env's own units (its bandwidth times log2(1 + SNR)); under the
+        # thermal-noise channels in Mbit/s, the unit mobile-env's utility is scaled for
+        # (10 log10(rate) in [-20, 20]: 0.01 to 100 Mbit/s)
+        self.bw = bw_hz / 1e6 if cfg.thermal else bw_hz
+        freq_mhz = np.array([b.frequency for b in stations], dtype=float)[:, None]
+        bs_height = np.array([b.height for b in stations], dtype=float)[:, None]
+        ue_height = np.array([ue.height for ue in ues], dtype=float)[None, :]
+        if cfg.thermal:
+            self.bx = np.array([float(b.x) for b in stations])[:, None]
+            self.by = np.array([float(b.y) for b in stations])[:, None]
+            figure = NOISE_FIGURE_DB if cfg.noise_figure_db is None else cfg.noise_figure_db
+            noise_dbm = radio.thermal_noise_dbm(bw_hz, figure)
+            self.noise = np.broadcast_to(10 ** (noise_dbm / 10), self.shape)
+            thr_db = SINR_THRESHOLD_DB if cfg.sinr_threshold_db is None else cfg.sinr_threshold_db
+            thr = 10 ** (thr_db / 10)
+            self.thr = np.full((1, n_ue), thr)
+        else:  # mobile-env's Okumura-Hata on integer-truncated positions, its noise and threshold
+            self.bx = np.array([float(int(b.x)) for b in stations])[:, None]
+            self.by = np.array([float(int(b.y)) for b in stations])[:, None]
+            t1, t2 = hata.loss_terms(freq_mhz, bs_height, ue_height)
+            self.t1, self.t2 = np.broadcast_to(t1, self.shape), np.broadcast_to(t2, self.shape)
+            self.noise = np.broadcast_to(
+                np.array([ue.noise for ue in ues], dtype=float)[None, :], self.shape
+            )
+            self.thr = np.array([ue.snr_threshold for ue in ues], dtype=float)[None, :]
+        self.fc_ghz, self.h_bs, self.h_ue = freq_mhz / 1000.0, bs_height, ue_height
+        self.rng = np.random.default_rng([int(seed or 0), _STREAM])
+        self.los_field, self.sf_fields = None, None
+        if not cfg.thermal:
+            return
+        ch = self.channel
+        self.terms = ch.loss_terms(self.fc_ghz, bs_height, ue_height)
+        self.min_d2 = ch.min_distance_2d_m**2
+        width, height = area
+        if ch.has_los_state:
+            self.los_field = StationFields(
+                ch.los_decorrelation_m, n_bs, width, height, uniform=True
+            )
+        if cfg.shadowing:
+            self.sf_fields = ShadowFields(
+                ch.sf_decorrelation_los_m, ch.sf_decorrelation_nlos_m,
+                ch.sigma_los_db, ch.sigma_nlos_db, n_bs, width, height,
+            )  # fmt: skip
+        # dBm -> mW as one exp: 10 ** (v / 10) = exp(v * ln(10) / 10)
+        self._db = np.log(10.0) / 10.0
+
+    def reset(self) -> None:
+        """A new episode: new realisations of the LOS and shadowing fields."""
+        for field in self._fields():
+            field.redraw(self.rng)
+
+    def _fields(self) -> list[Any]:
+        return [f for f in (self.los_field, self.sf_fields) if f is not None]
+
+    def rx(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        """(station, UE) received power in mW at the UEs' positions x, y."""
+        if not self.cfg.thermal:
+            dx, dy = self.bx - np.trunc(x)[None, :], self.by - np.trunc(y)[None, :]
+            loss = self.t1 + self.t2 * np.log10(np.sqrt(dx * dx + dy * dy) + hata.EPSILON)
+            return 10 ** ((self.tx_dbm - loss) / 10)
+        return np.exp(self.rx_dbm(x, y)[0] * self._db)
+
+    def rx_dbm(self, x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, ...]:
+        """(received power dBm, path loss dB, shadowing dB, LOS) of every (station, UE) pair
+        at the UEs' positions, under a thermal-noise channel."""
+        dx, dy = self.bx - x[None, :], self.by - y[None, :]
+        # below the model's smallest distance the formula is read at that distance
+        d2d = np.sqrt(np.maximum(dx * dx + dy * dy, self.min_d2))
+        if self.los_field is not None:
+            p_los = self.channel.los_probability_of(d2d, self.h_ue)
+            los = self.los_field.at(x, y) < p_los
+        else:
+            los = True
+        loss = self.terms.loss_db(d2d, los)
+        if self.sf_fields is not None:
+            sf = self.sf_fields.at(x, y, np.broadcast_to(los, self.shape))
+            return self.tx_dbm - loss - sf, loss, sf, los
+        return self.tx_dbm - loss, loss, np.zeros(self.shape), los
+
+
+class RadioSteps:
+    """Mixin of `FastEngine`: the step's SINRs and rates under a layout's radio model, and UE
+    movement by a model of mobrl.envs.mobility, where the layout asks for them."""
+
+    _radio: RadioArrays | None = None
+    _mobility: Any = None
+
+    def _setup_radio(self, config: dict[str, Any]) -> None:
+        extra = config.get("mobrl") or {}
+        seed = int(getattr(self, "seed", 0) or 0)
+        cfg = RadioConfig.of(extra.get("radio"))
+        if not cfg.is_stock:
+            area = (float(self.width), float(self.height))
+            self._radio = RadioArrays(cfg, self._bs_list, self._ue_list, seed, area)
+            self._grid = None  # interference couples every pair: the dense arrays
+        movement = extra.get("movement") or {}
+        if movement.get("model", "random_waypoint") != "random_waypoint":
+            from mobrl.envs.mobility import model_class
+
+            params = {k: v for k, v in movement.items() if k not in ("model", "width", "height")}
+            cls = model_class(movement["model"])
+            self._mobility = cls(
+                params, float(movement["width"]), float(movement["height"]), self._velocity
+            )
+            self._mobility_rng = np.random.default_rng([seed, _STREAM + 1])
+
+    def _reset_radio(self) -> None:
+        """At reset, after mobile-env's own draws: new fields, the mobility model's start."""
+        if self._radio is not None:
+            self._radio.reset()
+        if self._mobility is not None:
+            x, y = self._mobility.reset(self._mobility_rng)
+            for ue, nx, ny in zip(self._ue_list, x.tolist(), y.tolist()):
+                ue.x, ue.y = nx, ny
+
+    def _radio_snr(self) -> None:
+        """Received powers at the current positions; each link's SINR with the stations that
+        transmit now; reach: SINR above the UE's threshold."""
+        r = self._radio
+        self._rx = r.rx(self._x, self._y)
+        self._snr = link_sinr(self._rx, r.noise, transmitting(r.model, self._conn))
+        self._reach = self._snr > r.thr
+
+    def _radio_rates(self) -> np.ndarray:
+        r = self._radio
+        return link_rates(r.model, self._rx, r.noise, r.bw, r.thr, self._conn)
+
+    def radio_service(self) -> RadioService | None:
+        """What the service arithmetic needs to recompute this step's rates for other links
+        (None: mobile-env's model)."""
+        r = self._radio
+        if r is None:
+            return None
+        return RadioService(r.model, self._rx, r.noise, r.bw, r.thr)
+
+    def _move_model(self, sel: Any) -> None:
+        ids = self._active_idx
+        x, y = self._mobility.step(self._x, self._y, ids, int(self.time), self._mobility_rng)
+        self._x[ids], self._y[ids] = x, y
+        ues = self._ue_list
+        for i, nx, ny in zip(ids.tolist(), x.tolist(), y.tolist()):
+            ues[i].x, ues[i].y = nx, ny

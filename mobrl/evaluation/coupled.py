@@ -1,0 +1,135 @@
+"""The references' search under a radio model where one UE's links change other UEs' rates
+beyond its stations' shares (interference, proportional-fair shares, joint transmission):
+every candidate scored whole on the radio model's own arithmetic (mobrl.radio.links), so a
+predicted step utility is the env's.
+
+`coupled_actions` is a coordinate ascent: each round scores every single UE's every other
+choice with the rest fixed, then applies the improving changes together (best first, one per
+UE) if that improves the step, else the better half of them, down to the single best change,
+which always does. `coupled_lookahead` adds the next step: the first move of the best
+two-step plan with this step's powers held, among the one-step best and the starts.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from mobrl.envs.service import LinkState, utility_sums
+
+#: improvements smaller than this are rounding
+EPS = 1e-12
+#: rounds of the ascent at most (each applies at least one improving change)
+MAX_ROUNDS = 60
+
+
+def _options(allowed: np.ndarray, active: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Every (UE, action) choice of the UEs that can move: keep (0) or toggle an allowed
+    station (b + 1)."""
+    st, ue = np.nonzero(allowed & active[None, :])
+    movers = np.unique(ue)
+    return np.concatenate([movers, ue]), np.concatenate([np.zeros_like(movers), st + 1])
+
+
+def _columns(state: LinkState, ues: np.ndarray, acts: np.ndarray) -> np.ndarray:
+    """(n, BS) link column of UE ues[i] after its action acts[i] from the step's links."""
+    cols = state.conn[:, ues].T.copy()
+    on = np.flatnonzero(acts > 0)
+    rows = acts[on] - 1
+    cols[on, rows] = ~cols[on, rows] & state.reach[rows, ues[on]]
+    return cols
+
+
+def links_of(state: LinkState, acts: np.ndarray) -> np.ndarray:
+    """The links after every UE's action (the step's own rule, as `oracle.apply_actions`)."""
+    conn = state.conn.copy()
+    ues = np.flatnonzero((acts > 0) & state.active)
+    conn[:, ues] = _columns(state, ues, acts[ues]).T
+    return conn
+
+
+def coupled_actions(
+    state: LinkState, allowed: np.ndarray, start: np.ndarray
+) -> tuple[np.ndarray, float]:
+    """The ascent from `start` (actions in UE order): its actions and summed utility."""
+    opt_ue, opt_act = _options(allowed, state.active)
+    acts = np.where(state.active, start, 0).astype(np.int64)
+    conn = links_of(state, acts)
+    value = float(state.utility_sum(conn))
+    for _ in range(MAX_ROUNDS):
+        other = np.flatnonzero(opt_act != acts[opt_ue])
+        if not other.size:
+            break
+        ues, choice = opt_ue[other], opt_act[other]
+        sets = np.repeat(conn[None], other.size, axis=0)
+        sets[np.arange(other.size), :, ues] = _columns(state, ues, choice)
+        gains = utility_sums(state, sets) - value
+        # each UE's best improving change, best first
+        order = np.lexsort((-gains, ues))
+        first = order[np.r_[True, ues[order][1:] != ues[order][:-1]]]
+        first = first[gains[first] > EPS]
+        if not first.size:
+            break
+        first = first[np.argsort(-gains[first], kind="stable")]
+        m = first.size
+        while True:
+            trial = acts.copy()
+            trial[ues[first[:m]]] = choice[first[:m]]
+            trial_conn = links_of(state, trial)
+            trial_value = float(state.utility_sum(trial_conn))
+            if trial_value > value + EPS or m == 1:
+                break
+            m //= 2
+        if trial_value <= value + EPS:
+            break
+        acts, conn, value = trial, trial_conn, trial_value
+    return acts, value
+
+
+def coupled_best(state: LinkState, allowed: np.ndarray, starts: list[np.ndarray]) -> np.ndarray:
+    """The best ascent from no change and from each of `starts`."""
+    best, best_value = None, -np.inf
+    for start in [np.zeros(len(state.active), dtype=np.int64), *starts]:
+        acts, value = coupled_actions(state, allowed, np.asarray(start, dtype=np.int64))
+        if value > best_value + EPS:
+            best, best_value = acts, value
+    return best
+
+
+def coupled_lookahead(
+    state: LinkState, allowed: np.ndarray, starts: list[np.ndarray]
+) -> np.ndarray:
+    """The first move of the best two-step plan (this step's powers held for the next): each
+    candidate first move (the one-step best, each start) scored by its step's utility plus
+    the next step's best from its links."""
+    first = coupled_best(state, allowed, starts)
+    best, best_value = first, -np.inf
+    seen: list[np.ndarray] = []
+    for a1 in [first, *(np.asarray(s, dtype=np.int64) for s in starts)]:
+        a1 = np.where(state.active, a1, 0)
+        if any(np.array_equal(a1, s) for s in seen):
+            continue
+        seen.append(a1)
+        c1 = links_of(state, a1)
+        nxt = _next_state(state, c1)
+        _, v2 = coupled_actions(nxt, allowed, np.zeros_like(a1))
+        value = float(state.utility_sum(c1)) + v2
+        if value > best_value + EPS:
+            best, best_value = a1, value
+    return best
+
+
+def _next_state(state: LinkState, conn: np.ndarray) -> LinkState:
+    """The step after `conn`, with this step's powers: links still in range kept; who
+    transmits follows the links (the reach with them is the radio model's)."""
+    from dataclasses import replace
+
+    reach = state.reach
+    radio: Any = state.radio
+    if radio is not None and radio.model.interference == "active":
+        from mobrl.radio.links import link_sinr, transmitting
+
+        sinr = link_sinr(radio.rx, radio.noise, transmitting(radio.model, conn))
+        reach = (sinr > radio.thr) & state.active[None, :]
+    return replace(state, conn=conn & reach, reach=reach)

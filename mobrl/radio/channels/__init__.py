@@ -1,0 +1,42 @@
+"""Registry of channel models: a name (`uma`, `umi`, `free_space`, `okumura_hata`) -> its `Channel`.
+
+Each module named in `_MODULES` defines `CHANNEL`, an instance of a `Channel` subclass whose
+`name` is the module's name. A new model is one module here and one line in `_MODULES`.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from mobrl.core.errors import closest_first
+from mobrl.radio.channels.base import Channel
+
+__all__ = ["CHANNELS", "Channel", "channel"]
+
+#: the modules that define a channel, in the order they are listed to users
+_MODULES = ("uma", "umi", "free_space", "okumura_hata")
+
+
+def _load() -> dict[str, Channel]:
+    found: dict[str, Channel] = {}
+    for module in _MODULES:
+        model = importlib.import_module(f"{__name__}.{module}").CHANNEL
+        assert model.name == module, f"{__name__}.{module}.CHANNEL is named '{model.name}'"
+        found[module] = model
+    return found
+
+
+#: every channel model by name
+CHANNELS: dict[str, Channel] = _load()
+
+
+def channel(name: str) -> Channel:
+    """The channel model called `name`; a one-line `ValueError` naming the closest ones if none
+    is."""
+    if isinstance(name, str) and name in CHANNELS:
+        return CHANNELS[name]
+    ordered = closest_first(str(name), CHANNELS)
+    raise ValueError(
+        f"unknown channel model '{name}'; the closest is '{ordered[0]}'. "
+        f"Choose one of: {', '.join(ordered)}."
+    )

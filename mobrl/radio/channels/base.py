@@ -1,0 +1,131 @@
+"""The channel-model interface: what a path-loss model declares and the two things it computes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+#: metres per second (exact, SI): the breakpoint distance and free space need it with fc in Hz
+SPEED_OF_LIGHT = 299_792_458.0
+
+#: the effective environment height hE of TR 38.901 Table 7.4.1-1 note 1, fixed at 1 m: the
+#: standard draws a larger hE for UMa UEs above 13 m, which would make path loss random
+H_E = 1.0
+
+#: what the models accept: a number or anything numpy turns into a float array
+ArrayLike = npt.ArrayLike
+#: what they return: a numpy float64 for scalar inputs, an array of the broadcast shape otherwise
+FloatResult = np.float64 | npt.NDArray[np.float64]
+
+
+def distance_3d(d2d: Any, h_bs: Any, h_ue: Any) -> Any:
+    """The 3D distance between BS and UE antennas, d3D = sqrt(d2D^2 + (hBS - hUT)^2)."""
+    return np.sqrt(d2d * d2d + (h_bs - h_ue) ** 2)
+
+
+def breakpoint_distance(fc_ghz: Any, h_bs: Any, h_ue: Any) -> Any:
+    """TR 38.901 Table 7.4.1-1 note 1: d'BP = 4 h'BS h'UT fc / c, with h' = h - hE, fc in Hz."""
+    return 4.0 * (h_bs - H_E) * (h_ue - H_E) * (fc_ghz * 1e9) / SPEED_OF_LIGHT
+
+
+@dataclass(frozen=True)
+class LossTerms:
+    """A path-loss formula with its frequency and height terms worked out once, for a
+    simulation that evaluates it at many distances with the same stations and UEs: each
+    segment is `a + slope * log10(d3D)`, the LOS one `near` up to the breakpoint (2D distance
+    `breakpoint`) and `far` beyond it, the NLOS one `nlos` (None: no LOS state; the NLOS loss is
+    the larger of the two). Arrays broadcast to (station, UE)."""
+
+    dh2: Any  # (hBS - hUT)^2
+    breakpoint: Any
+    near: tuple[Any, float]
+    far: tuple[Any, float]
+    nlos: tuple[Any, float] | None
+
+    def loss_db(self, d2d: Any, los: Any) -> Any:
+        """The path loss (dB) at 2D distances `d2d` with LOS states `los`; the same value as
+        the model's `path_loss_db` up to rounding (tested to 1e-9 dB)."""
+        lg = 0.5 * np.log10(d2d * d2d + self.dh2)
+        (a1, s1), (a2, s2) = self.near, self.far
+        pl = np.where(d2d <= self.breakpoint, a1 + s1 * lg, a2 + s2 * lg)
+        if self.nlos is None:
+            return pl
+        a3, s3 = self.nlos
+        return np.where(los, pl, np.maximum(pl, a3 + s3 * lg))
+
+
+@dataclass(frozen=True)
+class Channel:
+    """A deterministic path-loss model: its parameters, provenance and formulas.
+
+    `path_loss_db` and `los_probability` broadcast over every argument with numpy's rules: a
+    (3, 1) array of distances against a (1, 4) array of frequencies gives a (3, 4) result;
+    scalars give a numpy float64. Outside the range a model is specified for (`min_distance_2d_m`
+    up to 5 km for the 3GPP ones) the formula is evaluated as is, without clipping.
+    Subclasses implement `_path_loss_db` and `_los_probability` on float arrays of one shape.
+    """
+
+    name: str
+    #: where the formulas come from, down to the table
+    source: str
+    default_bs_height_m: float
+    #: shadow-fading standard deviations; None when the model has none
+    sigma_los_db: float | None
+    sigma_nlos_db: float | None
+    #: shadow-fading decorrelation distances (TR 38.901 Table 7.5-6 Part-1, the SF row)
+    sf_decorrelation_los_m: float | None
+    sf_decorrelation_nlos_m: float | None
+    #: correlation distance of the LOS state (TR 38.901 Table 7.6.3.1-2)
+    los_decorrelation_m: float | None
+    #: False: `los` is ignored by `path_loss_db`
+    has_los_state: bool
+    #: the smallest 2D distance the formula is specified for
+    min_distance_2d_m: float
+
+    @property
+    def has_shadowing(self) -> bool:
+        """Whether the model gives a shadow-fading sigma."""
+        return self.sigma_los_db is not None
+
+    def path_loss_db(
+        self, d2d: ArrayLike, fc_ghz: ArrayLike, h_bs: ArrayLike, h_ue: ArrayLike, los: ArrayLike
+    ) -> FloatResult:
+        """Path loss in dB without shadowing, over 2D distance (m), carrier frequency (GHz),
+        BS and UE antenna heights (m) and the LOS state (bool; ignored without a LOS state)."""
+        d, f, hb, hu = (np.asarray(x, dtype=np.float64) for x in (d2d, fc_ghz, h_bs, h_ue))
+        _check_positive(d, f)
+        d, f, hb, hu, los_b = np.broadcast_arrays(d, f, hb, hu, np.asarray(los, dtype=bool))
+        return np.asarray(self._path_loss_db(d, f, hb, hu, los_b), dtype=np.float64)[()]
+
+    def los_probability(self, d2d: ArrayLike, h_ue: ArrayLike) -> FloatResult:
+        """The probability that a UE at 2D distance `d2d` (m) and height `h_ue` (m) is in LOS."""
+        d, hu = (np.asarray(x, dtype=np.float64) for x in (d2d, h_ue))
+        _check_positive(d, None)
+        d, hu = np.broadcast_arrays(d, hu)
+        return np.asarray(self._los_probability(d, hu), dtype=np.float64)[()]
+
+    def loss_terms(self, fc_ghz: Any, h_bs: Any, h_ue: Any) -> LossTerms:
+        """`LossTerms` of this model for these frequencies and heights (3GPP-style models)."""
+        raise NotImplementedError(f"{self.name} has no log-distance terms")
+
+    def los_probability_of(self, d2d: Any, h_ue: Any) -> Any:
+        """`los_probability` on arrays that broadcast, without checking or broadcasting them
+        first (for simulations that call it every step)."""
+        return self._los_probability(d2d, h_ue)
+
+    def _path_loss_db(self, d2d: Any, fc_ghz: Any, h_bs: Any, h_ue: Any, los: Any) -> Any:
+        raise NotImplementedError
+
+    def _los_probability(self, d2d: Any, h_ue: Any) -> Any:
+        raise NotImplementedError
+
+
+def _check_positive(d2d: Any, fc_ghz: Any) -> None:
+    # nonsense inputs fail here with their name instead of as NaNs and log10 warnings later
+    if np.any(d2d < 0):
+        raise ValueError("distance_2d_m must be >= 0 (metres)")
+    if fc_ghz is not None and np.any(fc_ghz <= 0):
+        raise ValueError("frequency_ghz must be > 0 (GHz)")

@@ -1,0 +1,128 @@
+"""Spatially consistent random fields: shadowing and the LOS state of each station's links.
+
+TR 38.901 asks that a link's shadow fading and LOS state vary smoothly with the UE's position
+(exponential correlation over the decorrelation distances of Table 7.5-6 and the LOS
+correlation distance of Table 7.6.3.1-2; §7.6.3), so a UE moving a few metres sees nearly the
+same channel and two UEs side by side see the same one. Each station's field is a stationary
+Gaussian field with correlation exp(-r / d_corr). One realisation per correlation distance is
+drawn once per process on a periodic grid of CELLS x CELLS cells of d_corr / CELLS_PER_DCORR
+(circulant embedding: white noise filtered by the square root of the covariance's spectrum,
+exact for the periodic field); each station reads it at its own random offset, drawn per
+episode from the env's radio RNG, so its field is a new window of the realisation each
+episode. Windows far apart are practically independent, so stations' fields are too. A point
+reads its cell's value (nearest cell; neighbouring cells correlate at exp(-1/8) = 0.88), so a
+UE moving through a cell sees the value change in small steps. A map too large for half the
+grid at that resolution gets larger cells (fewer per decorrelation distance).
+The LOS field is the same Gaussian field through the normal CDF: uniform values, and a link
+is in LOS where its value is below the model's LOS probability (38.901 §7.6.3.3).
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+#: cells per side of a field's periodic grid
+CELLS = 1024
+#: cells per decorrelation distance (fewer only on maps larger than half the grid)
+CELLS_PER_DCORR = 8
+_POOL_SEED = 38901
+
+
+@functools.cache
+def pool(cells_per_dcorr: float, scale: float = 1.0, uniform: bool = False) -> np.ndarray:
+    """The process's one realisation of a unit-variance Gaussian field with correlation
+    exp(-r / d_corr) on a periodic CELLS x CELLS grid of cells `cells_per_dcorr` to a d_corr,
+    flattened and read-only; times `scale`, or through the normal CDF if `uniform`."""
+    if uniform or scale != 1.0:
+        base = pool(cells_per_dcorr)
+        if uniform:
+            from scipy.special import ndtr
+
+            out = ndtr(base)
+        else:
+            out = base * scale
+        # float32: half the memory a step's scattered reads go through (values to 1e-7)
+        out = out.astype(np.float32)
+        out.flags.writeable = False
+        return out
+    n = CELLS
+    k = np.minimum(np.arange(n), n - np.arange(n)) / cells_per_dcorr  # in units of d_corr
+    eig = np.maximum(np.fft.fft2(np.exp(-np.hypot(k[:, None], k[None, :]))).real, 0.0)
+    white = np.random.default_rng(_POOL_SEED).standard_normal((n, n))
+    field = np.fft.ifft2(np.sqrt(eig) * np.fft.fft2(white)).real.ravel()
+    field.flags.writeable = False
+    return field
+
+
+class StationFields:
+    """Per station, one field of correlation distance `d_corr` over a `width` x `height` map:
+    `at(x, y)` gives the (station, UE) values at the UEs' positions (times `scale`, or
+    uniform values with `uniform`)."""
+
+    def __init__(
+        self,
+        d_corr: float,
+        n_stations: int,
+        width: float,
+        height: float,
+        scale: float = 1.0,
+        uniform: bool = False,
+    ) -> None:
+        self.cell = max(float(d_corr) / CELLS_PER_DCORR, max(width, height) / (CELLS // 2))
+        self.values = pool(float(d_corr) / self.cell, float(scale), uniform)
+        self.nx = int(width // self.cell) + 1
+        self.ny = int(height // self.cell) + 1
+        self.base = np.zeros((n_stations, 1), dtype=np.int64)
+
+    def redraw(self, rng: np.random.Generator) -> None:
+        """New windows for every station (a new realisation for the episode)."""
+        n = len(self.base)
+        ox = rng.integers(0, CELLS - self.nx + 1, size=(n, 1))
+        oy = rng.integers(0, CELLS - self.ny + 1, size=(n, 1))
+        self.base = ox * CELLS + oy
+
+    def keys(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        """Each position's cell within a window (positions off the map: its nearest cell)."""
+        ix = np.clip(np.floor(np.asarray(x) / self.cell), 0, self.nx - 1).astype(np.int64)
+        iy = np.clip(np.floor(np.asarray(y) / self.cell), 0, self.ny - 1).astype(np.int64)
+        return ix * CELLS + iy
+
+    def at(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        """(station, UE) field values at the UEs' positions x, y (metres)."""
+        return self.values[self.base + self.keys(x, y)[None, :]]
+
+
+class ShadowFields:
+    """Shadow fading of every station's links: one field for links in LOS and one for links
+    in NLOS (their own decorrelation distances and sigmas, on cells of the shorter distance's
+    size), read in one pass: `at(x, y, los)` in dB."""
+
+    def __init__(
+        self,
+        d_los: float,
+        d_nlos: float,
+        sigma_los: float,
+        sigma_nlos: float,
+        n_stations: int,
+        width: float,
+        height: float,
+    ) -> None:
+        self.grid = StationFields(min(d_los, d_nlos), n_stations, width, height)
+        cell = self.grid.cell
+        self.values = np.concatenate(
+            [pool(d_los / cell, float(sigma_los)), pool(d_nlos / cell, float(sigma_nlos))]
+        )
+        self.nlos_base = self.grid.base
+
+    def redraw(self, rng: np.random.Generator) -> None:
+        self.grid.redraw(rng)
+        los_base = self.grid.base
+        self.grid.redraw(rng)
+        self.los_base, self.nlos_base = los_base, self.grid.base + CELLS * CELLS
+
+    def at(self, x: np.ndarray, y: np.ndarray, los: np.ndarray) -> np.ndarray:
+        """(station, UE) shadow fading (dB) at the UEs' positions with the links' LOS states."""
+        base = np.where(los, self.los_base, self.nlos_base)
+        return self.values[base + self.grid.keys(x, y)[None, :]]
