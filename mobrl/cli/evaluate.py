@@ -56,8 +56,9 @@ def evaluate(
 ) -> None:
     """Evaluate a checkpoint against heuristic baselines on the same episode seeds.
 
-    Extra GROUP=OPTION / KEY=VALUE overrides name the scenario for checkpoints without a
-    mobrl manifest (e.g. scenario=small env=ma).
+    Extra GROUP=OPTION / KEY=VALUE overrides name another layout to play
+    (scenario=medium: the policy's env mode, env.obs and env.topk carry over),
+    or the scenario of a checkpoint without a mobrl manifest (scenario=small env=ma).
     """
     check_options(ctx)
     from mobrl.evaluation.evaluate import EvalOptions

@@ -52,9 +52,11 @@ def render(
 ) -> None:
     """Render rollouts of a checkpoint (or a baseline) to a video, headless.
 
-    mobile-env scenarios show mobile-env's network dashboard; Gymnasium tasks their own
-    rgb_array view. Extra GROUP=OPTION / KEY=VALUE overrides name the scenario for baselines
-    (default scenario=small) and for checkpoints without a mobrl manifest.
+    mobile-env scenarios show mobile-env's network dashboard; Gymnasium tasks
+    their own rgb_array view. Extra GROUP=OPTION / KEY=VALUE overrides name the
+    scenario for baselines (default scenario=small), another layout for a policy
+    (scenario=medium: its env mode, env.obs and env.topk carry over) and the
+    scenario of checkpoints without a mobrl manifest.
     """
     check_options(ctx)
     from mobrl.rendering.video import RenderOptions, render_command

@@ -150,13 +150,21 @@ def _play(
 def _settings(target: Target, opts: EvalOptions) -> dict[str, Any]:
     """What the evaluation played, for summary.json."""
     seeds = opts.seeds
+    trained = target.policy_env
     return {
         "checkpoint": str(target.checkpoint) if target.checkpoint else None,
+        # the layout played, which a policy's own env need not name (scenario=NAME)
+        "scenario": _scenario(target.env_config),
+        "trained_on": _scenario(trained) if trained is not None else None,
         "env_config": target.env_config,
         "episodes": opts.episodes,
         "seed_range": [seeds[0], seeds[-1]],
         "explore": opts.explore,
     }
+
+
+def _scenario(env_config: dict[str, Any]) -> str:
+    return env_config.get("scenario") or env_config["id"]
 
 
 def _print_tables(console: Any, summary: dict[str, Any], policies: list[str], title: str) -> None:
@@ -177,7 +185,7 @@ def evaluate_command(checkpoint: Path | None, overrides: list[str], opts: EvalOp
     opts.check()
     target = target_for(checkpoint, overrides, opts.pick)
     policies = _policies(target, opts)
-    scenario = target.env_config.get("scenario") or target.env_config["id"]
+    scenario = _scenario(target.env_config)
     output = EvalDir.new(opts.output, scenario)
     if target.checkpoint is not None:
         console.print(target.note)

@@ -78,23 +78,22 @@ def _bind(policy: Any, env_config: dict[str, Any]) -> Any:
     return policy
 
 
-def _check_fits(policy: Any, env_config: dict[str, Any], label: str) -> None:
+def _check_fits(
+    policy: Any, env_config: dict[str, Any], label: str, trained: dict[str, Any]
+) -> None:
+    """A one-line error when the policy (trained in `trained`) cannot act in `env_config`:
+    why and the fix in the kind's words, the spaces themselves where it cannot tell."""
     from mobrl.envs.factory import make_env
+    from mobrl.scenarios.kinds import kind_of
 
     env = make_env({**env_config, "render_mode": None})
     try:
         policy.check_spaces(env)
     except UserError:
-        from mobrl.scenarios.kinds.mobile import TOPK_OBSERVATIONS, MobileSpec
-
-        obs = MobileSpec.of(env_config).obs
-        if obs in TOPK_OBSERVATIONS:
-            raise  # k differs, say: check_spaces names both spaces
-        raise UserError(
-            f"{label} cannot act on {env_config['scenario']}: its observation (env.obs={obs}) "
-            "has one entry per station, so its size differs between layouts. Train with "
-            "env.obs=topk for a policy that acts on every layout."
-        ) from None
+        reason = kind_of(trained).cannot_play(trained, env_config, label)
+        if reason is None:
+            raise  # check_spaces names both spaces
+        raise UserError(reason) from None
     finally:
         env.close()
 
@@ -126,7 +125,7 @@ def _plan(
         envs = [transfer_env(target.env_config, s) for s in scenarios]
         bound = [_bind(policy, env) for env in envs]
         for env, p in zip(envs, bound):
-            _check_fits(p, env, f"the policy of {label}")
+            _check_fits(p, env, f"the policy of {label}", target.env_config)
             check_baselines(baselines, env)
         plan.append((label, target, envs, bound))
     return plan

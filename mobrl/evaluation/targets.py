@@ -10,6 +10,7 @@ from typing import Any
 
 from mobrl.core.errors import UserError, unknown_choice
 from mobrl.core.rundir import RunDir, find_manifest, is_complete, list_checkpoints
+from mobrl.scenarios.kinds import kind_of
 
 #: how `--pick` chooses among a run's checkpoints
 PICKS = ("best", "last")
@@ -27,6 +28,9 @@ class Target:
     checkpoint: Path | None
     env_config: dict[str, Any]
     note: str
+    #: the env the policy was trained in (a run's manifest, a zoo entry's record); None
+    #: without a checkpoint or a manifest
+    policy_env: dict[str, Any] | None = None
 
 
 def pick_checkpoint(path: Path, pick: str) -> tuple[Path, str]:
@@ -129,38 +133,138 @@ def _latest(checkpoints: list[Path]) -> Path:
 
 
 def target_for(checkpoint: Path | None, overrides: list[str], pick: str) -> Target:
-    """The checkpoint (picked from a run dir) and the env to run it in: from the run's manifest,
-    or from scenario overrides (required without a checkpoint)."""
-    override_env = None
-    if overrides:
-        from mobrl.envs.factory import check_env, env_config_from
-        from mobrl.training.checks import validate_command_line
-
-        override_env = env_config_from(validate_command_line(overrides))
-        check_env(override_env, rllib=False)  # a scenario that may never have been trained on
-    return resolve_target(checkpoint, pick, override_env)
-
-
-def resolve_target(
-    checkpoint: Path | None, pick: str, override_env: dict[str, Any] | None
-) -> Target:
+    """The checkpoint (picked from a run dir) and the env to run it in: the policy's own (a
+    run's manifest, a zoo entry's record), or the scenario the overrides name with the policy's
+    settings carried over (what it observes, how its actions are read: `policy_settings`);
+    without a checkpoint, the overrides' scenario."""
     if checkpoint is None:
-        if override_env is None:
+        if not overrides:
             raise UserError("name a scenario, e.g. `mobrl baselines scenario=small env=ma`.")
-        return Target(None, override_env, "baselines only")
+        return Target(None, _override_env(overrides), "baselines only")
+    chosen, trained, label, note = _policy_of(checkpoint, pick)
+    if trained is None:  # a plain RLlib checkpoint: the overrides say everything
+        if not overrides:
+            raise UserError(
+                f"'{chosen}' has no mobrl manifest, so mobrl cannot tell its env. Add the "
+                "scenario as overrides, e.g. `mobrl evaluate --checkpoint PATH scenario=small "
+                "env=ma`."
+            )
+        return Target(chosen, _override_env(overrides), note)
+    if not overrides:
+        return Target(chosen, trained, note, trained)
+    env_config = _override_env(_carry_settings(trained, overrides, label))
+    _check_plays(trained, env_config, label)
+    played = env_config.get("scenario") or env_config["id"]
+    carried = " ".join(f"{k}={v}" for k, v in kind_of(trained).policy_settings(trained).items())
+    if carried and played != (trained.get("scenario") or trained.get("id")):
+        note = f"{note}, playing {played} with its {carried}"
+    return Target(chosen, env_config, note, trained)
+
+
+def _policy_of(checkpoint: Path, pick: str) -> tuple[Path, dict[str, Any] | None, str, str]:
+    """(checkpoint, the env it was trained or recorded in or None, its name in messages,
+    what to print) of a zoo reference or a checkpoint picked from a run dir."""
     from mobrl.evaluation import zoo
 
     if zoo.is_ref(checkpoint):
         meta = zoo.entry(str(checkpoint))
-        env = override_env if override_env is not None else meta["env_config"]
-        return Target(Path(str(checkpoint)), env, f"zoo policy {meta['name']}")
-    chosen, note = pick_checkpoint(checkpoint, pick)
-    if override_env is not None:
-        return Target(chosen, override_env, note)
-    manifest = find_manifest(chosen)
-    if manifest is None:
-        raise UserError(
-            f"'{chosen}' has no mobrl manifest, so mobrl cannot tell its env. Add the scenario "
-            "as overrides, e.g. `mobrl evaluate --checkpoint PATH scenario=small env=ma`."
+        name = meta["name"]
+        return (
+            Path(str(checkpoint)),
+            meta["env_config"],
+            f"the zoo policy {name}",
+            f"zoo policy {name}",
         )
-    return Target(chosen, manifest["env_config"], note)
+    chosen, note = pick_checkpoint(checkpoint, pick)
+    manifest = find_manifest(chosen)
+    trained = None if manifest is None else manifest["env_config"]
+    return chosen, trained, "the checkpoint's policy", note
+
+
+def _override_env(overrides: list[str]) -> dict[str, Any]:
+    """The env the overrides compose, checked once (a scenario that may never have been
+    trained on)."""
+    from mobrl.envs.factory import check_env, env_config_from
+    from mobrl.training.checks import validate_command_line
+
+    env_config = env_config_from(validate_command_line(overrides))
+    check_env(env_config, rllib=False)
+    return env_config
+
+
+#: overrides the user may type for a policy setting under another key: each option of the env
+#: group sets env.mode to its own name
+_SAME_SETTING = {"env.mode": "env"}
+
+
+def _carry_settings(trained: dict[str, Any], overrides: list[str], label: str) -> list[str]:
+    """`overrides` with the policy's settings in front (those the user did not give), and its
+    own scenario unless they name one (not the config's default layout); a given setting that
+    contradicts the policy is a one-line error naming the policy's value."""
+    from mobrl.config import group_options, parse_overrides
+
+    settings = kind_of(trained).policy_settings(trained)
+    parsed = parse_overrides(overrides)
+    given: set[str] = set()
+    for ov in parsed:
+        key = _SAME_SETTING.get(ov.key_or_group, ov.key_or_group)
+        if key not in settings:
+            continue
+        given.add(key)
+        value = None if ov.is_delete() else ov.value()
+        if str(value) != settings[key]:
+            carried = " ".join(f"{k}={v}" for k, v in settings.items())
+            raise UserError(
+                f"{label} was trained with {key}={settings[key]}, not {ov.input_line}: drop "
+                f"{ov.input_line} (its {carried} carry over to any layout it plays)."
+            )
+    carried = [f"{k}={v}" for k, v in settings.items() if k not in given]
+    own = trained.get("scenario")
+    named = any(ov.key_or_group in ("scenario", "scenario.path") for ov in parsed)
+    if not named and own in group_options("scenario"):
+        carried.insert(0, f"scenario={own}")
+    return carried + list(overrides)
+
+
+def _check_plays(trained: dict[str, Any], env_config: dict[str, Any], label: str) -> None:
+    """A one-line error, before anything runs, when the policy cannot act in `env_config`:
+    another kind of scenario, or spaces of another size (why, and the fix, from the kind)."""
+    here = trained.get("scenario") or trained.get("id")
+    there = env_config.get("scenario") or env_config["id"]
+    kind, theirs = kind_of(trained), kind_of(env_config)
+    if kind.name != theirs.name:
+        raise UserError(
+            f"{label} was trained on {here}, a scenario of kind {kind.name}, and cannot act "
+            f"on {there}, of kind {theirs.name}. Play it on scenario={here}."
+        )
+    mine, got = _spaces(trained), _spaces(env_config)
+    if mine == got:
+        return
+    reason = kind.cannot_play(trained, env_config, label)
+    if reason is None:
+        reason = (
+            f"{label} acts on the spaces of {here} ({_text(mine)}), {there} has "
+            f"{_text(got)}. Play it on scenario={here}."
+        )
+    raise UserError(reason)
+
+
+def _spaces(env_config: dict[str, Any]) -> set[tuple[str, str]]:
+    """The observation and action space of each agent (one pair for a shared policy)."""
+    from mobrl.envs.factory import make_env
+
+    env = make_env({**env_config, "render_mode": None})
+    try:
+        if isinstance(getattr(env, "observation_spaces", None), dict):
+            agents = env.possible_agents
+            pairs = [(env.observation_spaces[a], env.action_spaces[a]) for a in agents]
+        else:
+            pairs = [(env.observation_space, env.action_space)]
+        # a Box's bounds may differ between layouts; a policy minds only its shape
+        return {(str(getattr(o, "shape", None) or o), str(a)) for o, a in pairs}
+    finally:
+        env.close()
+
+
+def _text(spaces: set[tuple[str, str]]) -> str:
+    return "; ".join(f"observation {o}, action {a}" for o, a in sorted(spaces))

@@ -38,3 +38,16 @@ def test_api_errors_are_the_cli_one_liners(tmp_path: Path) -> None:
     with pytest.raises(mobrl.UserError, match="not a mobrl run dir"):
         mobrl.Run(tmp_path)
     assert not (tmp_path / "r").exists() and not (tmp_path / "x").exists()
+
+
+def test_api_plays_a_policy_on_a_named_layout_with_its_own_observation(tmp_path: Path) -> None:
+    ev = mobrl.evaluate(
+        "zoo:small", "scenario=medium", episodes=2, seed=5, baselines=["greedy"], workers=1,
+        output=tmp_path / "a",
+    )  # fmt: skip
+    assert (ev.summary["scenario"], ev.summary["env_config"]["obs"]) == ("medium", "topk_gain")
+    video = mobrl.render("zoo:small", "scenario=medium", max_steps=2, video=tmp_path / "m.gif")
+    assert video.path.is_file()
+    with pytest.raises(mobrl.UserError, match="not env.obs=mobile: drop env.obs=mobile"):
+        mobrl.evaluate("zoo:small", "scenario=medium", "env.obs=mobile", output=tmp_path / "x")
+    assert not (tmp_path / "x").exists()

@@ -113,9 +113,9 @@ CASES = [
         "not writable",
     ),
     (
-        "evaluate zoo on another scenario",
-        "evaluate --checkpoint zoo:small scenario=large",
-        "Add env.obs=topk_gain env.topk=3",
+        "evaluate zoo with another observation",
+        "evaluate --checkpoint zoo:small scenario=large env.obs=mobile",
+        "trained with env.obs=topk_gain, not env.obs=mobile: drop env.obs=mobile",
     ),
     (
         "matrix unknown layout",
@@ -135,6 +135,11 @@ CASES = [
         "--overwrite",
     ),
     ("render missing checkpoint", "render --checkpoint {f}/nowhere --video {f}/out.mp4", "nowhere"),
+    (
+        "render zoo in another env mode",
+        "render --checkpoint zoo:small --video {f}/out.mp4 scenario=medium env=central",
+        "trained with env=ma, not env=central",
+    ),
     ("render unwritable video", "render --policy greedy --video {f}/afile/out.mp4", "not writable"),
     # scenarios
     ("scenarios show unknown", "scenarios show mediun", "medium"),

@@ -71,3 +71,72 @@ def test_baselines_command_writes_paired_episodes(mobrl_cli, tmp_path) -> None:
     # without a checkpoint each baseline is paired with greedy, in every measure
     oracle = summary["paired_vs_greedy"]["oracle"]["diff"]["ue/utility/mean"]
     assert oracle["mean"] >= 0 and oracle["n"] == 3
+
+
+def _episodes(folder) -> dict[tuple[str, int], dict[str, float]]:
+    """episodes.csv of an evaluation or a matrix: each (policy, seed)'s measures."""
+    import pandas as pd
+
+    frame = pd.read_csv(folder / "episodes.csv").drop(
+        columns=["trained_on", "evaluated_on", "episode"], errors="ignore"
+    )
+    return {(r.pop("policy"), int(r.pop("seed"))): r for r in frame.to_dict("records")}
+
+
+def _evaluate_both_ways(mobrl_cli, cwd, layout: str) -> tuple:
+    """`zoo:small` on `layout` named as scenario=LAYOUT and as --scenarios LAYOUT, same seeds:
+    (single evaluation's output dir and stdout, matrix output dir)."""
+    args = ["--episodes", "2", "--seed", "5", "--baselines", "greedy", "--workers", "1"]
+    single, matrix = cwd / "single", cwd / "matrix"
+    named = mobrl_cli(
+        "evaluate", "--checkpoint", "zoo:small", f"scenario={layout}", *args,
+        "--output", str(single), cwd=cwd, timeout=180,
+    )  # fmt: skip
+    assert named.returncode == 0, named.stdout + named.stderr
+    listed = mobrl_cli(
+        "evaluate", "--checkpoint", "zoo:small", "--scenarios", layout, *args,
+        "--output", str(matrix), cwd=cwd, timeout=180,
+    )  # fmt: skip
+    assert listed.returncode == 0, listed.stdout + listed.stderr
+    return single, named.stdout, matrix
+
+
+@pytest.mark.parametrize("layout", ["medium", "campus"])
+def test_a_policy_plays_a_named_layout_with_its_own_observation(
+    mobrl_cli, tmp_path, layout: str
+) -> None:
+    """scenario=LAYOUT (a built-in, or the user's ./scenarios/campus.yaml) plays the zoo
+    policy with its env.obs/env.topk, the episodes `--scenarios LAYOUT` plays."""
+    from mobrl import scenarios
+
+    if layout == "campus":  # the README's way to a layout of one's own
+        (tmp_path / "scenarios").mkdir()
+        shown = mobrl_cli("scenarios", "show", "small", cwd=tmp_path)
+        assert shown.returncode == 0, shown.stderr
+        (tmp_path / "scenarios" / "campus.yaml").write_text(shown.stdout)
+    single, printed, matrix = _evaluate_both_ways(mobrl_cli, tmp_path, layout)
+    summary = json.loads((single / "summary.json").read_text())
+    assert (summary["scenario"], summary["trained_on"]) == (layout, "small")
+    env = summary["env_config"]
+    assert (env["scenario"], env["obs"], env["topk"], env["mode"]) == (layout, "topk_gain", 3, "ma")
+    source = tmp_path / "scenarios" / "campus.yaml" if layout == "campus" else None
+    assert env["layout"] == scenarios.load(source or scenarios.path_of(layout))
+    assert f"playing {layout} with its env=ma env.obs=topk_gain env.topk=3" in printed
+    assert f"{layout}: 2 episodes per policy" in printed  # the table's header
+    mine, theirs = _episodes(single), _episodes(matrix)
+    assert mine.keys() == theirs.keys() == {(p, s) for p in ("trained", "greedy") for s in (5, 6)}
+    for key, row in mine.items():
+        assert row == pytest.approx(theirs[key], rel=1e-12, abs=1e-12), key
+
+
+def test_a_contradicting_observation_is_one_line(mobrl_cli, tmp_path) -> None:
+    out = tmp_path / "out"
+    result = mobrl_cli(
+        "evaluate", "--checkpoint", "zoo:small", "scenario=medium", "env.obs=mobile",
+        "--output", str(out), cwd=tmp_path, timeout=120,
+    )  # fmt: skip
+    assert result.returncode == 2, result.stdout + result.stderr
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr
+    assert "trained with env.obs=topk_gain, not env.obs=mobile: drop env.obs=mobile" in lines[0]
+    assert not out.exists()

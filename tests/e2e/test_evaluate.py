@@ -89,7 +89,9 @@ def test_mismatched_scenario_exits_2(small_ma_run: Path, tmp_path: Path) -> None
         cwd=tmp_path,
     )
     assert result.returncode == 2, result.stdout + result.stderr
-    assert "do not match" in result.stderr and not out.exists()
+    # its observation (env.obs=mobile, carried over) has one entry per station
+    assert "one entry per station: small has 3 stations, medium 7" in result.stderr
+    assert result.stderr.strip().count("\n") == 0 and not out.exists()
 
 
 PLAIN_RLLIB = """

@@ -206,8 +206,8 @@ class ZooPolicy:
                 k = self.env_config.get("topk")
                 raise UserError(
                     f"the zoo policy observes env.obs={obs} (env.topk={k}), {width} values per "
-                    f"agent, but this scenario gives {space.shape}. Add env.obs={obs} "
-                    f"env.topk={k} to the overrides, or compare layouts with --scenarios."
+                    f"agent, but this env gives {space.shape}. Play it in an env with "
+                    f"env.obs={obs} env.topk={k} (`mobrl evaluate` carries them over)."
                 )
             raise UserError(
                 f"the zoo policy was trained on scenario={trained} and observes {width} values "

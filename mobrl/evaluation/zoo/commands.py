@@ -153,7 +153,7 @@ def export_command(
     nvec = getattr(module.action_space, "nvec", None)
     scored = _evaluation(evaluation, chosen) if evaluation else None
     # an entry acts where it was evaluated: a topk policy evaluated on another layout
-    # (`mobrl evaluate --checkpoint X scenario=other env.obs=topk`) serves that layout
+    # (`mobrl evaluate --checkpoint X scenario=other`) serves that layout
     env_config = (scored or {}).pop("env_config", None) or manifest["env_config"]
     meta = {
         "name": name,

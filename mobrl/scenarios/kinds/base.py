@@ -40,6 +40,19 @@ class ScenarioKind:
         kinds only; the factory redoes agents, policy mapping and sampler)."""
         raise NotImplementedError
 
+    def policy_settings(self, env_config: dict[str, Any]) -> dict[str, str]:
+        """The settings of `env_config` a policy trained in it is made for (what it observes,
+        how its actions are read), as override key -> value, e.g. {"env.obs": "topk"}: they
+        carry over to whatever scenario of the kind the policy plays (`evaluation.targets`)."""
+        return {}
+
+    def cannot_play(
+        self, trained: dict[str, Any], env_config: dict[str, Any], label: str
+    ) -> str | None:
+        """Why `label`, a policy trained in `trained`, cannot act in `env_config` (whose spaces
+        differ from its own), with the fix, in one line; None when the kind cannot tell why."""
+        return None
+
     def make_env(self, env_config: dict[str, Any], rllib: bool) -> Any:
         """The env of `env_config` (`rllib`: for RLlib's runners, which need its base classes)."""
         raise NotImplementedError

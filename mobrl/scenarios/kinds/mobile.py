@@ -118,6 +118,43 @@ class MobileKind(ScenarioKind):
         spec = MobileSpec.of(env_config).on_layout(scenario)
         return {**env_config, "scenario": scenario, "id": scenario, **spec.fields()}
 
+    def policy_settings(self, env_config: dict[str, Any]) -> dict[str, str]:
+        # what a UE observes and how its action is read (per UE or one central agent); the
+        # engine, rewards and team reward change neither, so they stay the user's to choose
+        spec = MobileSpec.of(env_config)
+        settings = {"env": spec.mode, "env.obs": spec.obs}
+        if spec.obs in TOPK_OBSERVATIONS:
+            settings["env.topk"] = str(spec.topk)
+        return settings
+
+    def cannot_play(
+        self, trained: dict[str, Any], env_config: dict[str, Any], label: str
+    ) -> str | None:
+        spec = MobileSpec.of(trained)
+        if spec.mode == "ma" and spec.obs in TOPK_OBSERVATIONS:
+            return None  # k slots on every layout: what differs is not the layout
+        here = trained.get("scenario") or trained["id"]
+        there = env_config.get("scenario") or env_config["id"]
+        (stations, ues), (their_stations, their_ues) = map(
+            _size, (spec.layout, MobileSpec.of(env_config).layout)
+        )
+        fix = (
+            f"Play it on {here} (or a layout of its size), or use a policy trained with env=ma "
+            "env.obs=topk_gain, which acts on every layout (e.g. zoo:small)."
+        )
+        if spec.mode == "central" and (stations, ues) != (their_stations, their_ues):
+            return (
+                f"{label} is one central agent (env=central) that observes and acts for every "
+                f"station and UE: {here} has {stations} stations and {ues} UEs, {there} "
+                f"{their_stations} and {their_ues}. {fix}"
+            )
+        if spec.mode == "ma" and stations != their_stations:
+            return (
+                f"{label} observes env.obs={spec.obs}, one entry per station: {here} has "
+                f"{stations} stations, {there} {their_stations}. {fix}"
+            )
+        return None
+
     def make_env(self, env_config: dict[str, Any], rllib: bool) -> Any:
         spec = MobileSpec.of(env_config)
         core = spec.core(dict(env_config.get("kwargs") or {}), env_config.get("render_mode"))
@@ -234,6 +271,15 @@ def check_team_reward(value: Any) -> float:
     return share
 
 
+def _size(layout: str | dict[str, Any]) -> tuple[int, int]:
+    """(stations, UEs) of a layout's data, or of a built-in layout's name (older runs)."""
+    if not isinstance(layout, dict):
+        from mobrl import scenarios
+
+        layout = scenarios.load(scenarios.path_of(layout))
+    return len(layout["stations"]), int(layout["ues"]["count"])
+
+
 def make_mobile_core(
     layout: str | dict[str, Any],
     mode: str,
@@ -263,6 +309,14 @@ def make_mobile_core(
         topk = topk or TOPK_DEFAULT  # runs from before env.topk
     handler = with_reward(handler_for(obs, mode, topk), reward)
     config = deep_dict_merge(config, {"handler": handler, **(kwargs or {})})
+    if engine != "fast" and "mobrl" in config:
+        from mobrl.core.errors import UserError
+
+        beyond = " and ".join(f"its {k} section" for k in config["mobrl"])
+        raise UserError(
+            f"engine={engine} runs mobile-env's own step, which does not model this layout's "
+            f"{beyond}. Use engine=fast."
+        )
     if engine == "fast":
         from mobrl.envs.engine import FastCore
 
