@@ -74,64 +74,111 @@ def _descend(
     b: np.ndarray, u: np.ndarray, rate: np.ndarray, bid: np.ndarray, multi: np.ndarray, n_bs: int
 ) -> np.ndarray:
     """Block coordinate descent on the bids of the links `multi` (the carrying links of UEs
-    with several), colour by colour, until no bid moves (per network: stations are grouped
-    into networks by the caller's numbering only through which UEs link them)."""
+    with several), colour by colour, until no bid moves. A UE stops once neither it nor a UE
+    at one of its stations moved in the last sweep, so a network's sweeps and arithmetic
+    depend on its own links alone (the same shares alone or in a batch)."""
     mb, mu, mr = b[multi], u[multi], rate[multi]
-    colour = _colours(mb, mu)
-    # links of each UE sorted together: groups of one UE (multi is sorted by UE already)
-    group_start = np.r_[True, mu[1:] != mu[:-1]]
-    group = np.cumsum(group_start) - 1
-    # networks: connected components would be exact; stations suffice to stop a UE group's
-    # sweeps once its own bids and its stations' prices settle (see `moving`)
-    moving = np.ones(group[-1] + 1, dtype=bool)
+    group = np.cumsum(np.r_[True, mu[1:] != mu[:-1]]) - 1  # multi is sorted by UE
     x = bid[multi].copy()
+    price = np.bincount(b, weights=bid, minlength=n_bs)
+    sub = np.arange(len(multi))
+    colour = _colours(mb, mu)
     for _ in range(MAX_SWEEPS):
-        before = x.copy()
-        for c in range(int(colour.max()) + 1):
-            sel = np.flatnonzero((colour == c) & moving[group])
-            if not sel.size:
-                continue
-            bid[multi] = x
-            price = np.bincount(b, weights=bid, minlength=n_bs)
-            others = price[mb[sel]] - x[sel]
-            x[sel] = _water_fill(mr[sel], others, group[sel])
-        change = np.zeros(len(moving))
-        np.maximum.at(change, group, np.abs(x - before))
-        # a UE keeps moving while it or a UE at one of its stations still moves
-        station_moves = np.zeros(n_bs, dtype=bool)
-        station_moves[mb[change[group] > TOLERANCE]] = True
-        still = np.zeros(len(moving), dtype=bool)
-        np.logical_or.at(still, group, station_moves[mb])
-        moving &= still
-        if not moving.any():
+        before = x[sub]
+        if len(sub) <= _SCALAR_LINKS:  # a few coupled UEs left: plain floats are faster
+            _sweep_scalar(mb[sub].tolist(), group[sub].tolist(), mr[sub].tolist(),
+                          colour.tolist(), sub.tolist(), x, price)  # fmt: skip
+        else:
+            for c in range(int(colour.max()) + 1):
+                sel = sub[colour == c]
+                old = x[sel]
+                new = _water_fill(mr[sel], price[mb[sel]] - old, group[sel])
+                price += np.bincount(mb[sel], weights=new - old, minlength=n_bs)
+                x[sel] = new
+        moved = np.abs(x[sub] - before) > TOLERANCE
+        if not moved.any():
             break
+        # a UE keeps moving while it or a UE at one of its stations still moves
+        busy = np.zeros(n_bs, dtype=bool)
+        busy[mb[sub][moved]] = True
+        g_busy = np.zeros(group[-1] + 1, dtype=bool)
+        np.logical_or.at(g_busy, group[sub], busy[mb[sub]])
+        keep = g_busy[group[sub]]
+        if not keep.all():
+            sub = sub[keep]
+            colour = _colours(mb[sub], mu[sub])
     bid[multi] = x
     return bid
 
 
+#: below this many moving links the sweeps run on Python floats (the same operations)
+_SCALAR_LINKS = 48
+
+
 def _water_fill(rate: np.ndarray, others: np.ndarray, group: np.ndarray) -> np.ndarray:
-    """Per group (one UE's links), the bids x = max(0, rate * t - others) summing to 1."""
-    level = others / rate  # the t above which a link gets a bid
-    order = np.lexsort((level, group))
-    g, r, q, lv = group[order], rate[order], others[order], level[order]
-    first = np.r_[True, g[1:] != g[:-1]]
+    """Per group (one UE's links, contiguous), the bids x = max(0, rate * t - others) summing
+    to 1: links by ascending level others / rate, t = (1 + sum others) / sum rate over the
+    first k links for the largest k whose own level t reaches. Sums run within each group
+    from its first link, so a group's bids do not depend on the other groups."""
+    first = np.r_[True, group[1:] != group[:-1]]
+    row = np.cumsum(first) - 1
     starts = np.flatnonzero(first)
-    idx = np.arange(len(g))
-    begin = starts[np.cumsum(first) - 1]
-    cum_r = np.cumsum(r)
-    cum_q = np.cumsum(q)
-    base_r = np.where(begin > 0, cum_r[begin - 1], 0.0)
-    base_q = np.where(begin > 0, cum_q[begin - 1], 0.0)
-    # with the first k links of the group bidding: t = (1 + sum q) / sum r
-    t = (1.0 + (cum_q - base_q)) / (cum_r - base_r)
-    valid = t >= lv  # the k-th link's own level is reached
-    # the largest valid k of each group (valid is a prefix: levels ascend, t moves between)
-    last = np.zeros(len(starts), dtype=np.int64)
-    np.maximum.at(last, np.cumsum(first) - 1, np.where(valid, idx, 0))
-    t_group = t[last]
-    out = np.empty(len(g))
-    out[order] = np.maximum(0.0, r * t_group[np.cumsum(first) - 1] - q)
-    return out
+    col = np.arange(len(group)) - starts[row]
+    shape = (len(starts), int(col.max()) + 1)
+    level = np.full(shape, np.inf)
+    level[row, col] = others / rate
+    order = np.argsort(level, axis=1, kind="stable")
+    pick = (np.arange(shape[0])[:, None], order)
+    r = np.zeros(shape)
+    q = np.zeros(shape)
+    r[row, col], q[row, col] = rate, others
+    r, q, lv = r[pick], q[pick], level[pick]
+    t = (1.0 + np.cumsum(q, axis=1)) / np.cumsum(r, axis=1)
+    valid = t >= lv
+    last = np.where(valid, np.arange(shape[1])[None, :], 0).max(axis=1)
+    t_row = t[np.arange(shape[0]), last]
+    return np.maximum(0.0, rate * t_row[row] - others)
+
+
+def _water_fill_one(rates: list[float], others: list[float]) -> list[float]:
+    """`_water_fill` of one group on Python floats, with the same operations and order."""
+    levels = [q / r for q, r in zip(others, rates)]
+    order = sorted(range(len(rates)), key=lambda i: (levels[i], i))
+    cum_r = cum_q = 0.0
+    t_last = 0.0
+    for k, i in enumerate(order):
+        cum_r = rates[i] if k == 0 else cum_r + rates[i]
+        cum_q = others[i] if k == 0 else cum_q + others[i]
+        t = (1.0 + cum_q) / cum_r
+        if k == 0 or t >= levels[i]:
+            t_last = t if (t >= levels[i] or k == 0) else t_last
+    return [max(0.0, r * t_last - q) for r, q in zip(rates, others)]
+
+
+def _sweep_scalar(
+    stations: list[int],
+    groups: list[int],
+    rates: list[float],
+    colours: list[int],
+    links: list[int],
+    x: np.ndarray,
+    price: np.ndarray,
+) -> None:
+    """One sweep of the descent over a few links on Python floats, with the numpy sweep's
+    operations and order: colour by colour, each UE's water-filling from the current prices
+    (UEs of one colour share no station, so that is the colour's starting prices)."""
+    by_group: dict[int, list[int]] = {}
+    for k, g in enumerate(groups):
+        by_group.setdefault(g, []).append(k)
+    for g in sorted(by_group, key=lambda g: (colours[by_group[g][0]], g)):
+        ks = by_group[g]
+        old = [float(x[links[k]]) for k in ks]
+        new = _water_fill_one(
+            [rates[k] for k in ks], [float(price[stations[k]]) - o for k, o in zip(ks, old)]
+        )
+        for k, o, n in zip(ks, old, new):
+            price[stations[k]] += n - o
+            x[links[k]] = n
 
 
 SCHEDULER = ProportionalFair()
