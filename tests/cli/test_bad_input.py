@@ -77,6 +77,22 @@ CASES = [
     ("malformed YAML layout", "train scenario.path={f}/broken.yaml", "broken.yaml"),
     ("layout with wrong types", "train scenario.path={f}/wrongtype.yaml", "wrongtype.yaml"),
     ("layout with negative UEs", "train scenario.path={f}/negative.yaml", "negative.yaml"),
+    # the radio section and movement models of a layout (docs/radio.md)
+    ("unknown channel", "train scenario.path={f}/channel.yaml", "radio.channel 'umo' is unknown"),
+    ("unknown interference", "train scenario.path={f}/interf.yaml", "did you mean 'active'"),
+    ("shadowing without sigma", "train scenario.path={f}/fspl.yaml", "radio.shadowing"),
+    ("shadowing not a flag", "train scenario.path={f}/flag.yaml", "must be true or false"),
+    ("alpha outside [0, 1]", "train scenario.path={f}/alpha.yaml", "movement.alpha"),
+    ("key of another model", "train scenario.path={f}/rwpalpha.yaml", "belongs to model"),
+    ("trace file missing", "train scenario.path={f}/trace_missing.yaml", "movement.file"),
+    ("trace file malformed", "train scenario.path={f}/trace_bad.yaml", "movement.file"),
+    ("trace off the map", "train scenario.path={f}/trace_off.yaml", "movement.file"),
+    ("radio on stock engine", "train scenario.path={f}/radio.yaml engine=stock", "engine=fast"),
+    (
+        "generate bad radio pair",
+        "scenarios generate --sites hex:7 --ues 5 --radio umi --out {f}/r.yaml",
+        "--radio 'umi' is not KEY=VALUE",
+    ),  # fmt: skip
     # resume
     ("resume a missing dir", "train --resume {f}/nowhere", "nowhere"),
     ("resume a dir that is no run", "train --resume {f}", "not a mobrl run dir"),
@@ -188,6 +204,24 @@ def fixtures(tmp_path_factory) -> Path:
     unreachable = LAYOUT.replace("ues: 3", "ues: {count: 3}")
     (folder / "unreachable.yaml").write_text(
         unreachable + "movement: {width: 0.001, height: 0.001}\n"
+    )
+    radio_layout = LAYOUT.replace("ues: 3", "ues: {count: 3}")
+    for name, section in (
+        ("channel", "radio: {channel: umo}"),
+        ("interf", "radio: {channel: uma, interference: activ}"),
+        ("fspl", "radio: {channel: free_space, shadowing: true}"),
+        ("flag", "radio: {channel: uma, shadowing: maybe}"),
+        ("radio", "radio: {channel: uma, interference: active}"),
+        ("alpha", "movement: {model: gauss_markov, alpha: 1.5}"),
+        ("rwpalpha", "movement: {model: random_waypoint, alpha: 0.5}"),
+        ("trace_missing", "movement: {model: trace, file: nowhere.csv}"),
+        ("trace_bad", "movement: {model: trace, file: bad.csv}"),
+        ("trace_off", "movement: {model: trace, file: off.csv}"),
+    ):
+        (folder / f"{name}.yaml").write_text(radio_layout + section + "\n")
+    (folder / "bad.csv").write_text("id,time,x,y\na,0,10,oops\n")
+    (folder / "off.csv").write_text(
+        "id,time,x,y\n" + "".join(f"{u},0,10,10\n{u},5,900,10\n" for u in "abc")
     )
     corrupt = folder / "corrupt"
     corrupt.mkdir()

@@ -312,7 +312,7 @@ def make_mobile_core(
     if engine != "fast" and "mobrl" in config:
         from mobrl.core.errors import UserError
 
-        beyond = " and ".join(f"its {k} section" for k in config["mobrl"])
+        beyond = " and ".join(f"{k} section" for k in config["mobrl"])
         raise UserError(
             f"engine={engine} runs mobile-env's own step, which does not model this layout's "
             f"{beyond}. Use engine=fast."
