@@ -1,4 +1,4 @@
-"""`mobrl scenarios list|show|plot|generate|import`: layouts as files."""
+"""`mobrl scenarios list|show|plot|budget|generate|import`: layouts as files."""
 
 from __future__ import annotations
 
@@ -45,7 +45,8 @@ def scenarios_plot(
         str, typer.Option("--size", help="Image size in pixels, WIDTHxHEIGHT.")
     ] = "900x700",
 ) -> None:
-    """A map of a layout: stations, their coverage at the SNR threshold, UE start positions."""
+    """A map of a layout: stations, their coverage at the SNR threshold (or, with a radio
+    section, the best SINR), UE start positions."""
     from mobrl.scenarios.commands import plot
 
     try:
@@ -192,3 +193,37 @@ def scenarios_import(
         radio, movement,
     )  # fmt: skip
     print(f"import: {import_command(stations, opts)}")
+
+
+@scenarios_app.command("budget")
+def scenarios_budget(
+    name: Annotated[str, typer.Argument(help="Scenario name (or a .yaml file).")],
+    at: Annotated[
+        str, typer.Option("--at", help="The UE's position X,Y in metres, e.g. --at 120,80.")
+    ],
+    seed: Annotated[
+        int | None,
+        typer.Option(
+            "--seed",
+            min=0,
+            help="Episode seed, which fixes LOS and shadowing (default: the layout's seed).",
+        ),
+    ] = None,
+    transmitting: Annotated[
+        str | None,
+        typer.Option(
+            "--transmitting",
+            help="The interferers: all (full buffer), none (SNR) or station ids, e.g. 0,3,5 "
+            "(default: all if the layout has interference, else none).",
+        ),
+    ] = None,
+    json_out: Annotated[
+        Path | None, typer.Option("--json", help="Also write the rows and header as JSON.")
+    ] = None,
+) -> None:
+    """A UE position's link budget per station: distances, LOS, path loss, shadowing,
+    received power, SINR and rate, as the engine computes them."""
+    from mobrl.core.console import make_console
+    from mobrl.scenarios.commands import budget
+
+    budget(name, at, seed, transmitting, json_out, make_console())

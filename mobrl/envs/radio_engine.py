@@ -15,9 +15,9 @@ import numpy as np
 
 from mobrl import radio
 from mobrl.envs import channel as hata
-from mobrl.radio.config import NOISE_FIGURE_DB, SINR_THRESHOLD_DB, RadioConfig
+from mobrl.radio.config import RadioConfig
 from mobrl.radio.fields import ShadowFields, StationFields
-from mobrl.radio.links import LinkModel, RadioService, link_rates, link_sinr, transmitting
+from mobrl.radio.links import LinkModel, RadioService, link_rates, reach_sinr
 
 #: the radio RNG's stream, apart from mobile-env's own draws of the same seed
 _STREAM = 38901
@@ -56,11 +56,9 @@ class RadioArrays:
         if cfg.thermal:
             self.bx = np.array([float(b.x) for b in stations])[:, None]
             self.by = np.array([float(b.y) for b in stations])[:, None]
-            figure = NOISE_FIGURE_DB if cfg.noise_figure_db is None else cfg.noise_figure_db
-            noise_dbm = radio.thermal_noise_dbm(bw_hz, figure)
+            noise_dbm = radio.thermal_noise_dbm(bw_hz, cfg.noise_figure_db)
             self.noise = np.broadcast_to(10 ** (noise_dbm / 10), self.shape)
-            thr_db = SINR_THRESHOLD_DB if cfg.sinr_threshold_db is None else cfg.sinr_threshold_db
-            thr = 10 ** (thr_db / 10)
+            thr = 10 ** (cfg.sinr_threshold_db / 10)
             self.thr = np.full((1, n_ue), thr)
         else:  # mobile-env's Okumura-Hata on integer-truncated positions, its noise and threshold
             self.bx = np.array([float(int(b.x)) for b in stations])[:, None]
@@ -166,7 +164,7 @@ class RadioSteps:
         transmit now; reach: SINR above the UE's threshold."""
         r = self._radio
         self._rx = r.rx(self._x, self._y)
-        self._snr = link_sinr(self._rx, r.noise, transmitting(r.model, self._conn))
+        self._snr = reach_sinr(r.model, self._rx, r.noise, self._conn)
         self._reach = self._snr > r.thr
 
     def _radio_rates(self) -> np.ndarray:

@@ -128,8 +128,8 @@ def _next_state(state: LinkState, conn: np.ndarray) -> LinkState:
     reach = state.reach
     radio: Any = state.radio
     if radio is not None and radio.model.interference == "active":
-        from mobrl.radio.links import link_sinr, transmitting
+        from mobrl.radio.links import reach_sinr
 
-        sinr = link_sinr(radio.rx, radio.noise, transmitting(radio.model, conn))
+        sinr = reach_sinr(radio.model, radio.rx, radio.noise, conn)
         reach = (sinr > radio.thr) & state.active[None, :]
     return replace(state, conn=conn & reach, reach=reach)

@@ -7,7 +7,7 @@ section only repeats these defaults, runs mobile-env's own arithmetic bit for bi
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
 CHANNEL_CHOICES = ("okumura_hata", "uma", "umi", "free_space")
@@ -28,30 +28,41 @@ MAX_SPECTRAL_EFFICIENCY = 7.4063
 
 @dataclass(frozen=True)
 class RadioConfig:
-    """A layout's radio model. `noise_figure_db`, `sinr_threshold_db` and
-    `max_spectral_efficiency` apply to the 3GPP channels and free space (None there: the
-    defaults above); under `okumura_hata` the UEs' `noise` and `snr_threshold` keep
-    mobile-env's meaning and rates are not capped unless `max_spectral_efficiency` is given."""
+    """A layout's radio model. `noise_figure_db` and `sinr_threshold_db` apply to the 3GPP
+    channels and free space; under `okumura_hata` the UEs' `noise` and `snr_threshold` keep
+    mobile-env's meaning. `max_spectral_efficiency` None: the channel's default (capped at
+    MAX_SPECTRAL_EFFICIENCY under the thermal-noise channels, not under okumura_hata)."""
 
     channel: str = "okumura_hata"
     shadowing: bool = False
     interference: str = "none"
     scheduler: str = "resource_fair"
     joint_transmission: str = "sum_rates"
-    noise_figure_db: float | None = None
-    sinr_threshold_db: float | None = None
+    noise_figure_db: float = NOISE_FIGURE_DB
+    sinr_threshold_db: float = SINR_THRESHOLD_DB
     max_spectral_efficiency: float | None = None
 
     @classmethod
     def of(cls, section: dict[str, Any] | None) -> RadioConfig:
         """From a validated layout's `radio` section (None or absent keys: the defaults)."""
         section = section or {}
-        return cls(**{f.name: section.get(f.name, f.default) for f in fields(cls)})
+        values = {f.name: section.get(f.name) for f in fields(cls)}
+        return cls(**{k: v for k, v in values.items() if v is not None})
 
     @property
     def is_stock(self) -> bool:
-        """Whether this is mobile-env's own model (the engine's stock arithmetic applies)."""
-        return self == RadioConfig()
+        """Whether this is mobile-env's own model (the engine's stock arithmetic applies):
+        its channel, scheduler and joint transmission, no shadowing, interference or cap (the
+        noise figure and SINR threshold do not apply to its channel)."""
+        stock = RadioConfig()
+        return (
+            replace(
+                self,
+                noise_figure_db=stock.noise_figure_db,
+                sinr_threshold_db=stock.sinr_threshold_db,
+            )
+            == stock
+        )
 
     @property
     def thermal(self) -> bool:

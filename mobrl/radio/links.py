@@ -82,6 +82,19 @@ def link_sinr(rx: np.ndarray, noise: np.ndarray, on: np.ndarray | None) -> np.nd
     return rx / (noise + (total[None, :] - own))
 
 
+def reach_sinr(model: LinkModel, rx: np.ndarray, noise: np.ndarray, conn: np.ndarray) -> np.ndarray:
+    """(station, UE) SINR that decides where a UE may link, with the stations transmitting
+    under the links `conn`: `link_sinr`; under non-coherent joint transmission a UE's own
+    linked stations send its data, so they do not interfere with its links."""
+    on = transmitting(model, conn)
+    if on is None or model.joint_transmission != "noncoherent":
+        return link_sinr(rx, noise, on)
+    heard = np.where(on[:, None], rx, 0.0)
+    total = heard.sum(axis=0)
+    linked = np.where(conn, heard, 0.0).sum(axis=0)
+    return rx / (noise + (total - linked)[None, :] - np.where(conn, 0.0, heard))
+
+
 def spectral_efficiency(sinr: np.ndarray, cap: float | None) -> np.ndarray:
     se = np.log2(1 + sinr)
     return se if cap is None else np.minimum(se, cap)
@@ -113,7 +126,7 @@ def link_rates(
         sinr = _joint_sinr_sets(rx, noise, sets, total)
         se = np.where(sinr > thr, spectral_efficiency(sinr, cap), 0.0)
         full = bw[b, 0] * se[k, u]
-        share = model.sched().shares(gb, gu, full, n_sets * n_bs, n_sets * n_ue)
+        share = _joint_scheduler(model).shares(gb, gu, full, n_sets * n_bs, n_sets * n_ue)
         # the UE's stations send on common resources: the smallest of its shares (in rate
         # units per bit/s/Hz), at the UE's joint SINR, counted on its links in equal parts
         least = np.full(n_sets * n_ue, np.inf)
@@ -131,6 +144,15 @@ def link_rates(
     share = model.sched().shares(gb, gu, full, n_sets * n_bs, n_sets * n_ue)
     out[k, b, u] = share * full
     return out.reshape(shape)
+
+
+def _joint_scheduler(model: LinkModel) -> Scheduler:
+    """The scheduler under non-coherent joint transmission: a UE's stations serve it together
+    on common resources, so it has no separate links to trade between them and proportional
+    fair gives each station's UEs equal time, its allocation for UEs of one station."""
+    if model.scheduler == "proportional_fair":
+        return scheduler("resource_fair")
+    return model.sched()
 
 
 def _transmitting_sets(model: LinkModel, sets: np.ndarray) -> np.ndarray | None:

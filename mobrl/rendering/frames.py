@@ -5,6 +5,9 @@ simulation, so frames can only be drawn one after another while stepping (0.2-0.
 Here a rollout records what the dashboard shows (`FrameState`, a few numbers per UE), and a
 `DashboardRenderer` draws frames on one reused figure whose static parts (base stations,
 coverage isolines, axes) are drawn once; frames can then be drawn in parallel processes.
+A layout whose radio section changes the SINR (another channel, interference) shows, instead
+of mobile-env's coverage isolines, a map of the best SINR under the episode's LOS and shadowing
+(`mobrl.scenarios.budget.SinrMap`), computed once per episode (`episode_scene`).
 The layout and colours follow mobile-env's dashboard, with units that agree with each other
 and with mobile-env's definitions (its own dashboard calls one rate "GB/s" and another "MB/s",
 and draws scaled utility beside an unscaled colour scale and axis):
@@ -19,6 +22,7 @@ and draws scaled utility beside an unscaled colour scale and axis):
 
 from __future__ import annotations
 
+import dataclasses
 import string
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from mobrl.envs.channel import isolines
+from mobrl.scenarios.budget import SinrMap, shows_sinr_map, sinr_map
 
 #: the unit of mobile-env's data rates: bandwidth [Hz] * log2(1 + SNR) [bit/s/Hz]
 RATE_UNIT = "bit/s"
@@ -37,13 +42,17 @@ UTILITY_SCALE = "(scaled)"
 MEAN_UTILITY_LABEL = f"Avg. utility\n{UTILITY_SCALE}"
 #: the unit of the time axis and of the title's t
 TIME_LABEL = "Time [env steps]"
+#: the SINR map's colours and its colour bar's label (radio layouts)
+SINR_CMAP = "viridis"
+SINR_LABEL = "best SINR [dB]\nevery station transmitting"
 #: dashboard table cells: current and history of mean data rate and mean utility
 _CELLS = ((1, 0), (1, 1), (2, 0), (2, 1))
 
 
 @dataclass
 class Scene:
-    """What does not change during a rollout: map, base stations and their coverage."""
+    """What does not change during an episode: map, base stations and their coverage (all
+    but a radio layout's SINR map stay for the whole rollout)."""
 
     width: float
     height: float
@@ -58,6 +67,11 @@ class Scene:
     #: the scaled utility's range: mobile-env's reward scale, that of the colour bar, the table
     #: and the plot (`lower`, `upper` are the unscaled bounds it maps from)
     scaled_range: tuple[float, float] = (-1.0, 1.0)
+    #: the episode's best-SINR map where the radio model is not mobile-env's (then there are
+    #: no isolines: they are mobile-env's channel's); None: mobile-env's model
+    sinr: SinrMap | None = None
+    #: the unit of the engine's rates: mobile-env's, or Mbit/s under a thermal-noise channel
+    rate_unit: str = RATE_UNIT
 
 
 @dataclass
@@ -80,12 +94,13 @@ class FrameState:
 def scene_of(core: Any) -> Scene:
     """The static part of the dashboard of a mobile-env core (after reset)."""
     stations = sorted(core.stations.values(), key=lambda bs: bs.bs_id)
+    smap = sinr_map(core) if shows_sinr_map(core) else None
     return Scene(
         width=core.width,
         height=core.height,
         stations=[(bs.bs_id, float(bs.point.x), float(bs.point.y)) for bs in stations],
-        conn_isolines=isolines(core, 0.0),
-        rate_isolines=isolines(core, REACH_RATE),
+        conn_isolines=isolines(core, 0.0) if smap is None else [],
+        rate_isolines=isolines(core, REACH_RATE) if smap is None else [],
         lower=float(core.utility.lower),
         upper=float(core.utility.upper),
         max_time=int(core.EP_MAX_TIME),
@@ -94,7 +109,27 @@ def scene_of(core: Any) -> Scene:
             float(core.utility.scale(core.utility.lower)),
             float(core.utility.scale(core.utility.upper)),
         ),
+        sinr=smap,
+        rate_unit=rate_unit_of(core),
     )
+
+
+def rate_unit_of(core: Any) -> str:
+    """The unit of `core`'s data rates: Mbit/s under a thermal-noise channel (bandwidths in
+    MHz: mobrl.envs.radio_engine), mobile-env's bit/s otherwise."""
+    live = getattr(core, "_radio", None)
+    return "Mbit/s" if live is not None and live.cfg.thermal else RATE_UNIT
+
+
+def episode_scene(core: Any, previous: Scene | None) -> Scene:
+    """The scene of a new episode of the same layout (`core` after its reset): `previous`
+    itself under mobile-env's model (nothing of it changes), with this episode's SINR map
+    otherwise (its LOS and shadowing are the episode's). Once per episode, not per frame."""
+    if previous is None:
+        return scene_of(core)
+    if previous.sinr is None:
+        return previous
+    return dataclasses.replace(previous, sinr=sinr_map(core))
 
 
 def record_state(core: Any, episode: int, episode_return: float) -> FrameState:
@@ -139,12 +174,16 @@ class DashboardRenderer:
         self.cmap = colormaps["RdYlGn"]
         self.norm = Normalize(*scene.scaled_range)
         sim, dash, qoe, conn = self._figure(scene, dpi)
+        self.sinr_image, self.sinr_bar = None, None
+        self._sinr: SinrMap | None = None
+        if scene.sinr is not None:
+            self._add_sinr_map(sim, scene.sinr)
         # moving parts are "animated": left out of the background, drawn on it each frame
         self._add_stations(sim, scene, BS_SYMBOL)
         for (cx, cy), (rx, ry) in zip(scene.conn_isolines, scene.rate_isolines):
             sim.scatter(cx, cy, color="gray", s=3)
             sim.scatter(rx, ry, color="black", s=3)
-        self._legend(sim, BS_SYMBOL)
+        self._legend(sim, BS_SYMBOL, isolines=scene.sinr is None)
         self._add_network(sim)
         for ax in (sim, dash):
             ax.get_xaxis().set_visible(False)
@@ -153,7 +192,7 @@ class DashboardRenderer:
                 spine.set_visible(False)
         sim.set_xlim([0, scene.width])
         sim.set_ylim([0, scene.height])
-        self._add_table(dash)
+        self._add_table(dash, scene.rate_unit)
         self._add_plots(qoe, conn, scene)
         self.canvas.draw()
         self.background = self.canvas.copy_from_bbox(self.fig.bbox)
@@ -230,6 +269,44 @@ class DashboardRenderer:
             for bs_id, x, y in scene.stations
         ]
 
+    def _add_sinr_map(self, sim: Any, smap: SinrMap) -> None:
+        """The best-SINR map under everything else, its colour bar under the map's right end
+        (the utility's is under its left end)."""
+        low, high = smap.limits
+        self.sinr_image = sim.imshow(
+            smap.values_db, origin="lower", extent=smap.extent, cmap=SINR_CMAP, aspect="auto",
+            interpolation="nearest", zorder=-3, vmin=low, vmax=high,
+        )  # fmt: skip
+        cax = sim.inset_axes([0.72, -0.075, 0.28, 0.022])
+        self.sinr_bar = self.fig.colorbar(
+            self.sinr_image, cax=cax, orientation="horizontal", extend=smap.extend
+        )
+        self.sinr_bar.set_label(SINR_LABEL, fontsize=7, labelpad=1)
+        self.sinr_bar.ax.tick_params(labelsize=6, length=2, pad=1)
+        self._sinr = smap
+
+    def show_sinr(self, smap: SinrMap | None) -> None:
+        """Show another episode's SINR map (the background is drawn again only when the map
+        changes: once per episode)."""
+        old = self._sinr
+        if smap is None or old is None or smap is old:
+            return
+        if np.array_equal(smap.values_db, old.values_db):
+            self._sinr = smap
+            return
+        self.sinr_image.set_data(smap.values_db)
+        self.sinr_image.set_clim(*smap.limits)
+        self._sinr = smap
+        # the table draws its cells' texts itself, animated or not: blank them, or the
+        # background would keep the last frame's values under every later frame's
+        shown = {key: text.get_text() for key, text in self.table_texts.items()}
+        for text in self.table_texts.values():
+            text.set_text("")
+        self.canvas.draw()
+        self.background = self.canvas.copy_from_bbox(self.fig.bbox)
+        for key, text in self.table_texts.items():
+            text.set_text(shown[key])
+
     def _add_network(self, sim: Any) -> None:
         """What changes on the map each frame: the links, the UEs and the title."""
         import matplotlib.patheffects as pe
@@ -250,12 +327,12 @@ class DashboardRenderer:
         self.ue_labels: dict[int, Any] = {}
         self.title = sim.set_title("", fontsize=10, loc="left", animated=True)
 
-    def _add_table(self, dash: Any) -> None:
+    def _add_table(self, dash: Any, rate_unit: str = RATE_UNIT) -> None:
         """The table of the current and the episode's mean data rate and utility."""
         self.table = dash.table(
             [["", ""], ["", ""]],
             rowLabels=["Current", "History"],
-            colLabels=[f"Avg. DR\n[{RATE_UNIT}]", MEAN_UTILITY_LABEL],
+            colLabels=[f"Avg. DR\n[{rate_unit}]", MEAN_UTILITY_LABEL],
             cellLoc="center",
             edges="B",
             loc="upper center",
@@ -281,10 +358,10 @@ class DashboardRenderer:
         conn.set_ylim([0.0, scene.num_users])
         self.fig.align_ylabels((qoe, conn))
 
-    def _legend(self, sim: Any, bs_symbol: Any) -> None:
+    def _legend(self, sim: Any, bs_symbol: Any, isolines: bool = True) -> None:
         """What the colours and marks mean, under the map: a colour bar of UE utility on the
         table's and plot's scale (a link is shaded by its share of its UE's utility) and a key
-        of the other marks."""
+        of the other marks (the isolines' only where they are drawn)."""
         from matplotlib.cm import ScalarMappable
         from matplotlib.lines import Line2D
 
@@ -304,8 +381,11 @@ class DashboardRenderer:
             Line2D([], [], marker=".", color="black", label=f"{REACH_RATE:g} {RATE_UNIT} reach",
                    **dot),
         ]  # fmt: skip
+        if not isolines:  # the SINR map's colour bar takes the isolines' place
+            handles = handles[:2]
         self.legend = sim.legend(
-            handles=handles, loc="upper left", bbox_to_anchor=(0.36, -0.005), ncol=2,
+            handles=handles, loc="upper left", bbox_to_anchor=(0.36, -0.005),
+            ncol=2 if isolines else 1,
             fontsize=7, frameon=False, handletextpad=0.3, columnspacing=1.0,
         )  # fmt: skip
 
@@ -365,9 +445,10 @@ _RENDERERS: dict[Any, DashboardRenderer] = {}
 
 def draw_frames(scene: Scene, states: list[FrameState]) -> list[np.ndarray]:
     """Draw `states` in order (one renderer per scene and process, reused across calls)."""
-    key = (scene.width, scene.height, tuple(scene.stations), scene.num_users)
+    key = (scene.width, scene.height, tuple(scene.stations), scene.num_users, scene.sinr is None)
     if key not in _RENDERERS:
         _RENDERERS.clear()
         _RENDERERS[key] = DashboardRenderer(scene)
     renderer = _RENDERERS[key]
+    renderer.show_sinr(scene.sinr)
     return [renderer.draw(state) for state in states]

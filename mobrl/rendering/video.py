@@ -14,6 +14,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import closing
 from dataclasses import dataclass, field
+from itertools import groupby
 from pathlib import Path
 from typing import Any
 
@@ -33,12 +34,19 @@ _FRAMES_PER_TASK = 25
 
 @dataclass
 class Recording:
-    """What a rollout leaves for the video: frames (Gymnasium) or dashboard states (mobile)."""
+    """What a rollout leaves for the video: frames (Gymnasium) or dashboard states (mobile),
+    with the dashboard's scene of each episode (one object for all under mobile-env's model;
+    a layout with a radio section has its own SINR map per episode)."""
 
-    scene: Any = None
+    scenes: dict[int, Any] = field(default_factory=dict)
     states: list[Any] = field(default_factory=list)
     frames: list[np.ndarray] = field(default_factory=list)
     episodes: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def scene(self) -> Any:
+        """The first episode's scene (None before the first step)."""
+        return self.scenes[min(self.scenes)] if self.scenes else None
 
     @property
     def frame_count(self) -> int:
@@ -76,7 +84,7 @@ def _rollout(
 ) -> Recording:
     from mobrl.envs.wrappers import find_core
     from mobrl.evaluation.rollout import run_episode
-    from mobrl.rendering.frames import record_state, scene_of
+    from mobrl.rendering.frames import episode_scene, record_state
 
     recording = Recording()
     mobile = kind_of(env_config).draws_own_frames
@@ -85,8 +93,8 @@ def _rollout(
         def on_step(env: Any, total: float, episode: int = episode) -> None:
             if mobile:
                 core = find_core(env)
-                if recording.scene is None:
-                    recording.scene = scene_of(core)
+                if episode not in recording.scenes:  # once per episode, not per frame
+                    recording.scenes[episode] = episode_scene(core, recording.scene)
                 recording.states.append(record_state(core, episode, total))
             else:
                 recording.frames.append(np.asarray(env.render()))
@@ -113,17 +121,21 @@ def _frames(recording: Recording, workers: int) -> Iterator[np.ndarray]:
         return
     from mobrl.rendering.frames import draw_frames
 
-    states = recording.states
+    states, scenes = recording.states, recording.scenes
     if workers <= 1:
         for state in states:
-            yield from draw_frames(recording.scene, [state])
+            yield from draw_frames(scenes[state.episode], [state])
         return
     from mobrl.core.workers import process_pool
 
-    tasks = [
-        (recording.scene, states[i : i + _FRAMES_PER_TASK])
-        for i in range(0, len(states), _FRAMES_PER_TASK)
-    ]
+    # each task within one episode (its scene holds its SINR map), in order
+    tasks = []
+    for episode, group in groupby(states, key=lambda state: state.episode):
+        mine = list(group)
+        tasks += [
+            (scenes[episode], mine[i : i + _FRAMES_PER_TASK])
+            for i in range(0, len(mine), _FRAMES_PER_TASK)
+        ]
     with process_pool(workers) as pool:
         drawn = [pool.submit(_draw_task, task) for task in tasks]
         for future in drawn:  # in order; an interrupt leaves the pool to kill the workers

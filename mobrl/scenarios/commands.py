@@ -70,22 +70,189 @@ def show(name: str) -> str:
     return header + yaml.safe_dump(data, sort_keys=False, default_flow_style=None)
 
 
+def budget(
+    name: str,
+    at: str,
+    seed: int | None,
+    transmitting: str | None,
+    json_out: Path | None,
+    console: Any,
+) -> Any:
+    """`mobrl scenarios budget`: print the link budget of a UE at `at` ("X,Y") to every
+    station of layout `name` in the first episode of `seed`, and write it as JSON to
+    `json_out`; returns the `LinkBudget` (its header with the layout's name and file)."""
+    import dataclasses
+
+    from mobrl.core.files import atomic_write_json, check_writable
+    from mobrl.scenarios import budget as lb
+
+    x, y = lb.parse_at(at)
+    if json_out is not None:
+        json_out = Path(json_out).expanduser().absolute()
+        if json_out.is_dir():
+            raise UserError(
+                f"--json '{json_out}' is a directory. Give a file name, e.g. {json_out}/budget.json."
+            )
+        check_writable(json_out.parent, "--json", example="./budget.json")
+    path = find(name)
+    data = scenarios.load(path)
+    lb.check_on_map(x, y, data, name)
+    choice = lb.parse_transmitting(transmitting, len(data["stations"]), name)
+    result = lb.budget_at(data, x, y, seed, choice, name)
+    result = dataclasses.replace(
+        result, header={"layout": name, "file": str(path), **result.header}
+    )
+    _print_budget(console, result, len(data["stations"]) <= LABELLED_STATIONS)
+    if json_out is not None:
+        json_out.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_json(json_out, result.as_json())
+        console.print(f"json: {json_out}", markup=False)
+    return result
+
+
+def _values(values: list[float], unit: str, fmt: str = "g") -> str:
+    """One value, or the distinct values of the stations, with the unit."""
+    return ", ".join(format(v, fmt) for v in values) + f" {unit}"
+
+
+def _budget_header(b: Any) -> list[str]:
+    """The lines above the table: where, the channel, noise, threshold and interferers."""
+    h = b.header
+    lines = [
+        f"link budget of {h['layout']} ({h['file']}) at x={h['x_m']:g} m, y={h['y_m']:g} m, "
+        f"episode seed {h['seed']}",
+    ]
+    freq = _values(h["frequency_mhz"], "MHz")
+    heights = f"BS height {_values(h['bs_height_m'], 'm')}, UE height {h['ue_height_m']:g} m"
+    cap = h["max_spectral_efficiency"]
+    capped = (
+        f"spectral efficiency capped at {cap:g} bit/s/Hz" if cap else "no spectral-efficiency cap"
+    )
+    if b.thermal:
+        fc = _values([f / 1000.0 for f in h["frequency_mhz"]], "GHz")
+        shadowing = "shadowing on" if h["shadowing"] else "no shadowing"
+        lines.append(f"channel: {h['channel']} ({h['channel_source']}), {shadowing}")
+        lines.append(f"carrier: fc {fc} ({freq}), {heights}")
+        # one noise per distinct bandwidth, both sorted: the noise grows with the bandwidth
+        noise = ", ".join(
+            f"-174 dBm/Hz + 10 log10({bw:g} Hz) + {h['noise_figure_db']:g} dB NF = {n:.2f} dBm"
+            for bw, n in zip(h["bandwidth_hz"], h["noise_dbm"])
+        )
+        lines.append(f"noise: {noise}")
+        lines.append(f"threshold: SINR {h['threshold_db']:g} dB; {capped}")
+    else:
+        lines.append(
+            f"channel: {h['channel']} (mobile-env's default: {h['channel_source']}), "
+            "no LOS state, no shadowing"
+        )
+        lines.append(f"carrier: {freq}, {heights}")
+        noise_mw = 10 ** (h["noise_dbm"][0] / 10)
+        lines.append(
+            f"noise: {noise_mw:.3g} mW = {h['noise_dbm'][0]:.2f} dBm (the layout's ues.noise: "
+            "mobile-env's fixed noise power, not from the bandwidth)"
+        )
+        thr = 10 ** (h["threshold_db"] / 10)
+        lines.append(
+            f"threshold: SNR {thr:.3g} = {h['threshold_db']:.2f} dB (ues.snr_threshold); {capped}"
+        )
+    minus = " - shadowing" if b.thermal else ""
+    ratio = (
+        "SNR = rx / noise"
+        if h["transmitting"] == "none"
+        else ("SINR = rx / (noise + rx of the other transmitting stations)")
+    )
+    lines.append(
+        f"power: tx {_values(h['tx_power_dbm'], 'dBm')}; rx = tx - path loss{minus}; {ratio}, in mW"
+    )
+    tx = h["transmitting"]
+    if tx == "all":
+        who = "every station (full buffer)"
+    elif tx == "none":
+        who = "none (the SNR)"
+    else:
+        who = "stations " + ", ".join(str(i) for i in tx)
+    default = "none" if h["interference"] == "none" else "all"
+    lines.append(
+        f"interferers: {who}; the layout's interference: {h['interference']} "
+        f"(--transmitting all|none|IDS, default here: {default})"
+    )
+    return lines
+
+
+def _print_budget(console: Any, b: Any, lettered: bool) -> None:
+    """The header lines, the table (strongest received power first) and the notes."""
+    from rich.table import Table
+
+    for line in _budget_header(b):
+        console.print(line, markup=False)
+    snr = "SNR" if b.header["transmitting"] == "none" else "SINR"
+    rate_head = "rate (Mbit/s)" if b.thermal else "rate (bit/s, mobile-env's unit)"
+    columns = ["station", "d2D (m)"]
+    if b.thermal:
+        columns += ["d3D (m)", "P(LOS)", "LOS"]
+    columns += ["path loss (dB)"]
+    if b.thermal:
+        columns += ["shadowing (dB)"]
+    columns += ["rx (dBm)", f"{snr} (dB)", rate_head]
+    listed = isinstance(b.header["transmitting"], list)
+    if listed:
+        columns.append("transmits")
+    table = Table()
+    for col in columns:
+        table.add_column(col, justify="left" if col in ("LOS", "transmits") else "right")
+    for r in b.rows:
+        station = str(r["station"])
+        if lettered:  # the letters of `mobrl scenarios plot` and the render dashboard
+            station += f" ({chr(ord('A') + r['station'])})"
+        cells = [station, f"{r['distance_2d_m']:.1f}"]
+        if b.thermal:
+            cells += [
+                f"{r['distance_3d_m']:.1f}", f"{r['los_probability']:.3f}",
+                "LOS" if r["los"] else "NLOS",
+            ]  # fmt: skip
+        cells.append(f"{r['path_loss_db']:.2f}")
+        if b.thermal:
+            cells.append(f"{r['shadowing_db']:.2f}")
+        rate = r[b.rate_key]
+        cells += [
+            f"{r['rx_power_dbm']:.2f}", f"{r['sinr_db']:.2f}",
+            f"{rate:.3f}" if b.thermal else f"{rate:.4g}",
+        ]  # fmt: skip
+        if listed:
+            cells.append("yes" if r["transmits"] else "")
+        table.add_row(*cells, style=None if r["above_threshold"] else "dim")
+    console.print(table)
+    notes = [
+        "rate: the UE's from that station alone with all of its resources; 0 (dimmed) below "
+        "the threshold. --json FILE writes every value unrounded.",
+        *b.notes,
+    ]
+    for note in notes:
+        console.print(note, markup=False)
+
+
 #: layouts with more stations than this are drawn without each station's range outline
 OUTLINED_STATIONS = 30
 #: and with more than this, without station letters (A to Z)
 LABELLED_STATIONS = 26
+#: the SINR map's colours and colour-bar label
+SINR_CMAP = "viridis"
+SINR_LABEL = "best SINR (dB), every station transmitting"
 
 
 def plot(name: str, out: Path, width_px: int, height_px: int, dpi: int = 100) -> Path:
     """A PNG of the layout: coverage depth, each station's range at the UE's SNR threshold,
     stations, and where the UEs start (first episode of the layout's seed). Large layouts
     (city scale) keep to what stays readable: smaller markers, no station letters, and the
-    coverage depth alone instead of an outline per station."""
+    coverage depth alone instead of an outline per station. A layout whose radio section
+    changes the SINR (another channel, interference) shows its best SINR instead, with the
+    LOS and shadowing of that first episode."""
     import matplotlib
 
     matplotlib.use("Agg")
     from matplotlib.figure import Figure
 
+    from mobrl.scenarios.budget import shows_sinr_map, sinr_map
     from mobrl.scenarios.kinds.mobile import make_mobile_core
 
     out = _plot_target(out, width_px, height_px)
@@ -94,7 +261,10 @@ def plot(name: str, out: Path, width_px: int, height_px: int, dpi: int = 100) ->
     core.reset()
     fig = Figure(figsize=(width_px / dpi, height_px / dpi), dpi=dpi)
     ax = fig.add_subplot()
-    _draw_coverage(fig, ax, data, core)
+    if shows_sinr_map(core):  # mobile-env's coverage would be its channel's, not this one's
+        _draw_sinr_map(fig, ax, sinr_map(core))
+    else:
+        _draw_coverage(fig, ax, data, core)
     station_size = _draw_stations(ax, data)
     _draw_ues(ax, core, data["ues"]["count"])
     _label_map(ax, name, data, station_size)
@@ -167,6 +337,31 @@ def _draw_coverage(fig: Any, ax: Any, data: dict[str, Any], core: Any) -> None:
     if len(data["stations"]) <= OUTLINED_STATIONS:
         for lx, ly in isolines(core, 0.0):
             ax.plot([*lx, lx[0]], [*ly, ly[0]], color="gray", linewidth=0.8)
+
+
+def _draw_sinr_map(fig: Any, ax: Any, smap: Any) -> None:
+    """The best SINR (dB) over the map with its colour bar, and the UEs' threshold as a
+    contour where the map crosses it: where a UE could link to some station with every
+    station transmitting."""
+    from mpl_toolkits.axes_grid1 import make_axes_locatable
+
+    values, threshold = smap.values_db, smap.threshold_db
+    low, high = smap.limits
+    image = ax.imshow(
+        values, origin="lower", extent=smap.extent, cmap=SINR_CMAP, aspect="equal",
+        interpolation="nearest", vmin=low, vmax=high,
+    )  # fmt: skip
+    bar_ax = make_axes_locatable(ax).append_axes("right", size="3%", pad=0.1)
+    bar = fig.colorbar(image, cax=bar_ax, label=SINR_LABEL, extend=smap.extend)
+    if values.min() < threshold < values.max():
+        ax.contour(
+            values, levels=[threshold], extent=smap.extent, origin="lower", colors="red",
+            linewidths=0.8,
+        )  # fmt: skip
+        if low <= threshold <= high:
+            bar.ax.axhline(threshold, color="red", linewidth=1.0)
+        # a legend entry for the contour (contour sets take no label)
+        ax.plot([], [], color="red", linewidth=0.8, label=f"SINR threshold ({threshold:.4g} dB)")
 
 
 def _draw_stations(ax: Any, data: dict[str, Any]) -> float:

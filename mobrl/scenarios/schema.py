@@ -25,7 +25,9 @@ from mobrl.radio.config import (
     CHANNEL_CHOICES,
     INTERFERENCE_CHOICES,
     JOINT_CHOICES,
+    NOISE_FIGURE_DB,
     SCHEDULER_CHOICES,
+    SINR_THRESHOLD_DB,
 )
 
 #: random_waypoint is mobile-env's own; the others are mobrl.envs.mobility's models
@@ -108,8 +110,8 @@ class Radio:
     interference: str = _key("none", choices=INTERFERENCE_CHOICES)
     scheduler: str = _key("resource_fair", choices=SCHEDULER_CHOICES)
     joint_transmission: str = _key("sum_rates", choices=JOINT_CHOICES)
-    noise_figure_db: float | None = _key(None, low=0, strict=False, optional=True)
-    sinr_threshold_db: float | None = _key(None, optional=True)  # dB may be negative
+    noise_figure_db: float = _key(NOISE_FIGURE_DB, low=0, strict=False)
+    sinr_threshold_db: float = _key(SINR_THRESHOLD_DB)  # dB may be negative
     max_spectral_efficiency: float | None = _key(None, low=0, optional=True)
 
 
@@ -478,15 +480,14 @@ def best_snr(
     import numpy as np
 
     from mobrl import radio
-    from mobrl.radio.config import NOISE_FIGURE_DB, SINR_THRESHOLD_DB, RadioConfig
+    from mobrl.radio.config import RadioConfig
 
     cfg = RadioConfig.of(section)
     model = radio.channel(cfg.channel)
     d2d = np.maximum(d2d, model.min_distance_2d_m)
     loss = model.path_loss_db(d2d, st["frequency"] / 1000.0, st["height"], ue_height, True)
-    figure = NOISE_FIGURE_DB if cfg.noise_figure_db is None else cfg.noise_figure_db
-    noise = radio.thermal_noise_dbm(st["bandwidth"], figure)
-    thr = SINR_THRESHOLD_DB if cfg.sinr_threshold_db is None else cfg.sinr_threshold_db
+    noise = radio.thermal_noise_dbm(st["bandwidth"], cfg.noise_figure_db)
+    thr = cfg.sinr_threshold_db
     return 10 ** ((st["tx_power"] - loss - noise) / 10), 10 ** (thr / 10)
 
 

@@ -88,6 +88,7 @@ CASES = [
     ("trace file malformed", "train scenario.path={f}/trace_bad.yaml", "movement.file"),
     ("trace off the map", "train scenario.path={f}/trace_off.yaml", "movement.file"),
     ("radio on stock engine", "train scenario.path={f}/radio.yaml engine=stock", "engine=fast"),
+    ("budget position not X,Y", "scenarios budget uma19 --at 10", "--at '10'"),
     (
         "generate bad radio pair",
         "scenarios generate --sites hex:7 --ues 5 --radio umi --out {f}/r.yaml",

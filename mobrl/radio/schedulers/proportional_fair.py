@@ -17,17 +17,21 @@ sum_b p_b log p_b - sum_links x log rate over the bids x (p_b: the bids on b). A
 link bids 1 on it; the bids of UEs with several links are found by block coordinate descent:
 one UE's best bids, the others' held, are a water-filling (x_b = max(0, rate_b t - q_b) with
 q_b the others' bids on b and t such that they sum to 1), and UEs that share no station are
-updated together. Each network (a link set of a batch) stops when no bid moves by more than
-TOLERANCE, so a set's shares do not depend on what else is computed with it.
+updated together. Where the descent creeps, every POLISH_EVERY sweeps each connected group of
+UEs still moving is solved exactly on its current support (a linear system: equal rate per
+price on the links a UE bids on, bids summing to 1), kept where that is the optimum. A
+network's sweeps depend on its own links alone (a UE moves again when a bid at one of its
+stations moved), so a link set's shares are the same alone or in a batch.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-#: a network's descent stops when no bid moves by more than this, or after MAX_SWEEPS
+#: a network's descent stops when no bid moves by more than this (or after MAX_SWEEPS, a
+#: guard: the exact solves settle slow networks long before)
 TOLERANCE = 1e-10
-MAX_SWEEPS = 200
+MAX_SWEEPS = 2000
 
 
 class ProportionalFair:
@@ -73,18 +77,20 @@ def _colours(b: np.ndarray, u: np.ndarray) -> np.ndarray:
 def _descend(
     b: np.ndarray, u: np.ndarray, rate: np.ndarray, bid: np.ndarray, multi: np.ndarray, n_bs: int
 ) -> np.ndarray:
-    """Block coordinate descent on the bids of the links `multi` (the carrying links of UEs
-    with several), colour by colour, until no bid moves. A UE stops once neither it nor a UE
-    at one of its stations moved in the last sweep, so a network's sweeps and arithmetic
-    depend on its own links alone (the same shares alone or in a batch)."""
+    """The bids of the links `multi` (the carrying links of UEs with several) at the
+    optimum: block coordinate descent, colour by colour, over the UEs that may still move (a
+    UE moves again whenever a bid at one of its stations moved); every POLISH_EVERY sweeps the
+    connected groups of UEs still moving are solved exactly on their current support
+    (`_polish`). A network's sweeps and arithmetic depend on its own links alone, so its
+    shares are the same alone or in a batch."""
     mb, mu, mr = b[multi], u[multi], rate[multi]
     group = np.cumsum(np.r_[True, mu[1:] != mu[:-1]]) - 1  # multi is sorted by UE
     x = bid[multi].copy()
     price = np.bincount(b, weights=bid, minlength=n_bs)
     sub = np.arange(len(multi))
     colour = _colours(mb, mu)
-    for _ in range(MAX_SWEEPS):
-        before = x[sub]
+    for sweep in range(1, MAX_SWEEPS + 1):
+        before = x.copy()
         if len(sub) <= _SCALAR_LINKS:  # a few coupled UEs left: plain floats are faster
             _sweep_scalar(mb[sub].tolist(), group[sub].tolist(), mr[sub].tolist(),
                           colour.tolist(), sub.tolist(), x, price)  # fmt: skip
@@ -95,20 +101,163 @@ def _descend(
                 new = _water_fill(mr[sel], price[mb[sel]] - old, group[sel])
                 price += np.bincount(mb[sel], weights=new - old, minlength=n_bs)
                 x[sel] = new
-        moved = np.abs(x[sub] - before) > TOLERANCE
-        if not moved.any():
+        moving = _moving(mb, group, np.abs(x - before) > TOLERANCE, n_bs)
+        if moving.any() and sweep % POLISH_EVERY == 0:
+            moving &= ~_polish(mb, group, mr, x, price, moving, n_bs)
+        if not moving.any():
             break
-        # a UE keeps moving while it or a UE at one of its stations still moves
-        busy = np.zeros(n_bs, dtype=bool)
-        busy[mb[sub][moved]] = True
-        g_busy = np.zeros(group[-1] + 1, dtype=bool)
-        np.logical_or.at(g_busy, group[sub], busy[mb[sub]])
-        keep = g_busy[group[sub]]
-        if not keep.all():
-            sub = sub[keep]
+        if not np.array_equal(moving, np.isin(np.arange(len(multi)), sub)):
+            sub = np.flatnonzero(moving)
             colour = _colours(mb[sub], mu[sub])
     bid[multi] = x
     return bid
+
+
+def _moving(mb: np.ndarray, group: np.ndarray, moved: np.ndarray, n_bs: int) -> np.ndarray:
+    """The links of every UE with a link at a station where a bid moved: their best bids may
+    have changed (whether or not they moved themselves)."""
+    busy = np.zeros(n_bs, dtype=bool)
+    busy[mb[moved]] = True
+    ues = np.zeros(group[-1] + 1, dtype=bool)
+    np.logical_or.at(ues, group, busy[mb])
+    return ues[group]
+
+
+#: sweeps between exact solves of the UEs still moving
+POLISH_EVERY = 4
+
+
+def _polish(
+    mb: np.ndarray,
+    group: np.ndarray,
+    mr: np.ndarray,
+    x: np.ndarray,
+    price: np.ndarray,
+    moving: np.ndarray,
+    n_bs: int,
+) -> np.ndarray:
+    """Solve each connected group of moving UEs (linked through shared stations) exactly on
+    its current support: on the links it bids on, rate / price is the same (its rate per
+    unit of budget, 1 / mu), its bids sum to 1, and a station's price is the others' bids on
+    it plus these. Kept where the solution is an optimum (no negative bid, no unused link with
+    a better rate per price); returns the links settled so."""
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    links = np.flatnonzero(moving)
+    done = np.zeros(len(x), dtype=bool)
+    ues = np.unique(group[links])
+    # components of the graph of these UEs and their stations
+    n_ue = len(ues)
+    ue_of = np.searchsorted(ues, group[links])
+    graph = coo_matrix((np.ones(len(links)), (ue_of, n_ue + mb[links])), shape=(n_ue + n_bs,) * 2)
+    _, label = connected_components(graph, directed=False)
+    comp = label[ue_of]
+    for c in np.unique(comp):
+        ls = links[comp == c]
+        solved = _solve_support(mb[ls], group[ls], mr[ls], x[ls], price)
+        if solved is not None:
+            price += np.bincount(mb[ls], weights=solved - x[ls], minlength=n_bs)
+            x[ls] = solved
+            done[ls] = True
+    return done
+
+
+def _solve_support(
+    st: np.ndarray, grp: np.ndarray, r: np.ndarray, x: np.ndarray, price: np.ndarray
+) -> np.ndarray | None:
+    """The bids of one connected group's links at the optimum, by an active-set search from
+    the links with a positive bid now: solve for that support, then drop a link whose bid
+    came out negative or add the unused link with the best rate per price over its UE's,
+    until the solution is an optimum (None if none is found in a few tries)."""
+    stations, s_idx = np.unique(st, return_inverse=True)
+    _, g_idx = np.unique(grp, return_inverse=True)
+    others = price[stations] - np.bincount(s_idx, weights=x, minlength=len(stations))
+    active = _forest(x, s_idx, g_idx)
+    for _ in range(_ACTIVE_SET_TRIES):
+        solved = _solve_on(active, s_idx, g_idx, r, others)
+        if solved is None:
+            return None
+        bids, mu, p = solved
+        scale = max(1.0, float(np.abs(p).max()))
+        if bids.min() < -1e-12:
+            active[int(np.argmin(bids))] = False
+            continue
+        if (mu <= 0).any() or (p <= 0).any():
+            return None
+        # no unused link may give its UE more per unit of budget than the links in use
+        excess = np.where(active, -np.inf, r * mu[g_idx] - p[s_idx])
+        if excess.max() > 1e-12 * scale:
+            active[int(np.argmax(excess))] = True
+            continue
+        return np.maximum(bids, 0.0)
+    return None
+
+
+def _forest(x: np.ndarray, s_idx: np.ndarray, g_idx: np.ndarray) -> np.ndarray:
+    """The links with a positive bid, largest first, without those that would close a cycle
+    of UEs and stations: an optimum's links in use form a forest except at exact ties (two
+    UEs bidding on the same two stations need equal rate ratios), and on a cycle the system
+    of `_solve_on` is singular."""
+    n_g = int(g_idx.max()) + 1
+    parent = list(range(n_g + int(s_idx.max()) + 1))
+
+    def root(k: int) -> int:
+        while parent[k] != k:
+            parent[k] = parent[parent[k]]
+            k = parent[k]
+        return k
+
+    keep = np.zeros(len(x), dtype=bool)
+    for k in np.argsort(-x, kind="stable").tolist():
+        if x[k] <= 0.0:
+            break
+        a, b = root(int(g_idx[k])), root(n_g + int(s_idx[k]))
+        if a != b:
+            parent[a] = b
+            keep[k] = True
+    return keep
+
+
+#: active-set corrections tried per exact solve
+_ACTIVE_SET_TRIES = 12
+
+
+def _solve_on(
+    active: np.ndarray, s_idx: np.ndarray, g_idx: np.ndarray, r: np.ndarray, others: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """(bids, mu, prices) with the bids on the `active` links: on each, r mu_g equals its
+    station's price (the others' bids there plus these); each UE's bids sum to 1."""
+    act = np.flatnonzero(active)
+    n_a, n_g = len(act), int(g_idx.max()) + 1
+    if np.bincount(g_idx[act], minlength=n_g).min() == 0:
+        return None  # a UE with no link in use: no budget spent, not an optimum
+    from scipy.sparse import csc_matrix
+    from scipy.sparse.linalg import MatrixRankWarning, spsolve
+
+    # rows: each link in use (r mu_g - the bids on its station), then each UE (its bids);
+    # columns: the bids of the links in use, then each UE's mu
+    same = s_idx[act][:, None] == s_idx[act][None, :]
+    i, j = np.nonzero(same)
+    rows = np.concatenate([i, np.arange(n_a), n_a + g_idx[act]])
+    cols = np.concatenate([j, n_a + g_idx[act], np.arange(n_a)])
+    vals = np.concatenate([-np.ones(len(i)), r[act], np.ones(n_a)])
+    m = csc_matrix((vals, (rows, cols)), shape=(n_a + n_g, n_a + n_g))
+    rhs = np.concatenate([others[s_idx[act]], np.ones(n_g)])
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", MatrixRankWarning)
+        try:
+            sol = spsolve(m, rhs)
+        except (MatrixRankWarning, RuntimeError):
+            return None
+    if not np.isfinite(sol).all():
+        return None
+    bids = np.zeros(len(active))
+    bids[act] = sol[:n_a]
+    p = others + np.bincount(s_idx, weights=bids, minlength=len(others))
+    return bids, sol[n_a:], p
 
 
 #: below this many moving links the sweeps run on Python floats (the same operations)

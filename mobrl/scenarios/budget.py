@@ -1,0 +1,335 @@
+"""One position's link budget per station, and a layout's best-SINR map, on the engine's arrays."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+
+from mobrl.core.errors import UserError
+
+#: points per side of a SINR map's grid
+MAP_POINTS = 200
+#: (station, point) pairs of a map computed at once: bounds its temporary arrays (8 MB each)
+_MAP_PAIRS = 1_000_000
+#: what --transmitting accepts besides station ids
+TRANSMITTING_WORDS = ("all", "none")
+
+
+def parse_at(text: str) -> tuple[float, float]:
+    """`--at X,Y` as two finite numbers (metres), or a one-line error."""
+    parts = text.split(",")
+    try:
+        x, y = (float(p) for p in parts)
+    except ValueError:
+        x = y = math.nan
+    if not (math.isfinite(x) and math.isfinite(y)):
+        raise UserError(
+            f"--at '{text}' is not a position X,Y in metres. Write two numbers, e.g. --at 120,80."
+        )
+    return x, y
+
+
+def check_on_map(x: float, y: float, data: dict[str, Any], layout: str) -> None:
+    """A one-line error unless (x, y) lies on the layout's map (edges included)."""
+    width, height = float(data["width"]), float(data["height"])
+    if not (0.0 <= x <= width and 0.0 <= y <= height):
+        raise UserError(
+            f"--at {x:g},{y:g} is off the map of {layout} ({width:g} x {height:g} m). "
+            f"Choose 0 <= X <= {width:g} and 0 <= Y <= {height:g}."
+        )
+
+
+def parse_transmitting(text: str | None, n_stations: int, layout: str) -> str | list[int] | None:
+    """`--transmitting`: None (the layout's default), "all", "none" or sorted station ids;
+    a one-line error for anything else or an id the layout does not have."""
+    if text is None:
+        return None
+    word = text.strip().lower()
+    if word in TRANSMITTING_WORDS:
+        return word
+    try:
+        ids = sorted({int(part) for part in text.split(",")})
+    except ValueError:
+        raise UserError(
+            f"--transmitting '{text}' is neither all, none nor station ids. Write e.g. "
+            "--transmitting all, --transmitting none or --transmitting 0,3,5."
+        ) from None
+    unknown = [i for i in ids if not 0 <= i < n_stations]
+    if unknown:
+        raise UserError(
+            f"--transmitting names station {unknown[0]}, which {layout} does not have (its "
+            f"stations are 0 to {n_stations - 1}). Give ids from 0 to {n_stations - 1}, "
+            "or all or none."
+        )
+    return ids
+
+
+def _stations(core: Any) -> list[Any]:
+    return [core.stations[b] for b in sorted(core.stations)]
+
+
+def point_arrays(core: Any, n_points: int) -> Any:
+    """The radio model of `core`'s layout for `n_points` UEs like its own (height, noise,
+    threshold: a layout gives every UE the same), anywhere on the map, reading the LOS and
+    shadowing fields of the core's current episode: a UE of the core at those positions gets
+    the same received powers, and SINRs and rates from them with `mobrl.radio.links` (the
+    engine's functions) are the engine's. mobile-env's model (no radio section) is its
+    Okumura-Hata arrays."""
+    from mobrl.envs.radio_engine import RadioArrays
+    from mobrl.radio.config import RadioConfig
+
+    live = getattr(core, "_radio", None)
+    cfg = live.cfg if live is not None else RadioConfig()
+    ue = core.users[min(core.users)]
+    like = SimpleNamespace(height=ue.height, noise=ue.noise, snr_threshold=ue.snr_threshold)
+    area = (float(core.width), float(core.height))
+    arrays = RadioArrays(cfg, _stations(core), [like] * n_points, getattr(core, "seed", 0), area)
+    if live is not None:
+        # the fields depend on the stations and the map only, not on the UEs: share the live
+        # episode's windows instead of drawing new ones
+        arrays.los_field, arrays.sf_fields = live.los_field, live.sf_fields
+    return arrays
+
+
+def _on_mask(choice: str | list[int] | None, interference: str, n: int) -> np.ndarray | None:
+    """Which stations transmit (None: nobody interferes, the SNR)."""
+    if choice is None:  # the layout's own: full buffer where it has interference
+        choice = "none" if interference == "none" else "all"
+    if choice == "none":
+        return None
+    if choice == "all":
+        return np.ones(n, dtype=bool)
+    on = np.zeros(n, dtype=bool)
+    on[choice] = True
+    return on
+
+
+def _db(value: Any) -> Any:
+    return 10.0 * np.log10(value)
+
+
+def _distinct(values: Any) -> list[float]:
+    """The distinct values of a per-station array, as plain floats in order."""
+    return sorted({float(v) for v in np.ravel(values)})
+
+
+@dataclass(frozen=True)
+class LinkBudget:
+    """A position's budget: `header` (what applies to every station), `rows` (one per
+    station, strongest received power first; key names carry their units), `notes`."""
+
+    header: dict[str, Any]
+    rows: list[dict[str, Any]]
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def thermal(self) -> bool:
+        return self.header["channel"] != "okumura_hata"
+
+    @property
+    def rate_key(self) -> str:
+        return "rate_mbit_s" if self.thermal else "rate_bit_s"
+
+    def as_json(self) -> dict[str, Any]:
+        return {"header": self.header, "rows": self.rows, "notes": self.notes}
+
+
+def link_budget(
+    core: Any, x: float, y: float, transmitting: str | list[int] | None = None
+) -> LinkBudget:
+    """The link budget of a UE of `core` (after its reset) at (x, y) to every station, with
+    the stations `transmitting` ("all", "none", ids; None: the layout's default, full buffer
+    under interference) as interferers."""
+    from mobrl import radio
+    from mobrl.radio.config import NOISE_FIGURE_DB
+    from mobrl.radio.links import link_sinr, spectral_efficiency
+
+    arrays = point_arrays(core, 1)
+    cfg = arrays.cfg
+    stations = _stations(core)
+    n = len(stations)
+    xs, ys = np.array([float(x)]), np.array([float(y)])
+    on = _on_mask(transmitting, cfg.interference, n)
+    # the engine's arithmetic: received powers (mW), SINR with the stations `on`, the rate
+    # of a link with all of its station's resources above the threshold
+    rx = arrays.rx(xs, ys)
+    sinr = link_sinr(rx, arrays.noise, on)
+    cap = arrays.model.spectral_cap
+    rate = np.where(sinr > arrays.thr, arrays.bw * spectral_efficiency(sinr, cap), 0.0)
+    bw_hz = np.array([b.bw for b in stations], dtype=float)[:, None]
+    h_ue = float(arrays.h_ue[0, 0])
+    figure: float | None = None
+    notes: list[str] = []
+    if cfg.thermal:
+        rx_dbm, loss, sf, los = (np.broadcast_to(v, (n, 1)) for v in arrays.rx_dbm(xs, ys))
+        dx, dy = arrays.bx - xs[None, :], arrays.by - ys[None, :]
+        d2d = np.sqrt(dx * dx + dy * dy)
+        ch = arrays.channel
+        # the engine reads the formulas at the model's smallest distance below it
+        d_model = np.sqrt(np.maximum(dx * dx + dy * dy, arrays.min_d2))
+        if ch.has_los_state:
+            p_los = np.broadcast_to(ch.los_probability_of(d_model, arrays.h_ue), (n, 1))
+        else:
+            p_los = np.ones((n, 1))
+        d3d = np.sqrt(d2d * d2d + (arrays.h_bs - h_ue) ** 2)
+        figure = NOISE_FIGURE_DB if cfg.noise_figure_db is None else cfg.noise_figure_db
+        noise_dbm = np.broadcast_to(radio.thermal_noise_dbm(bw_hz, figure), (n, 1))
+        if (d2d < ch.min_distance_2d_m).any():
+            notes.append(
+                f"closer than {ch.min_distance_2d_m:g} m (2D) to a station: its path loss and "
+                f"LOS probability are read at {ch.min_distance_2d_m:g} m, as the engine does"
+            )
+        if not ch.has_los_state:
+            notes.append(f"{ch.name} has no LOS state: every link is LOS")
+    else:  # mobile-env's Okumura-Hata on integer-truncated positions
+        from mobrl.envs import channel as hata
+
+        dx, dy = arrays.bx - np.trunc(xs)[None, :], arrays.by - np.trunc(ys)[None, :]
+        d2d = np.sqrt(dx * dx + dy * dy)
+        loss = arrays.t1 + arrays.t2 * np.log10(d2d + hata.EPSILON)
+        rx_dbm = arrays.tx_dbm - loss
+        noise_dbm = np.broadcast_to(_db(arrays.noise[:, :1]), (n, 1))
+        notes.append(
+            "okumura_hata is mobile-env's channel: distances between integer-truncated "
+            "positions, in metres where Hata's formula expects km; rates in mobile-env's unit, "
+            "bandwidth (Hz) x log2(1 + SNR), i.e. bit/s"
+        )
+    rows = []
+    for b in np.argsort(-rx[:, 0], kind="stable").tolist():
+        s = stations[b]
+        row: dict[str, Any] = {"station": int(s.bs_id), "transmits": bool(on is not None and on[b])}
+        row["distance_2d_m"] = float(d2d[b, 0])
+        if cfg.thermal:
+            row["distance_3d_m"] = float(d3d[b, 0])
+            row["los_probability"] = float(p_los[b, 0])
+            row["los"] = bool(los[b, 0])
+        row["path_loss_db"] = float(loss[b, 0])
+        if cfg.thermal:
+            row["shadowing_db"] = float(sf[b, 0])
+        row["rx_power_dbm"] = float(rx_dbm[b, 0])
+        row["rx_power_mw"] = float(rx[b, 0])
+        row["sinr_db"] = float(_db(sinr[b, 0]))
+        row["above_threshold"] = bool(sinr[b, 0] > arrays.thr[0, 0])
+        row["rate_mbit_s" if cfg.thermal else "rate_bit_s"] = float(rate[b, 0])
+        row.update(
+            tx_power_dbm=float(s.tx_power), frequency_mhz=float(s.frequency),
+            bs_height_m=float(s.height), bandwidth_hz=float(s.bw),
+            noise_dbm=float(noise_dbm[b, 0]),
+        )  # fmt: skip
+        rows.append(row)
+    header = {
+        "x_m": float(x),
+        "y_m": float(y),
+        "seed": int(getattr(core, "seed", 0) or 0),
+        "channel": cfg.channel,
+        "channel_source": arrays.channel.source,
+        "shadowing": bool(cfg.shadowing),
+        "interference": cfg.interference,
+        "transmitting": _transmitting_value(on),
+        "tx_power_dbm": _distinct(arrays.tx_dbm),
+        "frequency_mhz": _distinct(arrays.fc_ghz * 1000.0),
+        "bs_height_m": _distinct(arrays.h_bs),
+        "ue_height_m": h_ue,
+        "bandwidth_hz": _distinct(bw_hz),
+        "noise_figure_db": figure,
+        "noise_dbm": _distinct(noise_dbm),
+        "threshold_db": float(_db(arrays.thr[0, 0])),
+        "max_spectral_efficiency": cap,
+        "rate_unit": "Mbit/s" if cfg.thermal else "bit/s (mobile-env's unit)",
+    }
+    return LinkBudget(header, rows, notes)
+
+
+def _transmitting_value(on: np.ndarray | None) -> str | list[int]:
+    if on is None:
+        return "none"
+    return "all" if on.all() else np.flatnonzero(on).tolist()
+
+
+def budget_at(
+    data: dict[str, Any],
+    x: float,
+    y: float,
+    seed: int | None = None,
+    transmitting: str | list[int] | None = None,
+    layout: str = "layout",
+) -> LinkBudget:
+    """`link_budget` of validated layout `data` in the first episode of `seed` (None: the
+    layout's seed), as `mobrl evaluate` and `mobrl render` play the episode of that seed."""
+    from mobrl.scenarios.kinds.mobile import make_mobile_core
+
+    check_on_map(x, y, data, layout)
+    core = make_mobile_core(data, "ma", "fast", None if seed is None else {"seed": int(seed)})
+    core.reset()
+    return link_budget(core, x, y, transmitting)
+
+
+# --- the best-SINR map ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SinrMap:
+    """The best SINR (dB) over a grid of the map, every station transmitting (full buffer):
+    `values_db[i, j]` at y = i * height / (rows - 1), x = j * width / (cols - 1)."""
+
+    values_db: np.ndarray
+    width: float
+    height: float
+    #: the UEs' threshold (dB): where a link can carry data
+    threshold_db: float
+
+    @property
+    def extent(self) -> tuple[float, float, float, float]:
+        return (0.0, self.width, 0.0, self.height)
+
+    @property
+    def limits(self) -> tuple[float, float]:
+        """The colour scale's range: the values but the extreme 0.5 % at either end, so a few
+        points do not flatten the rest (under mobile-env's channel a point on a station is at
+        distance 0, where its SNR is hundreds of dB)."""
+        low, high = np.percentile(self.values_db, [0.5, 99.5])
+        return float(low), float(max(high, low + 1e-6))
+
+    @property
+    def extend(self) -> str:
+        """Which ends of the colour bar `limits` cut (matplotlib's `extend`)."""
+        low, high = self.limits
+        cut_low, cut_high = self.values_db.min() < low, self.values_db.max() > high
+        return {(0, 0): "neither", (1, 0): "min", (0, 1): "max"}.get((cut_low, cut_high), "both")
+
+
+def shows_sinr_map(core: Any) -> bool:
+    """Whether `core`'s layout is drawn with a SINR map: a radio section whose SINR is not
+    mobile-env's (another channel, or interference); mobile-env's model keeps its coverage
+    drawing."""
+    live = getattr(core, "_radio", None)
+    return live is not None and (live.cfg.thermal or live.cfg.interference != "none")
+
+
+def sinr_map(core: Any, points: int = MAP_POINTS) -> SinrMap:
+    """The best SINR over a `points` x `points` grid of `core`'s map, with the LOS and
+    shadowing of the core's current episode: at each point, the strongest station's SINR of a
+    UE there, with every station transmitting."""
+    from mobrl.radio.links import link_sinr
+
+    width, height = float(core.width), float(core.height)
+    gx, gy = np.meshgrid(np.linspace(0.0, width, points), np.linspace(0.0, height, points))
+    px, py = gx.ravel(), gy.ravel()
+    n_bs = len(core.stations)
+    chunk = min(px.size, max(1, _MAP_PAIRS // n_bs))
+    arrays = point_arrays(core, chunk)
+    on = np.ones(n_bs, dtype=bool)
+    best = np.empty(px.size)
+    for start in range(0, px.size, chunk):
+        cx, cy = px[start : start + chunk], py[start : start + chunk]
+        k = cx.size
+        if k < chunk:  # the last chunk, padded to the arrays' UE count
+            cx, cy = np.resize(cx, chunk), np.resize(cy, chunk)
+        sinr = link_sinr(arrays.rx(cx, cy), arrays.noise, on)
+        best[start : start + k] = sinr.max(axis=0)[:k]
+    values = _db(best).reshape(points, points).astype(np.float32)
+    return SinrMap(values, width, height, float(_db(arrays.thr[0, 0])))
