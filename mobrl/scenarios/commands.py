@@ -26,8 +26,10 @@ def list_scenarios(console: Any) -> None:
 
     table = Table(title="mobile-env layouts (env=ma: an agent per UE; env=central: one agent)")
     columns = ("name", "stations", "UEs", "map (m)", "ma obs", "ma act", "central obs")
-    for col in (*columns, "central act", "memory", "file"):
+    for col in (*columns, "central act", "memory"):
         table.add_column(col, justify="right" if col in ("stations", "UEs", "memory") else "left")
+    # a user's file is shown whole, folded over lines if need be, not cut short
+    table.add_column("file", min_width=24, overflow="fold")
     builtin = scenarios.builtin_dir()
     for name, path in scenarios.discover().items():
         info = scenarios.summary(scenarios.load(path))
