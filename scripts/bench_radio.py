@@ -40,13 +40,28 @@ def run(core, seconds: float, obs: str) -> float:
     steps, start = 0, time.perf_counter()
     while time.perf_counter() - start < seconds:
         state = link_state(core)
-        _, done = core.step_arrays(toward(state, greedy_links(state)))
+        actions = toward(state, greedy_links(state))
+        if obs == "topk_gain":
+            actions = slot_actions(core, actions)
+        _, done = core.step_arrays(actions)
         if obs == "topk_gain":
             core.observe_all()
         steps += 1
         if done:
             core.reset()
     return steps / (time.perf_counter() - start)
+
+
+def slot_actions(core, actions):
+    """Station actions (b + 1) as `env.obs=topk` slot actions (slot + 1; 0 where the station
+    is not in the UE's slots)."""
+    import numpy as np
+
+    from mobrl.envs.observations import station_arrays, topk_slots
+
+    order = topk_slots(station_arrays(core), 3)
+    match = order == (actions - 1)[None, :]
+    return np.where((actions > 0) & match.any(axis=0), match.argmax(axis=0) + 1, 0)
 
 
 def main() -> None:
