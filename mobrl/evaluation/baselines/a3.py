@@ -3,15 +3,17 @@
 Source: 3GPP TS 36.331 (LTE RRC) and TS 38.331 (NR RRC), §5.5.4.4 "Event A3": the entering
 condition Mn + Ofn + Ocn − Hys > Mp + Ofp + Ocp + Off must hold for a whole time-to-trigger
 (TTT) before the UE reports it and is handed over to that neighbour. Here the measurement M is
-the SNR in dB and the offsets are 0, so: hand over when a neighbour's SNR exceeds the serving
-station's by more than the hysteresis (`hysteresis_db`, default 3 dB, a common setting of
-Hys + Off) on `ttt` consecutive steps with the same serving station. TS 36.331's TimeToTrigger
-runs from 0 to 5120 ms, commonly a few hundred ms; mobile-env measures once a step (1 s: its
-UEs move their velocity in m each step), so a typical TTT rounds to less than one step: the
-default `ttt = 1` hands over at the first step the condition is seen, and `a3_ttt2` asks for
-two steps in a row (a TTT of at least 1 s). A UE without a link connects to its strongest
-station (cell selection); a handover is make-before-break over two steps (connect the target,
-then release the old link), since an action toggles one link.
+the received power (RSRP) in dB (in mobile-env's model the SNR: the same comparison, since a
+UE's noise is the same for every station) and the offsets are 0, so: hand over when a
+neighbour's received power exceeds the serving station's by more than the hysteresis
+(`hysteresis_db`, default 3 dB, a common setting of Hys + Off) on `ttt` consecutive steps with
+the same serving station. TS 36.331's TimeToTrigger runs from 0 to 5120 ms, commonly a few
+hundred ms; mobile-env measures once a step (1 s: its UEs move their velocity in m each step),
+so a typical TTT rounds to less than one step: the default `ttt = 1` hands over at the first
+step the condition is seen, and `a3_ttt2` asks for two steps in a row (a TTT of at least 1 s).
+A UE without a link connects to its strongest station (cell selection); a handover is
+make-before-break over two steps (connect the target, then release the old link), since an action
+toggles one link.
 """
 
 from __future__ import annotations
@@ -31,8 +33,9 @@ from mobrl.evaluation.baselines.base import (
 
 class A3Policy(PerUEBaseline):
     """3GPP A3 handover: one serving station per UE (its strongest link); hand over to the
-    strongest neighbour whose SNR has been more than `hysteresis_db` (3 dB) above the serving
-    station's on `ttt` (1) consecutive steps; with no link, connect to the strongest station.
+    strongest neighbour whose received power has been more than `hysteresis_db` (3 dB) above
+    the serving station's on `ttt` (1) consecutive steps; with no link, connect to the
+    strongest station.
 
     Each step the rule counts, per (station, UE), the consecutive steps on which the station
     (in range, not serving) met the entering condition against the same serving station; a
@@ -64,7 +67,7 @@ class A3Policy(PerUEBaseline):
     def ue_action(self, core: Any, ue: Any) -> int:
         from mobrl.envs.observations import ue_columns
 
-        reachable, connected, snrs = ue_link_state(core, ue)
+        reachable, connected, snrs = ue_link_state(core, ue, "rsrp")
         stations = [bs for _, bs in sorted(core.stations.items())]
         column = ue_columns(core)[ue.ue_id]
         serving_before, counts_before = self._counts(core, (len(stations), len(core.users)))
@@ -85,7 +88,7 @@ class A3Policy(PerUEBaseline):
         return max(due, key=lambda bs: snrs[bs]).bs_id + 1 if due else 0
 
     def station_actions(self, core: Any) -> np.ndarray:
-        snr, reach, linked = link_arrays(core)
+        snr, reach, linked = link_arrays(core, "rsrp")
         serving_before, counts_before = self._counts(core, snr.shape)
         columns = np.arange(snr.shape[1])
         held = linked.any(axis=0)

@@ -107,29 +107,48 @@ class PerUEBaseline(Baseline):
 _PerUEBaseline = PerUEBaseline
 
 
-def ue_link_state(core: Any, ue: Any) -> tuple[list[Any], set[Any], dict[Any, float]]:
-    """Reachable stations (SNR above the UE's threshold), the UE's live connections, SNRs."""
+#: what a rule compares stations by: "sinr", the SINR (the SNR without interference), or
+#: "rsrp", the received power (3GPP's RSRP; mobile-env's model: the SNR, which orders a UE's
+#: stations as the received power does, since its noise is the same for all of them)
+MEASURES = ("sinr", "rsrp")
+
+
+def ue_link_state(
+    core: Any, ue: Any, measure: str = "sinr"
+) -> tuple[list[Any], set[Any], dict[Any, float]]:
+    """Reachable stations (SINR above the UE's threshold), the UE's live connections, and each
+    station's `measure` at the UE."""
     stations = [bs for _, bs in sorted(core.stations.items())]
     if implements(core, SnrArrays):  # mobrl's fast engine has this step's SNRs already
-        column = core.snr_matrix()[:, core.ue_column(ue)].tolist()
-        snrs = dict(zip(stations, column))
+        column = core.ue_column(ue)
+        snrs = dict(zip(stations, core.snr_matrix()[:, column].tolist()))
+        values = snrs
+        if measure == "rsrp":
+            values = dict(zip(stations, core.signal_matrix()[:, column].tolist()))
+        # the engine's own reach (a layout's radio model has an SINR threshold of its own)
+        in_range = core.reach_matrix()[:, column].tolist()
+        reachable = [bs for bs, ok in zip(stations, in_range) if ok]
     else:
-        snrs = {bs: core.channel.snr(bs, ue) for bs in stations}
-    reachable = [bs for bs, snr in snrs.items() if snr > ue.snr_threshold]
+        snrs = values = {bs: core.channel.snr(bs, ue) for bs in stations}
+        reachable = [bs for bs, snr in snrs.items() if snr > ue.snr_threshold]
     connected = {bs for bs in reachable if ue in core.connections.get(bs, ())}
-    return reachable, connected, snrs
+    return reachable, connected, values
 
 
-def link_arrays(core: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(BS, UE) SNRs, reachable links (SNR above the UE's threshold) and live links in range,
-    stations and UEs in id order (`ue_link_state` for all UEs at once). The rules read SNRs
-    only where a UE is in range (masked by `reach` or by links, which lie in range): out of
-    range the SNR may be 0 (city-scale layouts, whose full SNR matrix is not computed)."""
+def link_arrays(core: Any, measure: str = "sinr") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(BS, UE) `measure` (SINRs, or received powers), reachable links (SINR above the UE's
+    threshold) and live links in range, stations and UEs in id order (`ue_link_state` for all
+    UEs at once). The rules read the measure only where a UE is in range (masked by `reach` or
+    by links, which lie in range): out of range it may be 0 (city-scale layouts, whose full SNR
+    matrix is not computed)."""
     from mobrl.envs.service import link_arrays as arrays
 
     state = arrays(core, in_range=True)
     reach = np.asarray(state["reach"], dtype=bool)
-    return np.asarray(state["snr"], dtype=float), reach, np.asarray(state["conn"], bool) & reach
+    values = np.asarray(state["snr"], dtype=float)
+    if measure == "rsrp" and implements(core, SnrArrays):
+        values = np.asarray(core.signal_matrix(), dtype=float)
+    return values, reach, np.asarray(state["conn"], bool) & reach
 
 
 def active_mask(core: Any) -> np.ndarray:

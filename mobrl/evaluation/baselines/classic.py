@@ -1,5 +1,6 @@
 """mobrl's first baselines: random actions, no change, one link to the strongest station
-(greedy), every station in range (full), and CartPole's pole-angle controller."""
+(greedy, by SINR; greedy_rsrp, by received power), every station in range (full), and
+CartPole's pole-angle controller."""
 
 from __future__ import annotations
 
@@ -46,14 +47,16 @@ class NoopPolicy(PerUEBaseline):
 
 
 class GreedyPolicy(PerUEBaseline):
-    """Each UE keeps exactly one connection, to its strongest-SNR base station: connect to it,
-    then release any other connection (an action toggles one connection per step)."""
+    """Each UE keeps exactly one connection, to its strongest-SNR base station (the SINR under
+    interference): connect to it, then release any other connection (an action toggles one
+    connection per step)."""
 
     name = "greedy"
     frees_slots = True
+    measure = "sinr"
 
     def ue_action(self, core: Any, ue: Any) -> int:
-        reachable, connected, snrs = ue_link_state(core, ue)
+        reachable, connected, snrs = ue_link_state(core, ue, self.measure)
         if not reachable:
             return 0
         best = max(reachable, key=lambda bs: snrs[bs])
@@ -63,13 +66,22 @@ class GreedyPolicy(PerUEBaseline):
         return others[0].bs_id + 1 if others else 0
 
     def station_actions(self, core: Any) -> np.ndarray:
-        snr, reach, linked = link_arrays(core)
+        snr, reach, linked = link_arrays(core, self.measure)
         columns = np.arange(snr.shape[1])
         best = np.argmax(np.where(reach, snr, -np.inf), axis=0)  # ties: the lower station id
         others = linked.copy()
         others[best, columns] = False
         act = np.where(linked[best, columns], first(others), best + 1)
         return np.where(reach.any(axis=0), act, 0)
+
+
+class GreedyRsrpPolicy(GreedyPolicy):
+    """`greedy` by received power (3GPP's RSRP-based cell selection): each UE keeps one
+    connection, to the station it receives strongest, whatever the interference there (the
+    same decisions as `greedy` in mobile-env's model, which has none)."""
+
+    name = "greedy_rsrp"
+    measure = "rsrp"
 
 
 class FullPolicy(PerUEBaseline):
@@ -98,4 +110,4 @@ class PoleAnglePolicy(Baseline):
         return int(angle + angular_velocity > 0)
 
 
-RULES = (RandomPolicy, NoopPolicy, GreedyPolicy, FullPolicy, PoleAnglePolicy)
+RULES = (RandomPolicy, NoopPolicy, GreedyPolicy, GreedyRsrpPolicy, FullPolicy, PoleAnglePolicy)
