@@ -19,11 +19,11 @@ class StockViews:
         """SNR of every (BS, UE) pair at the UEs' current positions, BS and UE in id order."""
         return self._snr
 
-    def signal_matrix(self) -> np.ndarray:
+    def signal_matrix(self) -> np.ndarray | None:
         """Received power of every (BS, UE) pair (3GPP's RSRP; mW) under a layout's radio
-        model; in mobile-env's model the SNR, which orders a UE's stations the same way (its
-        noise is the same for all of them)."""
-        return self._rx if self._radio is not None else self._snr
+        model; None in mobile-env's model, where the SNR orders a UE's stations the same way
+        (its noise is the same for all of them)."""
+        return self._rx if self._radio is not None else None
 
     def reach_matrix(self) -> np.ndarray:
         """Which (BS, UE) links a UE can hold this step (SNR, or a radio model's SINR, above the

@@ -123,8 +123,9 @@ def ue_link_state(
         column = core.ue_column(ue)
         snrs = dict(zip(stations, core.snr_matrix()[:, column].tolist()))
         values = snrs
-        if measure == "rsrp":
-            values = dict(zip(stations, core.signal_matrix()[:, column].tolist()))
+        signal = core.signal_matrix() if measure == "rsrp" else None
+        if signal is not None:
+            values = dict(zip(stations, signal[:, column].tolist()))
         # the engine's own reach (a layout's radio model has an SINR threshold of its own)
         in_range = core.reach_matrix()[:, column].tolist()
         reachable = [bs for bs, ok in zip(stations, in_range) if ok]
@@ -146,8 +147,9 @@ def link_arrays(core: Any, measure: str = "sinr") -> tuple[np.ndarray, np.ndarra
     state = arrays(core, in_range=True)
     reach = np.asarray(state["reach"], dtype=bool)
     values = np.asarray(state["snr"], dtype=float)
-    if measure == "rsrp" and implements(core, SnrArrays):
-        values = np.asarray(core.signal_matrix(), dtype=float)
+    signal = core.signal_matrix() if measure == "rsrp" and implements(core, SnrArrays) else None
+    if signal is not None:  # None: the SNR orders a UE's stations as the received power does
+        values = np.asarray(signal, dtype=float)
     return values, reach, np.asarray(state["conn"], bool) & reach
 
 

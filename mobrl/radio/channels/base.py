@@ -46,8 +46,9 @@ class LossTerms:
     nlos: tuple[Any, float] | None
 
     def loss_db(self, d2d: Any, los: Any) -> Any:
-        """The path loss (dB) at 2D distances `d2d` with LOS states `los`; the same value as
-        the model's `path_loss_db` up to rounding (tested to 1e-9 dB)."""
+        """The path loss (dB) at 2D distances `d2d` with LOS states `los` (what the model's
+        `path_loss_db` computes: the 3D distance from d2D and the heights, the LOS formula
+        before and after the breakpoint, NLOS never below LOS)."""
         lg = 0.5 * np.log10(d2d * d2d + self.dh2)
         (a1, s1), (a2, s2) = self.near, self.far
         pl = np.where(d2d <= self.breakpoint, a1 + s1 * lg, a2 + s2 * lg)
@@ -117,7 +118,8 @@ class Channel:
         return self._los_probability(d2d, h_ue)
 
     def _path_loss_db(self, d2d: Any, fc_ghz: Any, h_bs: Any, h_ue: Any, los: Any) -> Any:
-        raise NotImplementedError
+        # one formula per model: its `loss_terms`, read at these distances
+        return self.loss_terms(fc_ghz, h_bs, h_ue).loss_db(d2d, los)
 
     def _los_probability(self, d2d: Any, h_ue: Any) -> Any:
         raise NotImplementedError

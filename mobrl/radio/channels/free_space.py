@@ -7,16 +7,12 @@ from typing import Any
 
 import numpy as np
 
-from mobrl.radio.channels.base import SPEED_OF_LIGHT, Channel, LossTerms, distance_3d
+from mobrl.radio.channels.base import SPEED_OF_LIGHT, Channel, LossTerms
 
 
 class FreeSpace(Channel):
     """Friis: PL = 20 log10(4 pi d3D fc / c), fc in Hz. Always LOS (`los` is ignored, the LOS
     probability is 1), no shadowing. Specified in the far field, taken here as d2D >= 1 m."""
-
-    def _path_loss_db(self, d2d: Any, fc_ghz: Any, h_bs: Any, h_ue: Any, los: Any) -> Any:
-        d3d = distance_3d(d2d, h_bs, h_ue)
-        return 20.0 * np.log10(4.0 * math.pi * d3d * (fc_ghz * 1e9) / SPEED_OF_LIGHT)
 
     def loss_terms(self, fc_ghz: Any, h_bs: Any, h_ue: Any) -> LossTerms:
         fc_ghz, h_bs, h_ue = (np.asarray(v, dtype=np.float64) for v in (fc_ghz, h_bs, h_ue))

@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from mobrl.radio.channels.base import Channel, LossTerms, breakpoint_distance, distance_3d
+from mobrl.radio.channels.base import Channel, LossTerms, breakpoint_distance
 
 
 class UMi(Channel):
@@ -19,17 +19,6 @@ class UMi(Channel):
     fc in GHz; specified for 10 m <= d2D <= 5 km, 1.5 m <= hUT <= 22.5 m, hBS = 10 m,
     0.5 <= fc <= 100 GHz. The table's optional single-slope NLOS formula is not used.
     """
-
-    def _path_loss_db(self, d2d: Any, fc_ghz: Any, h_bs: Any, h_ue: Any, los: Any) -> Any:
-        d3d = distance_3d(d2d, h_bs, h_ue)
-        d_bp = breakpoint_distance(fc_ghz, h_bs, h_ue)
-        log_f = 20.0 * np.log10(fc_ghz)
-        pl1 = 32.4 + 21.0 * np.log10(d3d) + log_f
-        pl2 = 32.4 + 40.0 * np.log10(d3d) + log_f - 9.5 * np.log10(d_bp**2 + (h_bs - h_ue) ** 2)
-        pl_los = np.where(d2d <= d_bp, pl1, pl2)
-        pl_nlos = 35.3 * np.log10(d3d) + 22.4 + 21.3 * np.log10(fc_ghz) - 0.3 * (h_ue - 1.5)
-        # the standard takes the max so that NLOS is never better than LOS at the same spot
-        return np.where(los, pl_los, np.maximum(pl_los, pl_nlos))
 
     def loss_terms(self, fc_ghz: Any, h_bs: Any, h_ue: Any) -> LossTerms:
         fc_ghz, h_bs, h_ue = (np.asarray(v, dtype=np.float64) for v in (fc_ghz, h_bs, h_ue))
