@@ -17,7 +17,7 @@ from mobrl import radio
 from mobrl.envs import channel as hata
 from mobrl.radio.config import RadioConfig
 from mobrl.radio.fields import ShadowFields, StationFields
-from mobrl.radio.links import LinkModel, RadioService, link_rates, reach_sinr
+from mobrl.radio.links import LinkModel, RadioService, reach_sinr
 
 #: the radio RNG's stream, apart from mobile-env's own draws of the same seed
 _STREAM = 38901
@@ -101,10 +101,14 @@ class RadioArrays:
     def rx(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
         """(station, UE) received power in mW at the UEs' positions x, y."""
         if not self.cfg.thermal:
-            dx, dy = self.bx - np.trunc(x)[None, :], self.by - np.trunc(y)[None, :]
-            loss = self.t1 + self.t2 * np.log10(np.sqrt(dx * dx + dy * dy) + hata.EPSILON)
-            return 10 ** ((self.tx_dbm - loss) / 10)
+            return 10 ** ((self.tx_dbm - self.hata_loss_db(x, y)) / 10)
         return np.exp(self.rx_dbm(x, y)[0] * self._db)
+
+    def hata_loss_db(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        """(station, UE) path loss of mobile-env's Okumura-Hata (its operations: distances
+        between integer-truncated positions, metres where Hata expects km)."""
+        dx, dy = self.bx - np.trunc(x)[None, :], self.by - np.trunc(y)[None, :]
+        return self.t1 + self.t2 * np.log10(np.sqrt(dx * dx + dy * dy) + hata.EPSILON)
 
     def rx_dbm(self, x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, ...]:
         """(received power dBm, path loss dB, shadowing dB, LOS) of every (station, UE) pair
@@ -168,8 +172,7 @@ class RadioSteps:
         self._reach = self._snr > r.thr
 
     def _radio_rates(self) -> np.ndarray:
-        r = self._radio
-        return link_rates(r.model, self._rx, r.noise, r.bw, r.thr, self._conn)
+        return self.radio_service().link_rates(self._conn)
 
     def radio_service(self) -> RadioService | None:
         """What the service arithmetic needs to recompute this step's rates for other links

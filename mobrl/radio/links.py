@@ -49,22 +49,14 @@ class LinkModel:
             and self.joint_transmission == "sum_rates"
         )
 
-    @property
-    def coupled(self) -> bool:
-        """Whether one UE's links change another UE's service beyond its stations' shares."""
-        return self.interference == "active"
-
     def sched(self) -> Scheduler:
         return scheduler(self.scheduler)
 
 
 def transmitting(model: LinkModel, conn: np.ndarray) -> np.ndarray | None:
     """Which stations transmit with the links `conn` up (None: interference is off)."""
-    if model.interference == "none":
-        return None
-    if model.interference == "full_buffer":
-        return np.ones(conn.shape[0], dtype=bool)
-    return conn.any(axis=1)
+    on = _transmitting_sets(model, conn[None])
+    return None if on is None else on[0]
 
 
 def interference_sum(rx: np.ndarray, on: np.ndarray) -> np.ndarray:
@@ -119,7 +111,7 @@ def link_rates(
     k, u, b = np.nonzero(sets.transpose(0, 2, 1))  # links sorted by set, UE, station
     gb, gu = k * n_bs + b, k * n_ue + u  # every set's stations and UEs as one network
     noise = np.broadcast_to(noise, (n_bs, n_ue))
-    total = None if on is None else np.where(on[:, :, None], rx[None], 0.0).sum(axis=1)
+    total = None if on is None else _interference_sets(rx, on)
     cap = model.spectral_cap
     out = np.zeros(sets.shape)
     if model.joint_transmission == "noncoherent":
@@ -164,6 +156,12 @@ def _transmitting_sets(model: LinkModel, sets: np.ndarray) -> np.ndarray | None:
     return sets.any(axis=2)
 
 
+def _interference_sets(rx: np.ndarray, on: np.ndarray) -> np.ndarray:
+    """(sets, UE) summed received power from each set's transmitting stations `on` (sets,
+    station), added in station order as `interference_sum` adds them."""
+    return np.where(on[:, :, None], rx[None], 0.0).sum(axis=1)
+
+
 def _joint_sinr_sets(
     rx: np.ndarray, noise: np.ndarray, sets: np.ndarray, total: np.ndarray | None
 ) -> np.ndarray:
@@ -181,7 +179,7 @@ def joint_sinr(model: LinkModel, rx: np.ndarray, noise: np.ndarray, conn: np.nda
     bandwidth of its stations (0 for a UE without links)."""
     sets = conn[None]
     on = _transmitting_sets(model, sets)
-    total = None if on is None else np.where(on[:, :, None], rx[None], 0.0).sum(axis=1)
+    total = None if on is None else _interference_sets(rx, on)
     return _joint_sinr_sets(rx, np.broadcast_to(noise, conn.shape), sets, total)[0]
 
 

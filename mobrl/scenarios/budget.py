@@ -145,8 +145,7 @@ def link_budget(
     the stations `transmitting` ("all", "none", ids; None: the layout's default, full buffer
     under interference) as interferers."""
     from mobrl import radio
-    from mobrl.radio.config import NOISE_FIGURE_DB
-    from mobrl.radio.links import link_sinr, spectral_efficiency
+    from mobrl.radio.links import RadioService, link_sinr
 
     arrays = point_arrays(core, 1)
     cfg = arrays.cfg
@@ -158,11 +157,11 @@ def link_budget(
     # of a link with all of its station's resources above the threshold
     rx = arrays.rx(xs, ys)
     sinr = link_sinr(rx, arrays.noise, on)
-    cap = arrays.model.spectral_cap
-    rate = np.where(sinr > arrays.thr, arrays.bw * spectral_efficiency(sinr, cap), 0.0)
+    service = RadioService(arrays.model, rx, arrays.noise, arrays.bw, arrays.thr)
+    rate = service.capacity(sinr, sinr > arrays.thr)
     bw_hz = np.array([b.bw for b in stations], dtype=float)[:, None]
     h_ue = float(arrays.h_ue[0, 0])
-    figure: float | None = None
+    figure: float | None = None  # the thermal-noise channels' only
     notes: list[str] = []
     if cfg.thermal:
         rx_dbm, loss, sf, los = (np.broadcast_to(v, (n, 1)) for v in arrays.rx_dbm(xs, ys))
@@ -176,7 +175,7 @@ def link_budget(
         else:
             p_los = np.ones((n, 1))
         d3d = np.sqrt(d2d * d2d + (arrays.h_bs - h_ue) ** 2)
-        figure = NOISE_FIGURE_DB if cfg.noise_figure_db is None else cfg.noise_figure_db
+        figure = cfg.noise_figure_db
         noise_dbm = np.broadcast_to(radio.thermal_noise_dbm(bw_hz, figure), (n, 1))
         if (d2d < ch.min_distance_2d_m).any():
             notes.append(
@@ -186,11 +185,9 @@ def link_budget(
         if not ch.has_los_state:
             notes.append(f"{ch.name} has no LOS state: every link is LOS")
     else:  # mobile-env's Okumura-Hata on integer-truncated positions
-        from mobrl.envs import channel as hata
-
         dx, dy = arrays.bx - np.trunc(xs)[None, :], arrays.by - np.trunc(ys)[None, :]
         d2d = np.sqrt(dx * dx + dy * dy)
-        loss = arrays.t1 + arrays.t2 * np.log10(d2d + hata.EPSILON)
+        loss = arrays.hata_loss_db(xs, ys)
         rx_dbm = arrays.tx_dbm - loss
         noise_dbm = np.broadcast_to(_db(arrays.noise[:, :1]), (n, 1))
         notes.append(
@@ -238,7 +235,7 @@ def link_budget(
         "noise_figure_db": figure,
         "noise_dbm": _distinct(noise_dbm),
         "threshold_db": float(_db(arrays.thr[0, 0])),
-        "max_spectral_efficiency": cap,
+        "max_spectral_efficiency": arrays.model.spectral_cap,
         "rate_unit": "Mbit/s" if cfg.thermal else "bit/s (mobile-env's unit)",
     }
     return LinkBudget(header, rows, notes)

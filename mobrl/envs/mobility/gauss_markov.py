@@ -77,9 +77,9 @@ class GaussMarkovMobility(MobilityModel):
         base_dir: Path | None = None,
     ) -> None:
         super().__init__(params, width, height, velocity, base_dir)
-        self.alpha = number(self.params, "alpha", 0.75)
-        self.speed_std = number(self.params, "speed_std", 0.2)
-        self.direction_std = number(self.params, "direction_std", 0.45)
+        self.alpha = number(self.params, "alpha", self.PARAMS["alpha"])
+        self.speed_std = number(self.params, "speed_std", self.PARAMS["speed_std"])
+        self.direction_std = number(self.params, "direction_std", self.PARAMS["direction_std"])
         n = self.n_ues
         self.speed = self.velocity.copy()
         self.direction = np.zeros(n)

@@ -265,7 +265,7 @@ class TraceMobility(MobilityModel):
         base_dir: Path | None = None,
     ) -> None:
         super().__init__(params, width, height, velocity, base_dir)
-        self.start = number(self.params, "start", 0.0)
+        self.start = number(self.params, "start", self.PARAMS["start"])
         self.path = trace_path(self.params["file"], base_dir)
         trace = read_trace(self.path)
         n = self.n_ues
