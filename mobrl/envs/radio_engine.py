@@ -115,15 +115,15 @@ class RadioArrays:
         at the UEs' positions, under a thermal-noise channel."""
         dx, dy = self.bx - x[None, :], self.by - y[None, :]
         # below the model's smallest distance the formula is read at that distance
-        d2d = np.sqrt(np.maximum(dx * dx + dy * dy, self.min_d2))
+        d2 = np.maximum(dx * dx + dy * dy, self.min_d2)
         if self.los_field is not None:
-            p_los = self.channel.los_probability_of(d2d, self.h_ue)
-            los = self.los_field.at(x, y) < p_los
+            p_los = self.channel.los_probability_of(np.sqrt(d2), self.h_ue)
+            los: Any = self.los_field.at(x, y) < p_los
         else:
             los = True
-        loss = self.terms.loss_db(d2d, los)
+        loss = self.terms.loss_db_sq(d2, los)
         if self.sf_fields is not None:
-            sf = self.sf_fields.at(x, y, np.broadcast_to(los, self.shape))
+            sf = self.sf_fields.at(x, y, los)
             return self.tx_dbm - loss - sf, loss, sf, los
         return self.tx_dbm - loss, loss, np.zeros(self.shape), los
 

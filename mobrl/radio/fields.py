@@ -91,7 +91,7 @@ class StationFields:
 
     def at(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
         """(station, UE) field values at the UEs' positions x, y (metres)."""
-        return self.values[self.base + self.keys(x, y)[None, :]]
+        return np.take(self.values, self.base + self.keys(x, y)[None, :])
 
 
 class ShadowFields:
@@ -123,6 +123,9 @@ class ShadowFields:
         self.los_base, self.nlos_base = los_base, self.grid.base + CELLS * CELLS
 
     def at(self, x: np.ndarray, y: np.ndarray, los: np.ndarray) -> np.ndarray:
-        """(station, UE) shadow fading (dB) at the UEs' positions with the links' LOS states."""
-        base = np.where(los, self.los_base, self.nlos_base)
-        return self.values[base + self.grid.keys(x, y)[None, :]]
+        """(station, UE) shadow fading (dB) at the UEs' positions with the links' LOS states
+        (bool, broadcastable to (station, UE))."""
+        # each link's window by arithmetic (a masked selection branches per element)
+        index = self.nlos_base + self.grid.keys(x, y)[None, :]
+        index += los * (self.los_base - self.nlos_base)
+        return np.take(self.values, index)

@@ -31,6 +31,11 @@ def breakpoint_distance(fc_ghz: Any, h_bs: Any, h_ue: Any) -> Any:
     return 4.0 * (h_bs - H_E) * (h_ue - H_E) * (fc_ghz * 1e9) / SPEED_OF_LIGHT
 
 
+#: added to a LOS link's NLOS loss before the larger of the two is taken (a selection by
+#: arithmetic: numpy's masked selections branch per element, several times slower)
+_NEVER_DB = 1e4
+
+
 @dataclass(frozen=True)
 class LossTerms:
     """A path-loss formula with its frequency and height terms worked out once, for a
@@ -49,13 +54,23 @@ class LossTerms:
         """The path loss (dB) at 2D distances `d2d` with LOS states `los` (what the model's
         `path_loss_db` computes: the 3D distance from d2D and the heights, the LOS formula
         before and after the breakpoint, NLOS never below LOS)."""
-        lg = 0.5 * np.log10(d2d * d2d + self.dh2)
+        return self.loss_db_sq(d2d * d2d, los)
+
+    def loss_db_sq(self, d2d_sq: Any, los: Any) -> Any:
+        """`loss_db` at squared 2D distances. The two LOS segments meet at the breakpoint
+        (the far one's log10(d'BP^2 + (hBS - hUT)^2) term makes them equal at d2D = d'BP) and
+        the far one is steeper, so the LOS loss is the larger of the two: the near one up to
+        the breakpoint, the far one beyond it, without a per-element branch."""
+        lg = np.log10(d2d_sq + self.dh2)  # 2 log10(d3D)
         (a1, s1), (a2, s2) = self.near, self.far
-        pl = np.where(d2d <= self.breakpoint, a1 + s1 * lg, a2 + s2 * lg)
-        if self.nlos is None:
+        pl = a1 + (0.5 * s1) * lg
+        if s2 != s1 or not np.array_equal(a1, a2):  # two segments
+            pl = np.maximum(pl, a2 + (0.5 * s2) * lg)
+        if self.nlos is None or los is True:
             return pl
         a3, s3 = self.nlos
-        return np.where(los, pl, np.maximum(pl, a3 + s3 * lg))
+        # NLOS: max(PL_LOS, PL_NLOS'); LOS: PL_LOS (its NLOS term pushed far below)
+        return np.maximum(pl, (a3 + (0.5 * s3) * lg) - _NEVER_DB * los)
 
 
 @dataclass(frozen=True)

@@ -34,15 +34,20 @@ class UMa(Channel):
         )
 
     def _los_probability(self, d2d: Any, h_ue: Any) -> Any:
-        # evaluated at >= 18 m only, so d2D = 0 divides by nothing in the branch not taken
+        # read at 18 m below 18 m, where the first factor is exactly 1 (18/18 + exp(.) * 0)
+        # and the second at least 1, so the cap below gives the standard's "1 for d2D <= 18 m"
+        # without a per-element branch
         d = np.maximum(d2d, 18.0)
-        base = 18.0 / d + np.exp(-d / 63.0) * (1.0 - 18.0 / d)
+        near = 18.0 / d
+        base = near + np.exp(d * (-1.0 / 63.0)) * (1.0 - near)
         # C'(hUT): 0 up to 13 m, ((hUT - 13) / 10)^1.5 above (the standard stops at 23 m)
         c = ((np.maximum(h_ue, 13.0) - 13.0) / 10.0) ** 1.5
+        if not np.any(c):  # every UE at 13 m or lower: the second factor is 1
+            return base
         p = base * (1.0 + c * 1.25 * (d / 100.0) ** 3 * np.exp(-d / 150.0))
         # for hUT > 13 m the product is slightly above 1 just past 18 m (up to 1.0065 at
         # 23 m, until about 18.5 m): a probability, so capped at 1
-        return np.where(d2d <= 18.0, 1.0, np.minimum(p, 1.0))
+        return np.minimum(p, 1.0)
 
 
 CHANNEL = UMa(

@@ -34,12 +34,12 @@ class UMi(Channel):
         )
 
     def _los_probability(self, d2d: Any, h_ue: Any) -> Any:
-        # evaluated at >= 18 m only, so d2D = 0 divides by nothing in the branch not taken;
-        # UMi's LOS probability does not depend on the UE's height (d2d is already broadcast
-        # against it)
+        # read at 18 m below 18 m, where the formula is exactly 1 (18/18 + exp(.) * 0): the
+        # standard's "1 for d2D <= 18 m" without a per-element branch. UMi's LOS probability
+        # does not depend on the UE's height (d2d is already broadcast against it)
         d = np.maximum(d2d, 18.0)
-        p = 18.0 / d + np.exp(-d / 36.0) * (1.0 - 18.0 / d)
-        return np.where(d2d <= 18.0, 1.0, p)
+        near = 18.0 / d
+        return near + np.exp(d * (-1.0 / 36.0)) * (1.0 - near)
 
 
 CHANNEL = UMi(

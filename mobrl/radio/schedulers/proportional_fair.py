@@ -46,9 +46,31 @@ class ProportionalFair:
         bid = np.where(carries, 1.0 / np.maximum(links[u], 1), 0.0)
         multi = np.flatnonzero(carries & (links[u] > 1))
         if multi.size:
+            multi = _alone(b, u, rate, bid, multi, n_bs)
+        if multi.size:
             bid = _descend(b, u, rate, bid, multi, n_bs)
         price = np.bincount(b, weights=bid, minlength=n_bs)
         return np.where(carries, bid / np.where(price[b] > 0, price[b], 1.0), 0.0)
+
+
+def _alone(
+    b: np.ndarray, u: np.ndarray, rate: np.ndarray, bid: np.ndarray, multi: np.ndarray, n_bs: int
+) -> np.ndarray:
+    """Settle the UEs among `multi`'s whose stations serve no other UE with several links:
+    the other bids at their stations are fixed (one link, a bid of 1), so the UE's best
+    response, one water-filling, is the optimum (the descent's first sweep, which its second
+    confirms). Returns the links of the UEs still coupled."""
+    mb, mu = b[multi], u[multi]
+    sharing = np.bincount(mb, minlength=n_bs)[mb] > 1  # (multi has one link per station, UE)
+    coupled = np.zeros(int(mu.max()) + 1, dtype=bool)
+    coupled[mu[sharing]] = True
+    alone = ~coupled[mu]
+    if alone.any():
+        sel = multi[alone]
+        price = np.bincount(b, weights=bid, minlength=n_bs)
+        group = np.cumsum(np.r_[True, u[sel][1:] != u[sel][:-1]]) - 1  # sorted by UE
+        bid[sel] = _water_fill(rate[sel], price[b[sel]] - bid[sel], group)
+    return multi[~alone]
 
 
 def _colours(b: np.ndarray, u: np.ndarray) -> np.ndarray:
