@@ -323,9 +323,8 @@ class FastEngine(RadioSteps, SparseLinks, StockViews):
 
         # data rates, each UE's summed rate (in BS order, as mobile-env adds them), utilities
         if self._grid is None:
-            macro = np.zeros(len(self._ue_list))
-            for row in self._rates():
-                macro += row
+            # numpy adds a C-ordered array's rows one after another along axis 0: the BS order
+            macro = self._rates().sum(axis=0)
         else:
             macro = self._sparse_rates()[3]
         self._macro = macro

@@ -30,13 +30,21 @@ CELLS_PER_DCORR = 8
 _POOL_SEED = 38901
 
 
+#: a per-episode table of a field's values, cell by cell with every station's value side by
+#: side, is built up to this size (bytes); larger ones read the realisation in place
+TABLE_BYTES = 64 * 2**20
+
+
 @functools.cache
-def pool(cells_per_dcorr: float, scale: float = 1.0, uniform: bool = False) -> np.ndarray:
-    """The process's one realisation of a unit-variance Gaussian field with correlation
-    exp(-r / d_corr) on a periodic CELLS x CELLS grid of cells `cells_per_dcorr` to a d_corr,
-    flattened and read-only; times `scale`, or through the normal CDF if `uniform`."""
+def pool(
+    cells_per_dcorr: float, scale: float = 1.0, uniform: bool = False, stream: int = 0
+) -> np.ndarray:
+    """The process's realisation number `stream` of a unit-variance Gaussian field with
+    correlation exp(-r / d_corr) on a periodic CELLS x CELLS grid of cells `cells_per_dcorr` to
+    a d_corr, flattened and read-only; times `scale`, or through the normal CDF if `uniform`.
+    Realisations of different streams are independent."""
     if uniform or scale != 1.0:
-        base = pool(cells_per_dcorr)
+        base = pool(cells_per_dcorr, stream=stream)
         if uniform:
             from scipy.special import ndtr
 
@@ -50,7 +58,7 @@ def pool(cells_per_dcorr: float, scale: float = 1.0, uniform: bool = False) -> n
     n = CELLS
     k = np.minimum(np.arange(n), n - np.arange(n)) / cells_per_dcorr  # in units of d_corr
     eig = np.maximum(np.fft.fft2(np.exp(-np.hypot(k[:, None], k[None, :]))).real, 0.0)
-    white = np.random.default_rng(_POOL_SEED).standard_normal((n, n))
+    white = np.random.default_rng([_POOL_SEED, stream]).standard_normal((n, n))
     field = np.fft.ifft2(np.sqrt(eig) * np.fft.fft2(white)).real.ravel()
     field.flags.writeable = False
     return field
@@ -59,7 +67,12 @@ def pool(cells_per_dcorr: float, scale: float = 1.0, uniform: bool = False) -> n
 class StationFields:
     """Per station, one field of correlation distance `d_corr` over a `width` x `height` map:
     `at(x, y)` gives the (station, UE) values at the UEs' positions (times `scale`, or
-    uniform values with `uniform`)."""
+    uniform values with `uniform`), of realisation `stream`.
+
+    With `table`, each episode's windows are copied into a table with the map's cells as rows and the
+    stations' values side by side (when it fits in TABLE_BYTES): a step's reads then touch a
+    few lines of memory per UE instead of one line per (station, UE) pair scattered over the
+    whole realisation, the same values sooner."""
 
     def __init__(
         self,
@@ -69,12 +82,17 @@ class StationFields:
         height: float,
         scale: float = 1.0,
         uniform: bool = False,
+        stream: int = 0,
+        table: bool = True,
     ) -> None:
         self.cell = max(float(d_corr) / CELLS_PER_DCORR, max(width, height) / (CELLS // 2))
-        self.values = pool(float(d_corr) / self.cell, float(scale), uniform)
+        self.values = pool(float(d_corr) / self.cell, float(scale), uniform, stream)
         self.nx = int(width // self.cell) + 1
         self.ny = int(height // self.cell) + 1
         self.base = np.zeros((n_stations, 1), dtype=np.int64)
+        self.table: np.ndarray | None = None
+        fits = self.nx * self.ny * n_stations * self.values.itemsize <= TABLE_BYTES
+        self._stations = np.arange(n_stations)[:, None] if table and fits else None
 
     def redraw(self, rng: np.random.Generator) -> None:
         """New windows for every station (a new realisation for the episode)."""
@@ -82,15 +100,27 @@ class StationFields:
         ox = rng.integers(0, CELLS - self.nx + 1, size=(n, 1))
         oy = rng.integers(0, CELLS - self.ny + 1, size=(n, 1))
         self.base = ox * CELLS + oy
+        if self._stations is not None:
+            cells = (np.arange(self.nx)[:, None] * CELLS + np.arange(self.ny)[None, :]).ravel()
+            self.table = np.ascontiguousarray(np.take(self.values, self.base + cells).T).ravel()
 
-    def keys(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
-        """Each position's cell within a window (positions off the map: its nearest cell)."""
+    def cells(self, x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Each position's cell (column, row) on the map (positions off it: the nearest)."""
         ix = np.clip(np.floor(np.asarray(x) / self.cell), 0, self.nx - 1).astype(np.int64)
         iy = np.clip(np.floor(np.asarray(y) / self.cell), 0, self.ny - 1).astype(np.int64)
+        return ix, iy
+
+    def keys(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        """Each position's cell within a window."""
+        ix, iy = self.cells(x, y)
         return ix * CELLS + iy
 
     def at(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
         """(station, UE) field values at the UEs' positions x, y (metres)."""
+        if self.table is not None:
+            ix, iy = self.cells(x, y)
+            rows = (ix * self.ny + iy) * len(self.base)
+            return np.take(self.table, self._stations + rows[None, :])
         return np.take(self.values, self.base + self.keys(x, y)[None, :])
 
 
@@ -109,12 +139,13 @@ class ShadowFields:
         width: float,
         height: float,
     ) -> None:
-        self.grid = StationFields(min(d_los, d_nlos), n_stations, width, height)
+        # read in place: a table of the fine shadowing grid would be too large
+        self.grid = StationFields(min(d_los, d_nlos), n_stations, width, height, table=False)
         cell = self.grid.cell
         self.values = np.concatenate(
             [pool(d_los / cell, float(sigma_los)), pool(d_nlos / cell, float(sigma_nlos))]
         )
-        self.nlos_base = self.grid.base
+        self.los_base = self.nlos_base = self.grid.base
 
     def redraw(self, rng: np.random.Generator) -> None:
         self.grid.redraw(rng)

@@ -532,6 +532,19 @@ def test_a_field_realisation_is_unit_gaussian_with_exponential_correlation() -> 
     assert abs(u.mean() - 0.5) < 0.05 and abs(u.std() - 12**-0.5) < 0.04
 
 
+def test_a_fields_table_reads_the_windows_values() -> None:
+    # the per-episode table (cells as rows, stations side by side) holds the same values
+    # as the windows it is copied from, at positions on and off the map
+    table = StationFields(50.0, 4, 945.0, 792.0, uniform=True)
+    in_place = StationFields(50.0, 4, 945.0, 792.0, uniform=True, table=False)
+    for field in (table, in_place):
+        field.redraw(np.random.default_rng(7))
+    assert table.table is not None and in_place.table is None
+    rng = np.random.default_rng(0)
+    x, y = rng.uniform(-20, 965, 500), rng.uniform(-20, 812, 500)
+    assert np.array_equal(table.at(x, y), in_place.at(x, y))
+
+
 def test_shadow_fields_have_the_models_sigmas() -> None:
     shadow = ShadowFields(37.0, 50.0, 4.0, 6.0, 2, 2500.0, 2233.0)
     shadow.redraw(np.random.default_rng(5))

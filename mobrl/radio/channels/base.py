@@ -50,6 +50,21 @@ class LossTerms:
     far: tuple[Any, float]
     nlos: tuple[Any, float] | None
 
+    def columns(self, cols: slice) -> LossTerms:
+        """These terms for the UEs `cols` only (the UE axis, the last, sliced where an array
+        has one)."""
+
+        def part(v: Any) -> Any:
+            return v[..., cols] if np.ndim(v) == 2 and np.shape(v)[-1] > 1 else v
+
+        return LossTerms(
+            part(self.dh2),
+            part(self.breakpoint),
+            (part(self.near[0]), self.near[1]),
+            (part(self.far[0]), self.far[1]),
+            None if self.nlos is None else (part(self.nlos[0]), self.nlos[1]),
+        )
+
     def loss_db(self, d2d: Any, los: Any) -> Any:
         """The path loss (dB) at 2D distances `d2d` with LOS states `los` (what the model's
         `path_loss_db` computes: the 3D distance from d2D and the heights, the LOS formula
