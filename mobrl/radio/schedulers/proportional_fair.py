@@ -74,26 +74,25 @@ def _alone(
 
 
 def _colours(b: np.ndarray, u: np.ndarray) -> np.ndarray:
-    """A colour per link of `b`, `u` (the links of UEs with several links) such that two UEs
-    sharing a station never have the same colour: greedy in UE order."""
-    colour_of: dict[int, int] = {}
-    used: dict[int, set[int]] = {}
-    ues = u.tolist()
-    stations = b.tolist()
-    start = 0
-    while start < len(ues):
-        end = start
-        while end < len(ues) and ues[end] == ues[start]:
-            end += 1
-        taken = set().union(*(used.get(s, set()) for s in stations[start:end]))
-        c = 0
-        while c in taken:
-            c += 1
-        colour_of[ues[start]] = c
-        for s in stations[start:end]:
-            used.setdefault(s, set()).add(c)
-        start = end
-    return np.array([colour_of[x] for x in ues], dtype=np.int64)
+    """A colour per link of `b`, `u` (the links of UEs with several links, sorted by UE) such
+    that two UEs sharing a station never have the same colour: in round c, every UE not yet
+    coloured that is the first such UE at each of its stations takes colour c."""
+    ue, first = np.unique(u, return_inverse=True)
+    colour = np.full(len(ue), -1, dtype=np.int64)
+    n_st = int(b.max()) + 1
+    left = np.ones(len(b), dtype=bool)
+    c = 0
+    while left.any():
+        lowest = np.full(n_st, len(ue))
+        np.minimum.at(lowest, b[left], first[left])
+        # a UE is picked unless a station of its has a lower UE still uncoloured
+        blocked = np.zeros(len(ue), dtype=bool)
+        blocked[first[left & (lowest[b] != first)]] = True
+        pick = (colour < 0) & ~blocked
+        colour[pick] = c
+        left &= colour[first] < 0
+        c += 1
+    return colour[first]
 
 
 def _descend(
@@ -287,6 +286,37 @@ _SCALAR_LINKS = 48
 
 
 def _water_fill(rate: np.ndarray, others: np.ndarray, group: np.ndarray) -> np.ndarray:
+    """Per group (one UE's links, contiguous), the bids x = max(0, rate * t - others) summing
+    to 1 (see `_water_fill_any`); groups of two links in closed form, with the same operations
+    and so the same bits."""
+    first = np.r_[True, group[1:] != group[:-1]]
+    starts = np.flatnonzero(first)
+    sizes = np.diff(np.r_[starts, len(group)])
+    if (sizes == 2).all():
+        return _water_fill_pairs(rate, others)
+    if not (sizes == 2).any():
+        return _water_fill_any(rate, others, group)
+    pair = np.repeat(sizes == 2, sizes)
+    out = np.empty(len(rate))
+    out[pair] = _water_fill_pairs(rate[pair], others[pair])
+    out[~pair] = _water_fill_any(rate[~pair], others[~pair], group[~pair])
+    return out
+
+
+def _water_fill_pairs(rate: np.ndarray, others: np.ndarray) -> np.ndarray:
+    """`_water_fill_any` of consecutive pairs of links, without sorting: the lower level's
+    link alone, t = (1 + q) / r, unless both links' t = (1 + (q1 + q2)) / (r1 + r2) reaches
+    the other's level."""
+    r1, r2, q1, q2 = rate[0::2], rate[1::2], others[0::2], others[1::2]
+    l1, l2 = q1 / r1, q2 / r2
+    first_low = l1 <= l2  # the stable order: ties keep the first link first
+    t_one = np.where(first_low, (1.0 + q1) / r1, (1.0 + q2) / r2)
+    t_two = (1.0 + (q1 + q2)) / (r1 + r2)
+    t = np.where(t_two >= np.where(first_low, l2, l1), t_two, t_one)
+    return np.maximum(0.0, rate * np.repeat(t, 2) - others)
+
+
+def _water_fill_any(rate: np.ndarray, others: np.ndarray, group: np.ndarray) -> np.ndarray:
     """Per group (one UE's links, contiguous), the bids x = max(0, rate * t - others) summing
     to 1: links by ascending level others / rate, t = (1 + sum others) / sum rate over the
     first k links for the largest k whose own level t reaches. Sums run within each group
