@@ -112,7 +112,11 @@ def _descend(
     colour = _colours(mb, mu)
     for sweep in range(1, MAX_SWEEPS + 1):
         before = x.copy()
-        if len(sub) <= _SCALAR_LINKS:  # a few coupled UEs left: plain floats are faster
+        if sweep == 1:  # every UE's best response to the starting bids, all at once
+            new = _water_fill(mr, price[mb] - x, group)
+            price += np.bincount(mb, weights=new - x, minlength=n_bs)
+            x = new
+        elif len(sub) <= _SCALAR_LINKS:  # a few coupled UEs left: plain floats are faster
             _sweep_scalar(mb[sub].tolist(), group[sub].tolist(), mr[sub].tolist(),
                           colour.tolist(), sub.tolist(), x, price)  # fmt: skip
         else:
@@ -253,32 +257,59 @@ def _solve_on(
     n_a, n_g = len(act), int(g_idx.max()) + 1
     if np.bincount(g_idx[act], minlength=n_g).min() == 0:
         return None  # a UE with no link in use: no budget spent, not an optimum
+    # rows: each link in use (r mu_g - the bids on its station), then each UE (its bids);
+    # columns: the bids of the links in use, then each UE's mu
+    st, grp = s_idx[act], g_idx[act]
+    rhs = np.concatenate([others[st], np.ones(n_g)])
+    if n_a + n_g <= _DENSE_UNKNOWNS:
+        m = np.zeros((n_a + n_g, n_a + n_g))
+        m[:n_a, :n_a] = -(st[:, None] == st[None, :]).astype(float)
+        m[np.arange(n_a), n_a + grp] = r[act]
+        m[n_a + grp, np.arange(n_a)] = 1.0
+        try:
+            sol = np.linalg.solve(m, rhs)
+        except np.linalg.LinAlgError:
+            return None
+        # a nearly singular system (a cycle of links at a tie) solves to noise: refused
+        if not np.isfinite(sol).all() or np.abs(m @ sol - rhs).max() > 1e-9 * (
+            1.0 + np.abs(rhs).max()
+        ):
+            return None
+    else:
+        sol = _sparse_solve(st, grp, r[act], rhs, n_a, n_g)
+        if sol is None:
+            return None
+    bids = np.zeros(len(active))
+    bids[act] = sol[:n_a]
+    p = others + np.bincount(s_idx, weights=bids, minlength=len(others))
+    return bids, sol[n_a:], p
+
+
+#: systems up to this many unknowns are solved dense (faster at this size than sparse)
+_DENSE_UNKNOWNS = 96
+
+
+def _sparse_solve(
+    st: np.ndarray, grp: np.ndarray, r: np.ndarray, rhs: np.ndarray, n_a: int, n_g: int
+) -> np.ndarray | None:
+    """`_solve_on`'s system of a large group, sparse (None where it is singular)."""
+    import warnings
+
     from scipy.sparse import csc_matrix
     from scipy.sparse.linalg import MatrixRankWarning, spsolve
 
-    # rows: each link in use (r mu_g - the bids on its station), then each UE (its bids);
-    # columns: the bids of the links in use, then each UE's mu
-    same = s_idx[act][:, None] == s_idx[act][None, :]
-    i, j = np.nonzero(same)
-    rows = np.concatenate([i, np.arange(n_a), n_a + g_idx[act]])
-    cols = np.concatenate([j, n_a + g_idx[act], np.arange(n_a)])
-    vals = np.concatenate([-np.ones(len(i)), r[act], np.ones(n_a)])
+    i, j = np.nonzero(st[:, None] == st[None, :])
+    rows = np.concatenate([i, np.arange(n_a), n_a + grp])
+    cols = np.concatenate([j, n_a + grp, np.arange(n_a)])
+    vals = np.concatenate([-np.ones(len(i)), r, np.ones(n_a)])
     m = csc_matrix((vals, (rows, cols)), shape=(n_a + n_g, n_a + n_g))
-    rhs = np.concatenate([others[s_idx[act]], np.ones(n_g)])
-    import warnings
-
     with warnings.catch_warnings():
         warnings.simplefilter("error", MatrixRankWarning)
         try:
             sol = spsolve(m, rhs)
         except (MatrixRankWarning, RuntimeError):
             return None
-    if not np.isfinite(sol).all():
-        return None
-    bids = np.zeros(len(active))
-    bids[act] = sol[:n_a]
-    p = others + np.bincount(s_idx, weights=bids, minlength=len(others))
-    return bids, sol[n_a:], p
+    return sol if np.isfinite(sol).all() else None
 
 
 #: below this many moving links the sweeps run on Python floats (the same operations)
