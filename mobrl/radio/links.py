@@ -59,19 +59,23 @@ def transmitting(model: LinkModel, conn: np.ndarray) -> np.ndarray | None:
     return None if on is None else on[0]
 
 
+def _heard(rx: np.ndarray, on: np.ndarray) -> np.ndarray:
+    """The received powers of the stations `on`, 0 from the others."""
+    return rx if on.all() else np.where(on[:, None], rx, 0.0)
+
+
 def interference_sum(rx: np.ndarray, on: np.ndarray) -> np.ndarray:
     """Each UE's summed received power from the stations `on` (station order, no BLAS: the
     same sum whatever kernel OpenBLAS picks)."""
-    return np.where(on[:, None], rx, 0.0).sum(axis=0)
+    return _heard(rx, on).sum(axis=0)
 
 
 def link_sinr(rx: np.ndarray, noise: np.ndarray, on: np.ndarray | None) -> np.ndarray:
     """(station, UE) SINR of every link when the stations `on` transmit (None: SNR)."""
     if on is None:
         return rx / noise
-    total = interference_sum(rx, on)
-    own = np.where(on[:, None], rx, 0.0)
-    return rx / (noise + (total[None, :] - own))
+    own = _heard(rx, on)
+    return rx / (noise + (own.sum(axis=0)[None, :] - own))
 
 
 def reach_sinr(model: LinkModel, rx: np.ndarray, noise: np.ndarray, conn: np.ndarray) -> np.ndarray:
@@ -81,7 +85,7 @@ def reach_sinr(model: LinkModel, rx: np.ndarray, noise: np.ndarray, conn: np.nda
     on = transmitting(model, conn)
     if on is None or model.joint_transmission != "noncoherent":
         return link_sinr(rx, noise, on)
-    heard = np.where(on[:, None], rx, 0.0)
+    heard = _heard(rx, on)
     total = heard.sum(axis=0)
     linked = np.where(conn, heard, 0.0).sum(axis=0)
     return rx / (noise + (total - linked)[None, :] - np.where(conn, 0.0, heard))

@@ -149,7 +149,7 @@ def _moving(mb: np.ndarray, group: np.ndarray, moved: np.ndarray, n_bs: int) -> 
 
 
 #: sweeps between exact solves of the UEs still moving
-POLISH_EVERY = 4
+POLISH_EVERY = 3
 
 
 def _polish(
