@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from enum import Enum
 from pathlib import Path
 from typing import Annotated
 
@@ -9,6 +10,7 @@ import typer
 
 from mobrl.cli.app import app, interruptible
 from mobrl.cli.options import Pick, Trust
+from mobrl.core.errors import UserError
 
 zoo_app = typer.Typer(
     help="Trained policies shipped with mobrl: list them, or export a checkpoint as one.",
@@ -30,26 +32,71 @@ def zoo_list(
     list_command(markdown, wide=wide, as_json=as_json)
 
 
+#: what `mobrl zoo export` writes: a zoo entry (arrays and a JSON record) or an ONNX model
+ExportFormat = Enum("ExportFormat", {name: name for name in ("zoo", "onnx")}, type=str)  # type: ignore[misc]
+
+
 @zoo_app.command("export")
 @interruptible
 def zoo_export(
-    checkpoint: Annotated[Path, typer.Option("--checkpoint", help="Checkpoint or run dir.")],
-    name: Annotated[str, typer.Option("--name", help="Entry name (then --checkpoint zoo:NAME).")],
+    checkpoint: Annotated[
+        Path,
+        typer.Option("--checkpoint", help="Checkpoint or run dir (--format onnx: also zoo:NAME)."),
+    ],
+    name: Annotated[
+        str | None,
+        typer.Option(
+            "--name", help="Entry name (then --checkpoint zoo:NAME); required for --format zoo."
+        ),
+    ] = None,
     evaluation: Annotated[
         Path | None,
         typer.Option("--evaluation", help="Output dir of `mobrl evaluate` of this checkpoint."),
     ] = None,
     output: Annotated[
         Path | None,
-        typer.Option("--output", help="Dir to write NAME.npz/.json (default: mobrl's zoo)."),
+        typer.Option(
+            "--output",
+            help="zoo: dir to write NAME.npz/.json (default: mobrl's zoo); onnx: the .onnx file "
+            "or a dir for NAME.onnx (default: ./NAME.onnx).",
+        ),
     ] = None,
+    export_format: Annotated[
+        ExportFormat,
+        typer.Option(
+            "--format",
+            help="zoo: arrays and a JSON record (--checkpoint zoo:NAME); onnx: an ONNX model "
+            "(observation in, logits and argmax action out) for other runtimes.",
+        ),
+    ] = ExportFormat.zoo,
     pick: Annotated[
         Pick, typer.Option("--pick", help="best or last checkpoint of a run dir.")
     ] = Pick.best,
     trust: Trust = False,
 ) -> None:
     """Write a checkpoint's policy network as plain arrays plus its provenance: a policy that
-    loads without Ray or torch and cannot run code when loaded."""
+    loads without Ray or torch and cannot run code when loaded. With --format onnx, write a
+    checkpoint's or a zoo entry's policy as an ONNX model instead."""
+    if export_format.value == "onnx":
+        if evaluation is not None:
+            raise UserError(
+                "--evaluation goes with --format zoo (it attaches results to a zoo entry). "
+                "Drop it for --format onnx."
+            )
+        from mobrl.evaluation.zoo.commands import export_onnx_command
+
+        path, meta = export_onnx_command(str(checkpoint), output, name, pick.value, trust)
+        print(
+            f"ONNX model: {path} ({path.stat().st_size / 1024:.0f} KiB): {meta['source']} on "
+            f"{meta['scenario']}; observation float32 [batch, {meta['observation_size']}] -> "
+            f"logits, action (argmax of {meta['actions']})"
+        )
+        return
+    if name is None:
+        raise UserError(
+            "--name is missing: the zoo entry's name. Add --name NAME (then --checkpoint "
+            "zoo:NAME plays it)."
+        )
     from mobrl.evaluation.zoo.commands import export_command
 
     written = export_command(checkpoint, name, evaluation, output, pick.value, trust)

@@ -64,7 +64,53 @@ CASES = [
     ("unknown train flag", "train --multirn scenario=small", "--multirn"),
     ("unknown list flag", "scenarios list --bogus", "--bogus"),
     ("unknown zoo list flag", "zoo list --bogus", "--bogus"),
+    ("serve exposed without a token", "serve --checkpoint zoo:small --host 0.0.0.0", "token"),
+    ("serve unknown zoo policy", "serve --checkpoint zoo:smal", "Did you mean 'small'"),
+    ("serve bad --max-body", "serve --checkpoint zoo:small --max-body lots", "is not a size"),
+    ("serve zero replicas", "serve --checkpoint zoo:small --replicas 0", "--replicas"),
+    (
+        "serve a training's Ray setting",
+        "serve --checkpoint zoo:small ray.log_level=info",
+        "ray.log_level=info",
+    ),
+    (
+        "serve ray address not host:port",
+        "serve --checkpoint zoo:small ray.address=nohost",
+        "not host:port",
+    ),
+    (
+        "serve ray.num_cpus without replicas",
+        "serve --checkpoint zoo:small ray.num_cpus=2",
+        "ray.num_cpus=2 sizes the Ray of --replicas N",
+    ),
+    (
+        "serve unreachable ray address",
+        "serve --checkpoint zoo:small ray.address=127.0.0.1:1",
+        "cannot reach a Ray cluster at ray.address=127.0.0.1:1",
+    ),
+    (
+        "serve port 0 on a cluster",
+        "serve --checkpoint zoo:small --port 0 ray.address=127.0.0.1:1",
+        "--port 0 picks a free port of this machine",
+    ),
     ("missing export checkpoint", "zoo export --checkpoint {f}/nothing --name x", "nothing"),
+    ("export unknown format", "zoo export --checkpoint zoo:small --format tflite", "'tflite'"),
+    (
+        "export onnx unwritable output",
+        "zoo export --checkpoint zoo:small --format onnx --output {f}/afile/m.onnx",
+        "not writable",
+    ),
+    (
+        "export onnx of a corrupt checkpoint",
+        "zoo export --checkpoint {f}/corrupt --format onnx --output {f}/m.onnx",
+        "corrupt",
+    ),
+    (
+        "export onnx with an evaluation",
+        "zoo export --checkpoint zoo:small --format onnx --evaluation {f}/empty",
+        "--evaluation goes with --format zoo",
+    ),
+    ("export zoo without a name", "zoo export --checkpoint {f}/corrupt", "--name is missing"),
     ("unknown --cfg part", "train --cfg jobs", "jobs"),
     (
         "resources above the machine",

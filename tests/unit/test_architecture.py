@@ -98,5 +98,5 @@ def test_the_top_level_is_a_short_list_of_floors() -> None:
     entries = sorted(p.name for p in (REPO / "mobrl").iterdir() if p.name != "__pycache__")
     assert entries == [
         "__init__.py", "__main__.py", "api.py", "cli", "config", "core", "envs", "evaluation", "radio",
-        "rendering", "reporting", "scenarios", "training",
+        "rendering", "reporting", "scenarios", "serve", "training",
     ]  # fmt: skip

@@ -69,8 +69,16 @@ def export_layers(module: Any) -> list[tuple[str, Any]]:
             f"cannot export {type(module).__name__}: mobrl's zoo takes RLlib's default MLP "
             "modules (PPO, APPO, IMPALA). Export a checkpoint of one of those."
         )
+    try:
+        parts = (actor.net.mlp, head.net.mlp)
+    except AttributeError:  # e.g. an LSTM or CNN encoder: no plain MLP to keep
+        raise UserError(
+            f"cannot export {type(module).__name__} with a {type(actor).__name__}: mobrl's zoo "
+            "takes RLlib's default MLP modules (PPO, APPO, IMPALA without use_lstm or conv "
+            "layers). Export a checkpoint of one of those."
+        ) from None
     layers: list[tuple[str, Any]] = []
-    for part in (actor.net.mlp, head.net.mlp):
+    for part in parts:
         for layer in part:
             if isinstance(layer, torch.nn.Linear):
                 layers.append(

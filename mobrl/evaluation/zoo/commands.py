@@ -132,25 +132,11 @@ def export_command(
     trust: bool = False,
 ) -> Path:
     """Write `<name>.npz` and `<name>.json` for the (picked) checkpoint."""
-    from mobrl.core.checkpoints import load_rl_modules
-    from mobrl.core.rundir import find_manifest, source_commit
-    from mobrl.evaluation.targets import pick_checkpoint
+    from mobrl.core.rundir import source_commit
 
     if not name or not name.replace("_", "").replace("-", "").isalnum():
         raise UserError(f"--name '{name}' must be letters, digits, - and _. E.g. --name small.")
-    chosen, _ = pick_checkpoint(checkpoint, pick)
-    manifest = find_manifest(chosen)
-    if manifest is None:
-        raise UserError(f"'{chosen}' has no mobrl manifest. Export a checkpoint of `mobrl train`.")
-    modules = load_rl_modules(chosen, trust=trust)
-    if len(modules) != 1:
-        raise UserError(
-            f"the checkpoint holds {len(modules)} policies ({', '.join(sorted(modules))}); the "
-            "zoo takes one policy shared by all agents. Train with env.policies=shared."
-        )
-    module = next(iter(modules.values()))
-    layers = zoo.export_layers(module)
-    nvec = getattr(module.action_space, "nvec", None)
+    chosen, manifest, layers, nvec = _checkpoint_network(checkpoint, pick, trust)
     scored = _evaluation(evaluation, chosen) if evaluation else None
     # an entry acts where it was evaluated: a topk policy evaluated on another layout
     # (`mobrl evaluate --checkpoint X scenario=other`) serves that layout
@@ -164,7 +150,7 @@ def export_command(
         "obs": env_config.get("obs", "mobile"),
         "algo": manifest.get("algo"),
         "env_config": {**env_config, "render_mode": None},
-        "nvec": [int(n) for n in nvec] if nvec is not None else None,
+        "nvec": nvec,
         "command": manifest.get("command"),
         # the commit that trained it (manifests of older runs lack it: then the exporting one)
         "mobrl_commit": manifest.get("mobrl_commit") or source_commit(),
@@ -182,6 +168,112 @@ def export_command(
     os.replace(tmp, npz)
     atomic_write_json(js, meta)
     return npz
+
+
+def _checkpoint_network(
+    checkpoint: Path, pick: str, trust: bool, discrete: bool = False
+) -> tuple[Path, dict[str, Any], list[tuple[str, Any]], list[int] | None]:
+    """The (picked) checkpoint, its run's manifest, its one policy's acting layers and, for
+    MultiDiscrete actions, their counts; one-line errors for what the zoo cannot take
+    (`discrete`: nor a policy whose actions are not Discrete or MultiDiscrete)."""
+    from mobrl.core.checkpoints import load_rl_modules
+    from mobrl.core.rundir import find_manifest
+    from mobrl.evaluation.targets import pick_checkpoint
+
+    chosen, _ = pick_checkpoint(checkpoint, pick)
+    manifest = find_manifest(chosen)
+    if manifest is None:
+        raise UserError(f"'{chosen}' has no mobrl manifest. Export a checkpoint of `mobrl train`.")
+    modules = load_rl_modules(chosen, trust=trust)
+    if len(modules) != 1:
+        raise UserError(
+            f"the checkpoint holds {len(modules)} policies ({', '.join(sorted(modules))}); the "
+            "zoo takes one policy shared by all agents. Train with env.policies=shared."
+        )
+    module = next(iter(modules.values()))
+    if (
+        discrete
+        and not hasattr(module.action_space, "n")
+        and not hasattr(module.action_space, "nvec")
+    ):
+        raise UserError(
+            f"cannot export a policy acting in {module.action_space} to ONNX: the model's "
+            "outputs are logits and their argmax. Export a policy with discrete actions."
+        )
+    layers = zoo.export_layers(module)
+    nvec = getattr(module.action_space, "nvec", None)
+    return chosen, manifest, layers, [int(n) for n in nvec] if nvec is not None else None
+
+
+def onnx_output(output: Path | None, name: str) -> Path:
+    """The file `--format onnx` writes: --output (a file, or a dir to hold NAME.onnx), else
+    ./NAME.onnx; a one-line error when it cannot be written."""
+    from mobrl.core.files import check_writable
+
+    path = Path(output).expanduser() if output is not None else Path(f"{name}.onnx")
+    if path.is_dir():
+        path = path / f"{name}.onnx"
+    # a file there is replaced: its folder must take a new one
+    check_writable(path.parent if path.exists() else path, "--output", f"./{name}.onnx")
+    return path.absolute()
+
+
+def _mobrl_version() -> str:
+    from importlib import metadata
+
+    try:
+        return metadata.version("mobrl")
+    except metadata.PackageNotFoundError:  # a source tree that was never installed
+        return "unknown"
+
+
+def export_onnx_command(
+    checkpoint: str | Path,
+    output: Path | None = None,
+    name: str | None = None,
+    pick: str = "best",
+    trust: bool = False,
+) -> tuple[Path, dict[str, Any]]:
+    """`mobrl zoo export --format onnx`: the policy of `checkpoint` (zoo:NAME, a checkpoint or
+    a run dir) as an ONNX model; returns its path and metadata."""
+    from mobrl.evaluation.zoo import onnx_export
+
+    if name is not None and not name.replace("_", "").replace("-", "").isalnum():
+        raise UserError(f"--name '{name}' must be letters, digits, - and _. E.g. --name small.")
+    if zoo.is_ref(checkpoint):
+        ref = str(checkpoint)
+        meta = zoo.entry(ref)
+        entry_name = ref.removeprefix(zoo.PREFIX)
+        name = name or entry_name
+        output = onnx_output(output, name)
+        onnx_export.onnx_module()  # before any work: the extra is missing
+        layers = zoo.load_layers(zoo.entries_dir() / f"{entry_name}.npz")
+        nvec, env_config, source = meta.get("nvec"), meta["env_config"], ref
+    else:
+        name = name or "policy"
+        output = onnx_output(output, name)
+        onnx_export.onnx_module()
+        chosen, manifest, layers, nvec = _checkpoint_network(
+            Path(checkpoint), pick, trust, discrete=True
+        )
+        env_config, source = manifest["env_config"], str(chosen)
+    actions = onnx_export.action_count(layers, nvec)
+    width = int(next(v for k, v in layers if k == "linear")[0].shape[1])
+    metadata = {
+        "source": source,
+        "scenario": str(env_config.get("scenario") or env_config.get("id")),
+        "env_mode": str(env_config.get("mode")),
+        "obs": str(env_config.get("obs") or "the task's own"),
+        "topk": env_config.get("topk"),
+        "observation_size": width,
+        "actions": actions,
+        "inputs": f"{onnx_export.INPUT}: float32 [batch, {width}]",
+        "outputs": f"{onnx_export.LOGITS}: float32 logits; {onnx_export.ACTION}: int64 argmax",
+        "env_config": {**env_config, "render_mode": None},
+        "mobrl_version": _mobrl_version(),
+    }
+    model = onnx_export.build_model(layers, nvec, metadata, name)
+    return onnx_export.write(model, output), metadata
 
 
 def _gap(meta: dict[str, Any], baseline: str, key: str = "return") -> str:

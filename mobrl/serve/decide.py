@@ -1,0 +1,228 @@
+"""`POST /v1/decide`: network measurements in, link decisions out, for a controller that does
+not compute mobrl's observations. Per UE, the SNR (or SINR) in dB of every station it hears,
+its links and its rate over the last period; per station, its load. The service puts them in
+the (station, UE) arrays the fast engine holds (`MeasuredNetwork`) and builds the policy's
+`topk` / `topk_gain` observation with the engine's own code (`mobrl.envs.observations`'s
+handler `rows`), acts, and reads each slot action back as a station with the handler's own
+`topk_station_actions`.
+
+Rates follow mobile-env's model, the one the policy was trained in: a link's rate is the
+station's bandwidth share times log2(1 + SNR), a UE's utility mobile-env's bounded log of its
+summed rate; the layout's UE threshold says which stations a UE can link to."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from mobrl.serve.policy import BadRequest, ServedPolicy
+
+
+@dataclass(frozen=True)
+class Radio:
+    """What the measurements do not carry, from the policy's layout: mobile-env's utility
+    model, the UE threshold (linear SNR) and the stations' bandwidth (None: they differ)."""
+
+    lower: float
+    upper: float
+    coeffs: tuple[float, float, float]
+    idle: float
+    threshold: float
+    bandwidth: float | None
+
+    @classmethod
+    def of_layout(cls, env_config: dict[str, Any]) -> Radio:
+        """The constants of the env the policy plays in (built once, not stepped)."""
+        from mobrl.envs.factory import make_env
+        from mobrl.envs.wrappers import find_core
+
+        env = make_env({**env_config, "render_mode": None})
+        try:
+            core = find_core(env)
+            utility = core.utility
+            thresholds = {float(ue.snr_threshold) for ue in core.users.values()}
+            bandwidths = {float(bs.bw) for bs in core.stations.values()}
+            return cls(
+                lower=float(utility.lower),
+                upper=float(utility.upper),
+                coeffs=tuple(float(c) for c in utility.coeffs),  # type: ignore[arg-type]
+                idle=float(utility.scale(utility.lower)),
+                threshold=min(thresholds),
+                bandwidth=bandwidths.pop() if len(bandwidths) == 1 else None,
+            )
+        finally:
+            env.close()
+
+
+class MeasuredNetwork:
+    """One step of a measured network behind the arrays the engine's observation code reads
+    (`StationArrays`: `topk_state`, `ue_columns`; `LinkArrays`: `link_state`), UEs in the
+    request's order."""
+
+    def __init__(
+        self,
+        radio: Radio,
+        snr: np.ndarray,
+        conn: np.ndarray,
+        bandwidth: np.ndarray,
+        rate: np.ndarray,
+        load: np.ndarray,
+    ) -> None:
+        from mobrl.envs.service import LinkState
+
+        self.radio = radio
+        self.snr, self.conn = snr, conn
+        self.reach = snr > radio.threshold
+        self.active = np.ones(snr.shape[1], dtype=bool)
+        self.bandwidth = bandwidth
+        self._links = LinkState(
+            cap=np.where(self.reach, bandwidth[:, None] * np.log2(1 + snr), 0.0),
+            reach=self.reach & self.active[None, :],
+            conn=conn & self.reach,
+            active=self.active,
+            lower=radio.lower,
+            upper=radio.upper,
+            coeffs=radio.coeffs,
+        )
+        # each UE's utility over the last period, each station's UE count and mean utility
+        # (its broadcast), as the engine keeps them after a step
+        self.util = self._links.utility(rate)
+        counts = conn.sum(axis=1)
+        sums = (conn * self.util).sum(axis=1)
+        self.bs_util = np.where(counts > 0, sums / np.maximum(counts, 1), radio.idle)
+        self.counts = load.astype(float)
+
+    def topk_state(self) -> dict[str, Any]:
+        return {
+            "snr": self.snr,
+            "conn": self.conn,
+            "reach": self.reach,
+            "counts": self.counts,
+            "bs_util": self.bs_util,
+            "util": self.util,
+            "idle": self.radio.idle,
+        }
+
+    def ue_columns(self) -> dict[int, int]:
+        return {i: i for i in range(self.snr.shape[1])}
+
+    def link_state(self) -> Any:
+        return self._links
+
+
+class Decider:
+    """Measurements to the policy's observations and its actions back to stations."""
+
+    def __init__(self, policy: ServedPolicy) -> None:
+        self.policy = policy
+        self._radio: Radio | None = None
+        self._building = threading.Lock()
+        self.refusal = _refusal(policy)
+
+    @property
+    def ready(self) -> bool:
+        """Whether the layout's constants are known (the first request builds them)."""
+        return self._radio is not None or self.refusal is not None
+
+    def radio(self) -> Radio:
+        with self._building:
+            if self._radio is None:
+                self._radio = Radio.of_layout(self.policy.env_config)
+        return self._radio
+
+    def decide(self, stations: list[Any], ues: dict[str, Any], explore: bool) -> dict:
+        """Each UE's station to toggle (None: keep its links)."""
+        if self.refusal is not None:
+            raise BadRequest(self.refusal, 400)
+        from mobrl.envs.observations import handler_for, topk_station_actions
+
+        network = self.network(stations, ues)
+        config = self.policy.env_config
+        k = int(config["topk"])
+        handler = handler_for(config["obs"], "ma", k)
+        rows = handler.rows(network, np.arange(len(ues)))
+        observations = dict(zip(ues, rows))
+        chosen = self.policy.act(observations, explore)
+        slots = np.array([chosen[ue] for ue in ues], dtype=np.int64)
+        toggles = topk_station_actions(network.topk_state(), slots, k)
+        ids = [s.id for s in stations]
+        return {ue: (ids[t - 1] if t > 0 else None) for ue, t in zip(ues, toggles.tolist())}
+
+    def network(self, stations: list[Any], ues: dict[str, Any]) -> MeasuredNetwork:
+        """The measurements as arrays, or a `BadRequest` naming the first bad value."""
+        radio = self.radio()
+        if not stations or not ues:
+            raise BadRequest(
+                "give at least one station and one UE: "
+                '{"stations": [{"id": "A", "load": 0}], "ues": {"ue_0": {"snr_db": {"A": 10}}}}.'
+            )
+        index: dict[str, int] = {}
+        for i, station in enumerate(stations):
+            if station.id in index:
+                raise BadRequest(f"station id {station.id!r} is listed twice. List each once.")
+            index[station.id] = i
+        bandwidth = np.empty(len(stations))
+        for i, station in enumerate(stations):
+            given = station.bandwidth_hz if station.bandwidth_hz is not None else radio.bandwidth
+            if given is None:
+                raise BadRequest(
+                    f"station {station.id!r} has no bandwidth_hz, and the policy's layout has "
+                    "stations of different bandwidths. Give bandwidth_hz for every station."
+                )
+            bandwidth[i] = given
+        snr_db = np.full((len(stations), len(ues)), -np.inf)
+        conn = np.zeros(snr_db.shape, dtype=bool)
+        rate = np.zeros(len(ues))
+        for j, (ue, measured) in enumerate(ues.items()):
+            for station, value in measured.snr_db.items():
+                snr_db[_station(index, station, ue, "snr_db"), j] = _finite(value, ue, station)
+            for station in measured.links:
+                conn[_station(index, station, ue, "links"), j] = True
+            rate[j] = _finite(measured.rate_bps, ue, "rate_bps")
+        load = np.array(
+            [s.load if s.load is not None else conn[i].sum() for i, s in enumerate(stations)]
+        )
+        return MeasuredNetwork(radio, 10.0 ** (snr_db / 10.0), conn, bandwidth, rate, load)
+
+
+def _station(index: dict[str, int], station: str, ue: str, field: str) -> int:
+    if station not in index:
+        from mobrl.core.errors import closest_first
+
+        known = ", ".join(closest_first(station, index)[:6])
+        raise BadRequest(
+            f"UE {ue!r} names station {station!r} in {field}, which is not in stations "
+            f"({known}). List every station in stations."
+        )
+    return index[station]
+
+
+def _finite(value: float, ue: str, what: str) -> float:
+    if not np.isfinite(value):
+        raise BadRequest(f"UE {ue!r} has {value} for {what}. Send finite numbers only.")
+    return float(value)
+
+
+def _refusal(policy: ServedPolicy) -> str | None:
+    """Why /v1/decide cannot serve this policy, or None."""
+    config = policy.env_config
+    obs = config.get("obs")
+    if obs is None:
+        return (
+            "/v1/decide serves policies of UE agents on mobile-env layouts; this one plays "
+            f"{policy.scenario}. Use /v1/act."
+        )
+    if config.get("mode") != "ma" or obs not in ("topk", "topk_gain"):
+        return (
+            f"/v1/decide builds env.obs=topk and topk_gain observations of UE agents; this "
+            f"policy observes env.obs={obs} (env={config.get('mode')}). Use /v1/act."
+        )
+    if (config.get("layout") or {}).get("radio"):
+        return (
+            "/v1/decide computes rates with mobile-env's model, and this policy's layout has a "
+            "radio section (interference, another scheduler or channel). Use /v1/act."
+        )
+    return None

@@ -1,0 +1,335 @@
+"""`mobrl serve` in process: the served policy acts as mobrl's own policies do, requests are
+checked before anything runs, a policy with a network per group of agents names the ids it
+takes, the guard limits bodies and counts answers, and the shipped OpenAPI schema is the one
+the service generates."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+pytest.importorskip("fastapi")
+pytest.importorskip("prometheus_client")
+
+with warnings.catch_warnings():  # Starlette would rather its test client used httpx2
+    warnings.simplefilter("ignore")
+    from fastapi.testclient import TestClient  # noqa: E402
+
+from mobrl.core.errors import UserError  # noqa: E402
+from mobrl.evaluation import zoo  # noqa: E402
+from mobrl.serve.app import build_app  # noqa: E402
+from mobrl.serve.guard import Guard  # noqa: E402
+from mobrl.serve.metrics import ServeMetrics, endpoint_label  # noqa: E402
+from mobrl.serve.policy import BadRequest, Network, ServedPolicy  # noqa: E402
+from mobrl.serve.server import is_loopback, parse_size, resolve_token  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def zeros(n: int) -> str:
+    return ", ".join(["0"] * n)
+
+
+def client_of(policy: ServedPolicy, token: str | None = None, max_body: int = 1 << 20) -> Any:
+    metrics = ServeMetrics(policy.ref, policy.scenario)
+    app = Guard(build_app(policy, metrics), metrics, token, max_body, read_timeout=2.0)
+    client = TestClient(app, raise_server_exceptions=False)
+    client.metrics = metrics  # type: ignore[attr-defined]
+    return client
+
+
+def one_line_error(response: Any, status: int, *pieces: str) -> str:
+    assert response.status_code == status, response.text
+    body = response.json()
+    assert list(body) == ["error"] and "\n" not in body["error"], body
+    for piece in pieces:
+        assert piece in body["error"], body["error"]
+    return body["error"]
+
+
+@pytest.mark.parametrize("name", zoo.names())
+def test_served_zoo_policy_acts_as_the_zoo_policy(name: str) -> None:
+    served = ServedPolicy.load(f"zoo:{name}", [])
+    own = zoo.ZooPolicy.load(f"zoo:{name}")
+    width = served.networks[0].obs_size
+    rng = np.random.default_rng(0)
+    obs = {f"ue_{i}": rng.normal(size=width).astype(np.float32) for i in range(64)}
+    given = {a: o.tolist() for a, o in obs.items()}
+    assert served.act(served.observations(given)) == own.act(obs)
+    info = served.describe()
+    assert info["status"] == "ready" and info["policy"] == f"zoo:{name}"
+    assert info["observation"] == {"name": "topk_gain", "topk": 3, "size": width}
+    assert info["actions"] == 4 and info["scenario"] == name
+
+
+def test_act_and_predict_through_the_app() -> None:
+    served = ServedPolicy.load("zoo:small", [])
+    client = client_of(served)
+    rng = np.random.default_rng(1)
+    rows = rng.normal(size=(30, 20)).astype(np.float32)
+    obs = {f"ue_{i}": row.tolist() for i, row in enumerate(rows)}
+    want = [int(a) for a in zoo.ZooPolicy.load("zoo:small").actions(rows)]
+    acted = client.post("/v1/act", json={"observations": obs})
+    assert acted.status_code == 200 and acted.json() == {
+        "actions": {f"ue_{i}": a for i, a in enumerate(want)}
+    }
+    predicted = client.post("/v1/models/small:predict", json={"instances": rows.tolist()})
+    assert predicted.json() == {"predictions": want}
+    sampled = client.post("/v1/act", json={"observations": obs, "explore": True}).json()
+    assert all(0 <= a < 4 for a in sampled["actions"].values())
+    assert client.get("/v1/models/small").json() == {"name": "small", "ready": True}
+    one_line_error(client.get("/v1/models/large"), 404, "'large'", "small:predict")
+    one_line_error(client.post("/v1/models/x:predict", json={"instances": []}), 404, "'x'")
+    one_line_error(client.post("/v1/models/small:predict", json={"instances": []}), 422, "no inst")
+    text = client.get("/metrics").text
+    assert 'mobrl_serve_requests_total{endpoint="/v1/act",status="200"} 2.0' in text
+    assert 'mobrl_serve_request_duration_seconds_bucket{endpoint="/v1/act",le="0.005"}' in text
+    assert "mobrl_serve_decisions_total 90.0" in text  # 30 + 30 agents, 30 instances
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "pieces"),
+    [
+        ('{"observations": {"ue_0": [1, 2', 400, ["not valid JSON", "character"]),
+        ("", 422, ["no body"]),
+        ("[1, 2]", 422, ["body", "valid dictionary"]),
+        ('{"observation": {}}', 422, ["'observations' is missing"]),
+        ('{"observations": {}, "explor": true}', 422, ["unknown field 'explor'"]),
+        ('{"observations": {}}', 422, ["no observations"]),
+        ('{"observations": {"a": [1, 2]}}', 422, ["'a' has 2 values", "takes 20"]),
+        ('{"observations": {"a": [' + zeros(19) + ", NaN]}}", 422, ["nan at index 19"]),
+        ('{"observations": {"a": [-Infinity, ' + zeros(19) + "]}}", 422, ["-inf at index 0"]),
+        ('{"observations": {"a": ["1"]}}', 422, ["observations.a.0", "valid number", "'1'"]),
+        ('{"observations": {"a": [true]}}', 422, ["observations.a.0", "True"]),
+        ('{"observations": {"a": [0]}, "explore": "yes"}', 422, ["explore", "boolean"]),
+    ],
+    ids=[
+        "malformed", "empty", "not an object", "misspelt key", "unknown field", "no agents",
+        "wrong size", "NaN", "-Infinity", "a string", "a bool", "explore not a bool",
+    ],
+)  # fmt: skip
+def test_bad_bodies_are_one_line_errors(body: str, status: int, pieces: list[str]) -> None:
+    client = client_of(ServedPolicy.load("zoo:small", []))
+    sent = client.post("/v1/act", content=body.encode(), headers={"content-type": "text/plain"})
+    one_line_error(sent, status, *pieces)
+    good = client.post("/v1/act", json={"observations": {"a": [0.0] * 20}})
+    assert good.status_code == 200
+
+
+class TwoTeams:
+    """A policy with a network per group of agents (like the arena's explorer and chaser)."""
+
+    def act(self, observation: dict[str, Any], env: Any = None) -> dict[str, int]:
+        return {agent: int(np.asarray(obs).sum() > 0) for agent, obs in observation.items()}
+
+
+def two_teams() -> ServedPolicy:
+    networks = [
+        Network("chaser", ("chaser",), (3,), 2),
+        Network("explorer", ("explorer_0", "explorer_1"), (5,), 2),
+    ]
+    env_config = {"scenario": "arena", "mode": "ma", "policies": {}}
+    return ServedPolicy("run/ckpt", "policy", TwoTeams(), env_config, networks, "a checkpoint")
+
+
+def test_a_policy_per_group_takes_its_agents_only() -> None:
+    client = client_of(two_teams())
+    info = client.get("/healthz").json()
+    assert info["agents"] == "the layout's agents: chaser, explorer_0, explorer_1"
+    assert [n["observation_size"] for n in info["networks"]] == [3, 5] and "actions" not in info
+    one_line_error(
+        client.post("/v1/act", json={"observations": {"explorer_2": [0] * 5}}),
+        422,
+        "unknown agent id 'explorer_2'",
+        "explorer_0",
+    )
+    one_line_error(
+        client.post("/v1/act", json={"observations": {"chaser": [0] * 5}}),
+        422,
+        "'chaser' has 5 values",
+        "network 'chaser' takes 3",
+    )
+    one_line_error(
+        client.post("/v1/models/policy:predict", json={"instances": [[0] * 3]}),
+        400,
+        "2 networks",
+        "/v1/act",
+    )
+    both = {"chaser": [1, 1, 1], "explorer_1": [-1] * 5}
+    assert client.post("/v1/act", json={"observations": both}).json() == {
+        "actions": {"chaser": 1, "explorer_1": 0}
+    }
+
+
+def test_guard_checks_the_token_and_the_body_size() -> None:
+    client = client_of(ServedPolicy.load("zoo:small", []), token="s3cret", max_body=2048)
+    refused = client.get("/healthz")
+    one_line_error(refused, 401, "Authorization: Bearer")
+    assert refused.headers["www-authenticate"] == "Bearer"
+    one_line_error(client.get("/healthz", headers={"Authorization": "Bearer nope"}), 401)
+    one_line_error(client.get("/metrics"), 401)
+    auth = {"Authorization": "Bearer s3cret"}
+    assert client.get("/healthz", headers=auth).status_code == 200
+    big = {"observations": {f"ue_{i}": [0.0] * 20 for i in range(30)}}
+    one_line_error(client.post("/v1/act", json=big, headers=auth), 413, "2 KiB", "--max-body")
+    small = {"observations": {"ue_0": [0.0] * 20}}
+    assert client.post("/v1/act", json=small, headers=auth).status_code == 200
+    counted = client.metrics  # type: ignore[attr-defined]
+    assert counted.count(endpoint="/healthz", status="401") == 2
+    assert counted.count(endpoint="/v1/act", status="413") == 1
+
+
+def test_unknown_paths_share_one_metrics_label() -> None:
+    assert endpoint_label("/v1/models/small:predict") == "/v1/models/{name}:predict"
+    assert endpoint_label("/v1/act") == "/v1/act"
+    assert endpoint_label("/v1/models/small") == "/v1/models/{name}"
+    assert {endpoint_label(f"/x/{i}") for i in range(5)} == {"other"}
+    client = client_of(ServedPolicy.load("zoo:small", []))
+    one_line_error(client.get("/nothing"), 404, "no endpoint /nothing", "POST /v1/act")
+    one_line_error(client.get("/v1/act"), 405, "GET is not allowed on /v1/act")
+
+
+def test_options_and_token_rules() -> None:
+    assert parse_size("1MiB") == parse_size("1m") == 1 << 20
+    assert parse_size("64KiB") == parse_size("65536") == 65536
+    for bad, piece in (("lots", "not a size"), ("12", "below 1 KiB"), ("1GB", "not a size")):
+        with pytest.raises(UserError, match=piece):
+            parse_size(bad)
+    assert is_loopback("127.0.0.1") and is_loopback("::1") and is_loopback("localhost")
+    assert not is_loopback("0.0.0.0") and not is_loopback("192.168.1.4")
+    assert resolve_token("127.0.0.1", None) is None
+    with pytest.raises(UserError, match="needs a bearer token"):
+        resolve_token("0.0.0.0", None)
+    assert resolve_token("0.0.0.0", "abc") == "abc"
+    with pytest.raises(UserError, match="spaces"):
+        resolve_token("127.0.0.1", "a b")
+
+
+def test_bad_request_is_a_value_error_of_the_api() -> None:
+    with pytest.raises(BadRequest, match="no observations"):
+        two_teams().observations({})
+
+
+def test_shipped_openapi_schema_is_the_generated_one() -> None:
+    """docs/serve-openapi.json is `python scripts/serve_openapi.py`'s output."""
+    spec = importlib.util.spec_from_file_location(
+        "serve_openapi", REPO / "scripts/serve_openapi.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    shipped = (REPO / "docs" / "serve-openapi.json").read_text()
+    assert shipped == module.render(), (
+        "docs/serve-openapi.json is out of date: run python scripts/serve_openapi.py"
+    )
+    paths = json.loads(shipped)["paths"]
+    assert set(paths) == {
+        "/healthz", "/v1/act", "/v1/decide", "/v1/models/{name}", "/v1/models/{name}:predict",
+        "/metrics",
+    }  # fmt: skip
+
+
+def test_measured_arrays_give_the_envs_own_observations() -> None:
+    """A step's measurements (linear SNR, links, rates, loads) put in `MeasuredNetwork` give
+    the observation rows the env itself gives its UEs, to the bit."""
+    import mobrl
+    from mobrl.envs.observations import handler_for, ue_columns
+    from mobrl.envs.service import link_arrays
+    from mobrl.envs.wrappers import find_core
+    from mobrl.serve.decide import MeasuredNetwork, Radio
+
+    served = ServedPolicy.load("zoo:dense_urban", [])
+    radio = Radio.of_layout(served.env_config)
+    env = mobrl.parallel_env("dense_urban", obs="topk_gain")
+    try:
+        observed, _ = env.reset(seed=3)
+        for _ in range(12):
+            observed, *_ = env.step({a: (i % 4) for i, a in enumerate(env.agents)})
+        core = find_core(env.env)
+        arrays = link_arrays(core)
+        column = ue_columns(core)
+        ues = [core.users[int(a.removeprefix("ue_"))] for a in env.agents]
+        cols = [column[ue.ue_id] for ue in ues]
+        snr, conn = arrays["snr"][:, cols], arrays["conn"][:, cols]
+        bandwidth = np.array([core.stations[b].bw for b in sorted(core.stations)])
+        rate = np.array([core.macro.get(ue, 0.0) for ue in ues])
+        load = arrays["conn"].sum(axis=1)
+        network = MeasuredNetwork(radio, snr, conn, bandwidth, rate, load)
+        rows = handler_for("topk_gain", "ma", 3).rows(network, np.arange(len(ues)))
+        assert rows.shape == (len(ues), 20)
+        assert np.array_equal(rows, np.stack([observed[a] for a in env.agents]))
+    finally:
+        env.close()
+
+
+def decide_body(**station: Any) -> dict[str, Any]:
+    return {
+        "stations": [{"id": "A", "load": 1, **station}, {"id": "B"}],
+        "ues": {
+            "ue_0": {"snr_db": {"A": 30.0, "B": 5.0}, "links": ["A"], "rate_bps": 2e6},
+            "ue_1": {"snr_db": {"B": 20.0}},
+        },
+    }
+
+
+def test_decide_takes_measurements_and_names_what_is_wrong() -> None:
+    client = client_of(ServedPolicy.load("zoo:small", []))
+    assert client.get("/healthz").json()["decide"] == "ready"
+    answer = client.post("/v1/decide", json=decide_body())
+    assert answer.status_code == 200, answer.text
+    decisions = answer.json()["decisions"]
+    assert set(decisions) == {"ue_0", "ue_1"}
+    assert all(d in (None, "A", "B") for d in decisions.values())
+    body = decide_body()
+    body["ues"]["ue_1"]["links"] = ["C"]
+    one_line_error(
+        client.post("/v1/decide", json=body), 422, "station 'C' in links", "not in stations"
+    )
+    body = decide_body()
+    body["stations"].append({"id": "A"})
+    one_line_error(client.post("/v1/decide", json=body), 422, "'A' is listed twice")
+    nan = json.dumps(decide_body()).replace("30.0", "NaN")
+    one_line_error(client.post("/v1/decide", content=nan), 422, "nan for A")
+    one_line_error(client.post("/v1/decide", json=decide_body(load=-1)), 422, "stations.0.load")
+    one_line_error(client.post("/v1/decide", json={"stations": [], "ues": {}}), 422, "at least")
+    assert client.post("/v1/act", json={"observations": {"a": [0.0] * 20}}).status_code == 200
+    # a layout of stations with different bandwidths: each must be given
+    urban = client_of(ServedPolicy.load("zoo:dense_urban", []))
+    one_line_error(urban.post("/v1/decide", json=decide_body()), 422, "no bandwidth_hz")
+
+
+def test_decide_says_which_policies_it_cannot_serve() -> None:
+    client = client_of(two_teams())
+    assert "this one plays arena" in client.get("/healthz").json()["decide"]
+    one_line_error(client.post("/v1/decide", json=decide_body()), 400, "Use /v1/act")
+    served = ServedPolicy.load("zoo:small", [])
+    layout = {**served.env_config["layout"], "radio": {"interference": True}}
+    served.env_config = {**served.env_config, "layout": layout}
+    one_line_error(client_of(served).post("/v1/decide", json=decide_body()), 400, "radio section")
+    served = ServedPolicy.load("zoo:small", [])
+    served.env_config = {**served.env_config, "obs": "mobile"}
+    one_line_error(client_of(served).post("/v1/decide", json=decide_body()), 400, "env.obs=mobile")
+
+
+def test_serving_a_zoo_policy_imports_neither_ray_nor_torch() -> None:
+    """What `mobrl serve --checkpoint zoo:NAME` loads before it answers: no Ray, no torch,
+    not even mobile-env (the first /v1/decide builds the layout)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from mobrl.serve.policy import ServedPolicy\n"
+        "from mobrl.serve.server import _server\n"
+        "_server(ServedPolicy.load('zoo:small', []), None, 1 << 20, 5.0)\n"
+        "print(sorted(m for m in ('ray', 'torch', 'mobile_env') if m in sys.modules))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
