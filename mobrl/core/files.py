@@ -41,15 +41,15 @@ _DISK_ERRORS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES}
 
 
 @contextmanager
-def atomic_writer(path: Path) -> Iterator[Any]:
-    """A text file to write `path` through: a temporary file of this process in the same
-    folder, synced and renamed into place on success, removed on failure, so readers (and
-    concurrent writers) see the old file or the whole new one. A full disk leaves no
-    temporary file behind and is a one-line `UserError`."""
+def atomic_writer(path: Path, binary: bool = False) -> Iterator[Any]:
+    """A text file (`binary`: a bytes file) to write `path` through: a temporary file of this
+    process in the same folder, synced and renamed into place on success, removed on failure,
+    so readers (and concurrent writers) see the old file or the whole new one. A full disk
+    leaves no temporary file behind and is a one-line `UserError`."""
     path = Path(path)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
-        with open(tmp, "w", newline="") as f:
+        with open(tmp, "wb") if binary else open(tmp, "w", newline="") as f:
             yield f
             f.flush()
             os.fsync(f.fileno())

@@ -7,7 +7,6 @@ metadata_props, so a runtime elsewhere knows what to feed it."""
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -135,20 +134,9 @@ def build_model(
 def write(model: Any, path: Path) -> Path:
     """The model's bytes to `path` through a temporary file renamed into place (a reader
     sees no half-written model; a full disk is one line and leaves nothing)."""
-    from mobrl.core.files import disk_error
+    from mobrl.core.files import atomic_writer
 
     path = Path(path)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        with open(tmp, "wb") as f:
-            f.write(model.SerializeToString())
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except OSError as err:
-        tmp.unlink(missing_ok=True)
-        raise disk_error(path, err) from None
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    with atomic_writer(path, binary=True) as f:
+        f.write(model.SerializeToString())
     return path
