@@ -86,7 +86,8 @@ class MobrlMLflowLoggerCallback(MLflowLoggerCallback):
         if self.client.get_experiment_by_name(self.experiment_name) is None:
             try:
                 self.client.create_experiment(
-                    self.experiment_name, artifact_location=(folder / "artifacts").as_uri()
+                    self.experiment_name,
+                    artifact_location=(folder / "artifacts").absolute().as_uri(),
                 )
             except MlflowException:  # made by another job meanwhile
                 pass

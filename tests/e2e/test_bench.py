@@ -33,10 +33,11 @@ def test_bench_train_quick_trains_every_contender(tmp_path) -> None:
         assert row["task"] == "cartpole" and row["target"] == 150.0
         # every contender trained and reported its training return at least once
         assert row["iterations"] >= 1 and row["best_return"] is not None, row
-        if row["wall_s"] is not None:  # reached: the time and steps are where it got there
-            assert 0 < row["wall_s"] <= 60 + 30 and row["env_steps"] > 0
-        # the start-up and the pace after it: the first result comes first, and no later
-        assert 0 < row["first_result_s"] <= (row["wall_s"] or 60 + 30)
-        assert row["s_per_1k_steps"] is None or row["s_per_1k_steps"] > 0
+        # its times were measured (how long they are is the bench's to show, not a test's)
+        assert row["first_result_s"] is not None and row["first_result_s"] > 0, row
+        assert row["s_per_1k_steps"] is None or row["s_per_1k_steps"] > 0, row
+        if row["wall_s"] is not None:  # reached: the result that got there, after the first
+            assert row["env_steps"] > 0 and row["best_return"] >= row["target"], row
+            assert row["first_result_s"] <= row["wall_s"], row
     assert "seconds to a training return" in result.stdout
     assert not list(tmp_path.glob("outputs")), "the bench leaves no run dirs behind"

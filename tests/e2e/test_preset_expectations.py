@@ -1,6 +1,8 @@
 """The cheap presets reach what they state: each preset whose `preset.expect` budget is at most
 `CHEAP_SECONDS` of training is trained with its own `expect.command`, and the run must reach
-`expect.value` (and `expect.closed`) within `expect.within`.
+`expect.value` (and `expect.closed`) within `expect.within.env_steps`. `expect.within.seconds`
+is printed, not asserted: a test asserts what ran, and wall time depends on the machine's load;
+`scripts/bench_train.py` measures it (its `preset` column puts the budget beside the time).
 
 Tolerances:
 - levels: none. A stated level is the weakest the measurements support (a training return at
@@ -9,10 +11,6 @@ Tolerances:
 - env steps: `ENV_STEPS_SLACK`. Seed 0 reproduces the measured env steps on the machine that
   measured them (ppo/small/ma: 8,000 of 8,000); float rounding on another CPU can move a stop
   threshold's crossing by an iteration (ppo/small/ma: 1,000 env steps, 12.5 %).
-- seconds: `SECONDS_SLACK`. `within.seconds` was measured on 2 cores shared with one other
-  run; with the rest of a test suite and other processes on them a run takes longer
-  (ppo/small/ma_imitate: 97 s of training against 55 s at a load average of 6 on 2 cores).
-  Three times the budget still fails a preset that became several times slower.
 
 Presets with an evaluation metric are checked on the run's own evaluation during training
 (the preset's `run.eval`: 20 seeds from 100000, paired with its baselines, at the last
@@ -41,7 +39,6 @@ pytestmark = pytest.mark.slow
 #: (74 s), would take the test past 3 minutes on 2 shared cores
 CHEAP_SECONDS = 60
 ENV_STEPS_SLACK = 1.25
-SECONDS_SLACK = 3.0
 
 
 def _expect(preset: str) -> dict[str, Any]:
@@ -81,8 +78,6 @@ def test_cheap_preset_reaches_its_expectation(preset: str, tmp_path: Path) -> No
     print(f"{preset}: {_levels(reached, expect)} at {steps:.0f} env steps, {seconds:.1f} s")
     if within.get("env_steps") is not None:
         assert steps <= within["env_steps"] * ENV_STEPS_SLACK, (steps, within)
-    if within.get("seconds") is not None:
-        assert seconds <= within["seconds"] * SECONDS_SLACK, (seconds, within)
 
 
 def _first_reaching(

@@ -172,3 +172,20 @@ def test_mlflow_callback_logs_params_and_metrics_and_resume_continues_its_run(
     assert run.info.status == "FINISHED"
     history = client.get_metric_history(run.info.run_id, "env_runners/episode_return_mean")
     assert [m.step for m in history] == [1, 2, 3]
+
+
+def test_a_relative_sqlite_store_gets_an_absolute_artifact_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # logger.tracking_uri=sqlite:///mlruns.db (relative to where the command runs)
+    from mlflow import MlflowClient
+
+    from mobrl.training.mlflow_tracker import MobrlMLflowLoggerCallback
+
+    monkeypatch.chdir(tmp_path)
+    uri = "sqlite:///mlruns.db"
+    callback = MobrlMLflowLoggerCallback(uri, "exp", tmp_path, {}, {})
+    callback.client = MlflowClient(uri)
+    callback._create_local_experiment(Path("mlruns.db").parent)
+    experiment = callback.client.get_experiment_by_name("exp")
+    assert experiment.artifact_location == (tmp_path / "artifacts").as_uri()
