@@ -1,0 +1,147 @@
+"""How much a preset's result depends on its training seed: the preset retrained with several
+seeds, each run evaluated on the same held-out seeds, and the spread printed.
+
+For each seed S: `mobrl train scenario=LAYOUT preset=PRESET run.seed=S [run.stop.iterations=N]`,
+then `mobrl evaluate --checkpoint RUN_DIR --episodes E --baselines B` on seeds 0..E-1 (the
+zoo's held-out seeds), one after the other (2 cores: one job at a time). Printed as Markdown:
+per seed the share of the greedy -> reference gap closed, mean UE utility − greedy and − the
+best rule (paired mean ± 95 % CI), connected fraction and p5 − greedy, and the training time
+(imitation plus RLlib's training time, evaluation during training left out); then the mean,
+the smallest and the largest share. Usage:
+
+    python scripts/retrain_seeds.py --scenario uma19 --preset ppo/uma19/ma_imitate
+        [--seeds 1,2,3,4,5] [--iterations 5] [--episodes 100]
+        [--baselines greedy,greedy_rsrp,greedy_fill,a3,deepcomp_dynamic,oracle2]
+        [--json FILE] [--keep]
+
+Run dirs and evaluations go to a temporary folder (`--keep`: ./retrain_seeds/, kept).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+UTILITY, CONNECTED, P5 = "ue/utility/mean", "network/connected_fraction", "ue/utility/p5"
+REFERENCES = ("oracle", "oracle2")
+
+
+def mobrl(args: list[str], cwd: Path) -> str:
+    done = subprocess.run(
+        [sys.executable, "-m", "mobrl", *args], cwd=cwd, capture_output=True, text=True
+    )
+    if done.returncode:
+        sys.exit(f"mobrl {' '.join(args)} failed:\n{done.stderr.strip()[-2000:]}")
+    return done.stdout
+
+
+def train_seconds(run_dir: Path) -> float:
+    """Imitation plus RLlib's training time of the run's last iteration."""
+    rows = [json.loads(line) for f in run_dir.glob("tune/*/result.json") for line in open(f)]
+    last = rows[-1]
+    imitation = rows[0].get("imitation", {}).get("time_s", 0.0)
+    return float(imitation) + float(last["time_total_s"])
+
+
+def one_seed(args: argparse.Namespace, seed: int, work: Path) -> dict[str, Any]:
+    run_dir = work / f"run_{seed}"
+    train = [
+        "train", f"scenario={args.scenario}", f"preset={args.preset}", f"run.seed={seed}",
+        f"hydra.run.dir={run_dir}",
+    ]  # fmt: skip
+    if args.iterations:
+        train.append(f"run.stop.iterations={args.iterations}")
+    mobrl(train, work)
+    evaluation = work / f"eval_{seed}"
+    mobrl(
+        [
+            "evaluate",
+            "--checkpoint",
+            str(run_dir),
+            "--episodes",
+            str(args.episodes),
+            "--baselines",
+            args.baselines,
+            "--output",
+            str(evaluation),
+        ],  # fmt: skip
+        work,
+    )
+    summary = json.loads((evaluation / "summary.json").read_text())
+    paired = summary["paired_vs_trained"]
+    rules = [k for k in paired if k not in (*REFERENCES, "greedy", "full")]
+
+    def diff(name: str, key: str) -> tuple[float, float]:
+        d = paired[name]["diff"][key]
+        return float(d["mean"]), float(d["ci95"])
+
+    best = min(rules, key=lambda k: diff(k, UTILITY)[0]) if rules else "greedy"
+    return {
+        "seed": seed,
+        "closed": float(summary["gap_closed"]["trained"]),
+        "reference": summary["gap_reference"],
+        "vs_greedy": diff("greedy", UTILITY),
+        "best_rule": best,
+        "vs_best_rule": diff(best, UTILITY),
+        "connected": diff("greedy", CONNECTED)[0],
+        "p5": diff("greedy", P5)[0],
+        "train_s": train_seconds(run_dir),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--scenario", required=True)
+    parser.add_argument("--preset", required=True)
+    parser.add_argument("--seeds", default="1,2,3,4,5")
+    parser.add_argument("--iterations", type=int, default=5, help="0: the preset's own stop")
+    parser.add_argument("--episodes", type=int, default=100)
+    parser.add_argument(
+        "--baselines", default="greedy,greedy_rsrp,greedy_fill,a3,deepcomp_dynamic,oracle2"
+    )
+    parser.add_argument("--json", type=Path, help="also write the rows here")
+    parser.add_argument("--keep", action="store_true", help="keep run dirs in ./retrain_seeds")
+    args = parser.parse_args()
+    seeds = [int(s) for s in args.seeds.split(",")]
+    work = Path("retrain_seeds").absolute() if args.keep else Path(tempfile.mkdtemp())
+    work.mkdir(exist_ok=True)
+    print(
+        f"{args.preset} on {args.scenario}: seeds {args.seeds}, {args.episodes} held-out episodes\n"
+    )
+    print(
+        "| seed | gap closed | UE utility − greedy | − best rule | connected − greedy | "
+        "p5 − greedy | training |"
+    )
+    print("|---:|---:|---:|---:|---:|---:|---:|")
+    rows = []
+    try:
+        for seed in seeds:
+            r = one_seed(args, seed, work)
+            rows.append(r)
+            print(
+                f"| {seed} | {r['closed']:.0%} | {r['vs_greedy'][0]:+.4f} ± {r['vs_greedy'][1]:.4f}"
+                f" | {r['vs_best_rule'][0]:+.4f} ± {r['vs_best_rule'][1]:.4f} ({r['best_rule']})"
+                f" | {r['connected']:+.4f} | {r['p5']:+.4f} | {r['train_s']:.0f} s |",
+                flush=True,
+            )
+    finally:
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
+    closed = [r["closed"] for r in rows]
+    print(
+        f"\ngap closed (to {rows[0]['reference']}): mean {statistics.mean(closed):.0%}, "
+        f"smallest {min(closed):.0%}, largest {max(closed):.0%} over {len(rows)} seeds"
+    )
+    if args.json:
+        args.json.write_text(json.dumps(rows, indent=1))
+
+
+if __name__ == "__main__":
+    main()
