@@ -6,6 +6,12 @@ links to the UE it reaches with the highest SNR. That extra link takes no share 
 UE (nobody else is served there) and adds rate to its UE, so once the links are in place no UE
 is served less than under greedy. Over 50 held-out episodes it gains about +0.003 (highway) to
 +0.011 (large) mean UE utility over greedy (docs/evaluation.md). No parameters.
+
+Under a radio model (a layout's `radio:` section) the idle station that starts to transmit
+interferes with every UE near it, and the UE's second link changes its shares: a fill link is
+kept only where it raises the step's summed utility over greedy's links, scored exactly with
+the env's own arithmetic (each fill alone, added to greedy's links). In mobile-env's model
+every fill link raises it, so the rule is the same there.
 """
 
 from __future__ import annotations
@@ -61,7 +67,7 @@ class GreedyFillPolicy(PerUEBaseline):
         columns = np.arange(snr.shape[1])
         best = np.argmax(np.where(reach, snr, -np.inf), axis=0)  # ties: the lower station id
         # the fill links among the active UEs; a UE that is not active keeps greedy's target
-        target = _targets(snr, reach & active_mask(core)[None, :])
+        target = _worth_filling(core, _targets(snr, reach & active_mask(core)[None, :]), snr)
         target[best, columns] |= reach.any(axis=0)
         act = np.where(
             ~linked[best, columns],
@@ -88,7 +94,62 @@ def _fill_ues(core: Any) -> dict[Any, int]:
         for bs in reachable:
             if bs not in reached or snrs[bs] > reached[bs][0]:
                 reached[bs] = (snrs[bs], ue.ue_id)
-    return {bs: ue_id for bs, (_, ue_id) in reached.items() if bs not in claimed}
+    fills = {bs: ue_id for bs, (_, ue_id) in reached.items() if bs not in claimed}
+    kept = _kept_fills(core)
+    return fills if kept is None else {bs: u for bs, u in fills.items() if (bs.bs_id, u) in kept}
+
+
+def _kept_fills(core: Any) -> set[tuple[int, int]] | None:
+    """Under a radio model, the (station id, UE id) fill links worth their interference (see
+    `_worth_filling`); None in mobile-env's model, where every fill link is kept."""
+    if not _coupled(core):
+        return None
+    snr, reach, _ = link_arrays(core)
+    target = _worth_filling(core, _targets(snr, reach & active_mask(core)[None, :]), snr)
+    best = np.argmax(np.where(reach, snr, -np.inf), axis=0)
+    fills = target.copy()
+    fills[best, np.arange(snr.shape[1])] = False
+    station_ids = sorted(core.stations)
+    ue_ids = sorted(core.users)
+    return {(station_ids[b], ue_ids[u]) for b, u in zip(*np.nonzero(fills))}
+
+
+def _worth_filling(core: Any, target: np.ndarray, snr: np.ndarray) -> np.ndarray:
+    """`target` without the fill links that, each added alone to greedy's links (each target
+    UE's strongest station), do not raise the step's summed utility under the layout's radio
+    model (interference, scheduler, joint transmission); unchanged in mobile-env's model."""
+    from mobrl.envs.service import link_state, utility_sums
+
+    if not _coupled(core):
+        return target
+    state = link_state(core)
+    # greedy's links: each target UE's strongest target station (a fill station is no UE's
+    # strongest, so a UE with a fill link has its strongest among its targets too)
+    best = np.argmax(np.where(target, snr, -np.inf), axis=0)
+    greedy = np.zeros_like(target)
+    has = np.flatnonzero(target.any(axis=0))
+    greedy[best[has], has] = True
+    fills = np.argwhere(target & ~greedy)
+    if not len(fills):
+        return target
+    sets = np.repeat(greedy[None], len(fills) + 1, axis=0)
+    sets[np.arange(1, len(fills) + 1), fills[:, 0], fills[:, 1]] = True
+    values = utility_sums(state, sets)
+    out = target.copy()
+    lose = fills[values[1:] <= values[0] + _EPS]
+    out[lose[:, 0], lose[:, 1]] = False
+    return out
+
+
+def _coupled(core: Any) -> bool:
+    """Whether the core runs a radio model (mobrl's engine with a layout's `radio:` section),
+    where a link's worth depends on the other links."""
+    service = getattr(core, "radio_service", None)
+    return callable(service) and service() is not None
+
+
+#: a fill link must raise the step's summed utility by more than this
+_EPS = 1e-12
 
 
 def _targets(snr: np.ndarray, reach: np.ndarray) -> np.ndarray:
