@@ -95,7 +95,7 @@ class RadioArrays:
         self._db = np.log(10.0) / 10.0
         per_block = max(1, _BLOCK_PAIRS // max(n_bs, 1))
         self._blocks = [
-            (cols, self.terms.columns(cols), self.h_ue[:, cols] if n_ue > 1 else self.h_ue)
+            (cols, self.terms.columns(cols), self.h_ue[:, cols])
             for cols in (slice(s, s + per_block) for s in range(0, n_ue, per_block))
         ]
 

@@ -27,7 +27,8 @@ import numpy as np
 CELLS = 1024
 #: cells per decorrelation distance (fewer only on maps larger than half the grid)
 CELLS_PER_DCORR = 8
-_POOL_SEED = 38901
+#: the realisations' seed (the sequence numpy's SeedSequence takes)
+_POOL_SEED = (38901, 0)
 
 
 #: a per-episode table of a field's values, cell by cell with every station's value side by
@@ -36,15 +37,12 @@ TABLE_BYTES = 64 * 2**20
 
 
 @functools.cache
-def pool(
-    cells_per_dcorr: float, scale: float = 1.0, uniform: bool = False, stream: int = 0
-) -> np.ndarray:
-    """The process's realisation number `stream` of a unit-variance Gaussian field with
-    correlation exp(-r / d_corr) on a periodic CELLS x CELLS grid of cells `cells_per_dcorr` to
-    a d_corr, flattened and read-only; times `scale`, or through the normal CDF if `uniform`.
-    Realisations of different streams are independent."""
+def pool(cells_per_dcorr: float, scale: float = 1.0, uniform: bool = False) -> np.ndarray:
+    """The process's one realisation of a unit-variance Gaussian field with correlation
+    exp(-r / d_corr) on a periodic CELLS x CELLS grid of cells `cells_per_dcorr` to a d_corr,
+    flattened and read-only; times `scale`, or through the normal CDF if `uniform`."""
     if uniform or scale != 1.0:
-        base = pool(cells_per_dcorr, stream=stream)
+        base = pool(cells_per_dcorr)
         if uniform:
             from scipy.special import ndtr
 
@@ -58,7 +56,7 @@ def pool(
     n = CELLS
     k = np.minimum(np.arange(n), n - np.arange(n)) / cells_per_dcorr  # in units of d_corr
     eig = np.maximum(np.fft.fft2(np.exp(-np.hypot(k[:, None], k[None, :]))).real, 0.0)
-    white = np.random.default_rng([_POOL_SEED, stream]).standard_normal((n, n))
+    white = np.random.default_rng(_POOL_SEED).standard_normal((n, n))
     field = np.fft.ifft2(np.sqrt(eig) * np.fft.fft2(white)).real.ravel()
     field.flags.writeable = False
     return field
@@ -67,7 +65,7 @@ def pool(
 class StationFields:
     """Per station, one field of correlation distance `d_corr` over a `width` x `height` map:
     `at(x, y)` gives the (station, UE) values at the UEs' positions (times `scale`, or
-    uniform values with `uniform`), of realisation `stream`.
+    uniform values with `uniform`).
 
     With `table`, each episode's windows are copied into a table with the map's cells as rows and the
     stations' values side by side (when it fits in TABLE_BYTES): a step's reads then touch a
@@ -82,11 +80,10 @@ class StationFields:
         height: float,
         scale: float = 1.0,
         uniform: bool = False,
-        stream: int = 0,
         table: bool = True,
     ) -> None:
         self.cell = max(float(d_corr) / CELLS_PER_DCORR, max(width, height) / (CELLS // 2))
-        self.values = pool(float(d_corr) / self.cell, float(scale), uniform, stream)
+        self.values = pool(float(d_corr) / self.cell, float(scale), uniform)
         self.nx = int(width // self.cell) + 1
         self.ny = int(height // self.cell) + 1
         self.base = np.zeros((n_stations, 1), dtype=np.int64)
