@@ -147,23 +147,10 @@ def _start_ray(settings: RaySettings) -> None:
     if settings.address is None:
         ray.init(num_cpus=settings.num_cpus or os.cpu_count() or 1, **common)
         return
-    from mobrl.training.raysession import _auth_refused, _use_local_token
+    from mobrl.training.raysession import join_cluster
 
-    _use_local_token()  # as `mobrl train` joins: this machine's Ray token, if it has one
-    try:
-        ray.init(address=settings.address, **common)
-    except ConnectionError as err:
-        if _auth_refused(err):
-            raise UserError(
-                f"the Ray cluster at ray.address={settings.address} refused this machine's "
-                "token: it uses token authentication. Copy its token (`ray get-auth-token` "
-                "on the head node) to ~/.ray/auth_token or set RAY_AUTH_TOKEN."
-            ) from None
-        raise UserError(
-            f"cannot reach a Ray cluster at ray.address={settings.address} "
-            f"({first_line(err)}). Start one with `ray start --head`, or drop ray.address "
-            "to serve on a local Ray."
-        ) from None
+    # as `mobrl train` joins: this machine's Ray token, if it has one
+    join_cluster(settings.address, "serve on a local Ray", first_line, **common)
 
 
 def _cpus_per_replica(replicas: int) -> float:

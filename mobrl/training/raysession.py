@@ -164,6 +164,28 @@ def probe_ray_address(address: str | None, timeout: float = PROBE_TIMEOUT_S) -> 
         ) from None
 
 
+def join_cluster(address: str, locally: str, describe: Any, **kwargs: Any) -> None:
+    """`ray.init` at `address` with this machine's Ray token, if it has one; a refused token or
+    an unreachable cluster is one line (`describe` turns the error into its part of it;
+    `locally`: what dropping ray.address does instead)."""
+    import ray
+
+    _use_local_token()
+    try:
+        ray.init(address=address, **kwargs)
+    except ConnectionError as err:
+        if _auth_refused(err):
+            raise UserError(
+                f"the Ray cluster at ray.address={address} refused this machine's "
+                "token: it uses token authentication. Copy its token (`ray get-auth-token` "
+                "on the head node) to ~/.ray/auth_token or set RAY_AUTH_TOKEN."
+            ) from None
+        raise UserError(
+            f"cannot reach a Ray cluster at ray.address={address} ({describe(err)}). "
+            f"Start one with `ray start --head`, or drop ray.address to {locally}."
+        ) from None
+
+
 def _use_local_token() -> None:
     """Join with Ray's token authentication when this machine holds a token: `ray start
     --head` turns it on by default, but Ray's client does not (a token is also accepted by a
@@ -208,20 +230,7 @@ def init_ray(cfg: DictConfig) -> bool:
     if address:
         if cfg.ray.address:
             console.print(f"joining the Ray cluster at {address}")
-        _use_local_token()
-        try:
-            ray.init(address=address, **kwargs)
-        except ConnectionError as err:
-            if _auth_refused(err):
-                raise UserError(
-                    f"the Ray cluster at ray.address={address} refused this machine's "
-                    "token: it uses token authentication. Copy its token (`ray get-auth-token` "
-                    "on the head node) to ~/.ray/auth_token or set RAY_AUTH_TOKEN."
-                ) from None
-            raise UserError(
-                f"cannot reach a Ray cluster at ray.address={address} ({err}). "
-                "Start one with `ray start --head`, or drop ray.address to run locally."
-            ) from err
+        join_cluster(address, "run locally", str, **kwargs)
         available = ray.cluster_resources().get("CPU", 0)
         if available < needed:  # Tune would keep the trial pending for ever
             ray.shutdown()
