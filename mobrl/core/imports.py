@@ -1,0 +1,82 @@
+"""Objects named by import path (`MODULE:NAME`, or `MODULE.NAME`): a user's env factory, rule,
+or mobile-env class, found on the working directory and `PYTHONPATH` like `python -m` finds
+them, with one-line errors that name the key, the value and the fix."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+from typing import Any
+
+from mobrl.core.errors import UserError, first_line
+
+
+def is_import_path(value: Any) -> bool:
+    """Whether `value` looks like `MODULE:NAME` (how mobrl tells a user's object from a name
+    of its own, such as a baseline's)."""
+    if not isinstance(value, str) or value.count(":") != 1:
+        return False
+    module, name = value.split(":")
+    return bool(module) and bool(name) and all(part.isidentifier() for part in module.split("."))
+
+
+def split_path(spec: str, key: str) -> tuple[str, str]:
+    """`MODULE:NAME` (or `MODULE.NAME`) as (module, attribute path), or a one-line error."""
+    spec = str(spec).strip()
+    if ":" in spec:
+        module, _, name = spec.partition(":")
+    else:
+        module, _, name = spec.rpartition(".")
+    parts = [*module.split("."), *name.split(".")]
+    if not module or not name or not all(part.isidentifier() for part in parts):
+        raise UserError(
+            f"{key}={spec!r} is not an import path. Write it as MODULE:NAME, "
+            "e.g. {key}=my_envs:make_env.".replace("{key}", key)
+        )
+    return module, name
+
+
+def _on_path() -> None:
+    """The working directory first on `sys.path`, as `python -m` puts it (a console script
+    such as `mobrl` starts without it)."""
+    cwd = os.getcwd()
+    if cwd not in sys.path and "" not in sys.path:
+        sys.path.insert(0, cwd)
+
+
+def import_object(spec: str, key: str) -> Any:
+    """The object `spec` names (`MODULE:NAME`, NAME may be dotted), imported from the working
+    directory or `PYTHONPATH`; a missing module or attribute, or an error while importing
+    the user's module, is a one-line `UserError` naming `key`."""
+    module_name, name = split_path(spec, key)
+    _on_path()
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as err:
+        if err.name and module_name.split(".")[0] == err.name.split(".")[0]:
+            raise UserError(
+                f"{key}={spec}: no module named '{err.name}' on the working directory "
+                f"({os.getcwd()}) or PYTHONPATH. Run from the directory that holds it or add "
+                "its directory to PYTHONPATH."
+            ) from err
+        raise UserError(
+            f"{key}={spec}: importing '{module_name}' failed: {first_line(err)}. "
+            "Install what it imports."
+        ) from err
+    except Exception as err:  # the user's module raised while being imported
+        raise UserError(
+            f"{key}={spec}: importing '{module_name}' raised {type(err).__name__}: "
+            f"{first_line(err)}. Fix the module."
+        ) from err
+    target: Any = module
+    for part in name.split("."):
+        if not hasattr(target, part):
+            found = sorted(n for n in dir(target) if not n.startswith("_"))[:8]
+            raise UserError(
+                f"{key}={spec}: '{module_name}' has no attribute '{name}'"
+                + (f" (it has: {', '.join(found)})" if found else "")
+                + ". Fix the name after the colon."
+            )
+        target = getattr(target, part)
+    return target
