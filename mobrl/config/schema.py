@@ -13,16 +13,27 @@ class ScenarioConf:
     """What the agents act in: a mobile-env layout or a Gymnasium task."""
 
     name: str = MISSING
-    #: `mobile` (a mobile-env layout, wrapped according to `env.mode`), `gym` (a Gymnasium id)
-    #: or `arena` (mobrl's two-agent grid arena)
+    #: `mobile` (a mobile-env layout, wrapped according to `env.mode`), `gym` (a Gymnasium id),
+    #: `arena` (mobrl's two-agent grid arena), `custom` (the user's env by import path) or
+    #: `external` (a simulator in its own process, over mobrl.external's protocol)
     kind: str = MISSING
     #: scenario name (mobile, arena) or Gymnasium environment id (gym)
     id: str = MISSING
     #: mobile: the layout file (YAML); `scenario.path=my.yaml` loads one from anywhere
     path: Optional[str] = None
     #: passed on: mobile-env config entries (e.g. seed), keyword arguments of
-    #: `gymnasium.make`, or the arena's settings
+    #: `gymnasium.make`, the arena's settings, or of a custom env's callable
     kwargs: dict[str, Any] = field(default_factory=dict)
+    #: custom: the callable that makes the env, `MODULE:CALLABLE` (found on the working
+    #: directory and PYTHONPATH); it returns a Gymnasium Env, a PettingZoo ParallelEnv or AEC
+    #: env, or an RLlib MultiAgentEnv
+    entry: Optional[str] = None
+    #: custom, external: values of the env's `infos` logged like mobrl's UE metrics, as `KEY`
+    #: or `KEY:REDUCE` (per episode: mean, sum, last, max or min; default mean)
+    metrics: list[str] = field(default_factory=list)
+    #: external: the simulator's `HOST:PORT`, or a list of them (env runner i connects to
+    #: the i-th, cycling)
+    address: Any = None
 
 
 @dataclass

@@ -1,6 +1,7 @@
-"""Objects named by import path (`MODULE:NAME`, or `MODULE.NAME`): a user's env factory, rule,
-or mobile-env class, found on the working directory and `PYTHONPATH` like `python -m` finds
-them, with one-line errors that name the key, the value and the fix."""
+"""Objects named by import path (`MODULE:NAME`, `MODULE.NAME`, or `FILE.py:NAME`): a user's env
+factory, rule, or mobile-env class, found on the working directory and `PYTHONPATH` like
+`python -m` finds them (a file's own folder joins `sys.path`, so it may import its
+neighbours), with one-line errors that name the key, the value and the fix."""
 
 from __future__ import annotations
 
@@ -13,22 +14,25 @@ from mobrl.core.errors import UserError, first_line
 
 
 def is_import_path(value: Any) -> bool:
-    """Whether `value` looks like `MODULE:NAME` (how mobrl tells a user's object from a name
-    of its own, such as a baseline's)."""
-    if not isinstance(value, str) or value.count(":") != 1:
+    """Whether `value` looks like `MODULE:NAME` or `FILE.py:NAME` (how mobrl tells a user's
+    object from a name of its own, such as a baseline's)."""
+    if not isinstance(value, str) or ":" not in value:
         return False
-    module, name = value.split(":")
-    return bool(module) and bool(name) and all(part.isidentifier() for part in module.split("."))
+    module, _, name = value.rpartition(":")
+    if module.endswith(".py"):
+        return bool(name)
+    return bool(name) and all(part.isidentifier() for part in module.split("."))
 
 
 def split_path(spec: str, key: str) -> tuple[str, str]:
-    """`MODULE:NAME` (or `MODULE.NAME`) as (module, attribute path), or a one-line error."""
+    """`MODULE:NAME` (or `MODULE.NAME`, or `FILE.py:NAME`) as (module or file, attribute
+    path), or a one-line error."""
     spec = str(spec).strip()
     if ":" in spec:
-        module, _, name = spec.partition(":")
+        module, _, name = spec.rpartition(":")
     else:
         module, _, name = spec.rpartition(".")
-    parts = [*module.split("."), *name.split(".")]
+    parts = ([] if module.endswith(".py") else module.split(".")) + name.split(".")
     if not module or not name or not all(part.isidentifier() for part in parts):
         raise UserError(
             f"{key}={spec!r} is not an import path. Write it as MODULE:NAME, "
@@ -45,6 +49,33 @@ def _on_path() -> None:
         sys.path.insert(0, cwd)
 
 
+def _from_file(path: str, spec: str, key: str) -> Any:
+    """The module of a Python file (imported once per process, by its absolute path)."""
+    import importlib.util
+
+    file = os.path.abspath(path)
+    if not os.path.isfile(file):
+        raise UserError(f"{key}={spec}: no file {file}. Fix the path before the colon.")
+    import zlib
+
+    stem = os.path.splitext(os.path.basename(file))[0]
+    name = f"mobrl_user_{stem}_{zlib.crc32(file.encode()):08x}"
+    if name in sys.modules:
+        return sys.modules[name]
+    folder = os.path.dirname(file)
+    if folder not in sys.path:
+        sys.path.insert(0, folder)  # the file may import its neighbours
+    found = importlib.util.spec_from_file_location(name, file)
+    module = importlib.util.module_from_spec(found)  # type: ignore[arg-type]
+    sys.modules[name] = module
+    try:
+        found.loader.exec_module(module)  # type: ignore[union-attr]
+    except BaseException:
+        del sys.modules[name]
+        raise
+    return module
+
+
 def import_object(spec: str, key: str) -> Any:
     """The object `spec` names (`MODULE:NAME`, NAME may be dotted), imported from the working
     directory or `PYTHONPATH`; a missing module or attribute, or an error while importing
@@ -52,7 +83,10 @@ def import_object(spec: str, key: str) -> Any:
     module_name, name = split_path(spec, key)
     _on_path()
     try:
-        module = importlib.import_module(module_name)
+        if module_name.endswith(".py"):
+            module = _from_file(module_name, spec, key)
+        else:
+            module = importlib.import_module(module_name)
     except ModuleNotFoundError as err:
         if err.name and module_name.split(".")[0] == err.name.split(".")[0]:
             raise UserError(
@@ -80,3 +114,12 @@ def import_object(spec: str, key: str) -> Any:
             )
         target = getattr(target, part)
     return target
+
+
+def absolute(spec: str) -> str:
+    """`spec` with a file's path made absolute (`FILE.py:NAME`), so another process started
+    elsewhere finds the same file; module paths unchanged."""
+    module, sep, name = str(spec).rpartition(":")
+    if sep and module.endswith(".py"):
+        return f"{os.path.abspath(module)}:{name}"
+    return str(spec)

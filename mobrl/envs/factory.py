@@ -113,28 +113,54 @@ def agent_ids(env_config: dict[str, Any]) -> list[str]:
 
 
 POLICY_MAPPINGS = ("shared", "per_agent")
+#: characters that make a member of an `env.policies` group a pattern (fnmatch's)
+_PATTERN = "*?["
+
+
+def _matching(agents: list[str], members: list[str], policy: str) -> list[str]:
+    """The agents a group's members name: agent ids, or patterns such as `relay_*` (fnmatch);
+    a member that names no agent is a one-line error."""
+    from fnmatch import fnmatchcase
+
+    from mobrl.core.errors import UserError, unknown_choice
+
+    found: list[str] = []
+    for member in members:
+        if any(c in member for c in _PATTERN):
+            hits = [a for a in agents if fnmatchcase(str(a), member)]
+            if not hits:
+                shown = ", ".join(map(str, agents[:6])) + (" ..." if len(agents) > 6 else "")
+                raise UserError(
+                    f"the pattern '{member}' of env.policies.{policy} matches no agent (the "
+                    f"agents: {shown}). Fix the pattern."
+                )
+            found += [a for a in hits if a not in found]
+        elif member not in agents:
+            raise unknown_choice(
+                f"agent in env.policies.{policy}:", member, map(str, agents), "Fix the group."
+            )
+        elif member not in found:
+            found.append(member)
+    return found
 
 
 def policy_spec(env_config: dict[str, Any], requested: Any) -> dict[str, str] | None:
     """Agent id -> policy id for `env.policies`: `shared` (one policy, id "shared"),
-    `per_agent` (one policy per agent, named like it) or {policy: [agent ids]}; None for
-    single-agent scenarios."""
+    `per_agent` (one policy per agent, named like it) or {policy: [agent ids or patterns such
+    as `relay_*`]}; None for single-agent scenarios."""
     from mobrl.core.errors import UserError, unknown_choice
     from mobrl.scenarios.kinds import kind_of
 
     agents = agent_ids(env_config)
     if not agents:
         return None
-    requested = kind_of(env_config).default_policies if requested is None else requested
+    if requested is None:
+        requested = kind_of(env_config).default_policy_mapping(env_config)
     if hasattr(requested, "items"):  # a mapping of groups (DictConfig or dict)
         mapping: dict[str, str] = {}
         for policy, members in requested.items():
             members = [members] if isinstance(members, str) else list(members)
-            for agent in members:
-                if agent not in agents:
-                    raise unknown_choice(
-                        f"agent in env.policies.{policy}:", str(agent), agents, "Fix the group."
-                    )
+            for agent in _matching(agents, [str(m) for m in members], str(policy)):
                 if agent in mapping:
                     raise UserError(
                         f"agent '{agent}' is in two groups of env.policies ({mapping[agent]}, "
@@ -201,12 +227,14 @@ def check_env(env_config: dict[str, Any], rllib: bool = True) -> None:
     import warnings
 
     from mobrl.core.errors import UserError, first_line
+    from mobrl.scenarios.kinds import kind_of
 
     name = env_config.get("scenario") or env_config["id"]
     problem = None
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
+            kind_of(env_config).check_native(env_config)
             env = make_env({**env_config, "render_mode": None}, rllib=rllib)
             try:
                 if is_multi_agent(env_config) and rllib:
@@ -232,8 +260,8 @@ def check_env(env_config: dict[str, Any], rllib: bool = True) -> None:
         problem = broken[0].replace("\n", " ") if broken else None
     if problem is not None:
         raise UserError(
-            f"scenario '{name}' fails the env check: {problem}. Fix the scenario's definition "
-            "(or the Gymnasium env it names)."
+            f"scenario '{name}' fails the env check: {problem}. "
+            f"{kind_of(env_config).check_fix(env_config)}"
         )
 
 

@@ -226,6 +226,9 @@ class EpisodeRecorder:
         self.tracker: EpisodeTracker | None = None
         self.counter = find_env(env, lambda node: implements(node, EpisodeStats), env_index)
         self.counts: dict[str, float] = {}
+        # an env that also counts per agent (an env mobrl did not write: mobrl.envs.foreign)
+        self.per_agent = getattr(self.counter, "agent_stats", None)
+        self.agent_counts: dict[str, float] = {}
 
     def __deepcopy__(self, memo: dict) -> EpisodeRecorder:
         """The recorder itself: it is a live handle on the env, not episode data. RLlib cuts an
@@ -243,10 +246,14 @@ class EpisodeRecorder:
             self.tracker.record(*step_arrays(self.core, self.tracker.ue_ids))
         if self.counter is not None:
             self.counts = self.counter.episode_stats()
+            if self.per_agent is not None:
+                self.agent_counts = self.per_agent()
 
     def summary(self, per_ue: bool = True) -> dict[str, float]:
         """The episode's measures by metric key (with `per_ue`, also each UE's)."""
         out = {key: float(value) for key, value in self.counts.items()}
+        if per_ue:
+            out.update((key, float(value)) for key, value in self.agent_counts.items())
         if self.tracker is not None:
             out.update(self.tracker.summary(per_ue=per_ue))
         return out

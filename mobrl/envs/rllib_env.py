@@ -1,11 +1,29 @@
-"""mobrl's UE-agent env as RLlib's `MultiAgentEnv`, for RLlib's runners and env checker."""
+"""mobrl's multi-agent envs (its UE agents, the adapters of envs it did not write) as RLlib's
+`MultiAgentEnv`, for RLlib's runners and env checker."""
 
 from __future__ import annotations
 
 from ray.rllib.env.multi_agent_env import MultiAgentEnv
 
+from mobrl.envs.foreign import AECAdapter, ParallelAdapter, RLlibStyleAdapter
 from mobrl.envs.wrappers import UEAgentsEnv
 
 
 class MobileMultiAgentEnv(UEAgentsEnv, MultiAgentEnv):
     """`UEAgentsEnv` as an RLlib `MultiAgentEnv` (the behaviour is all `UEAgentsEnv`'s)."""
+
+
+class ForeignParallelEnv(ParallelAdapter, MultiAgentEnv):
+    """A PettingZoo `ParallelEnv` for RLlib's runners (the behaviour is `ParallelAdapter`'s)."""
+
+
+class ForeignAECEnv(AECAdapter, MultiAgentEnv):
+    """A PettingZoo AEC env for RLlib's runners (the behaviour is `AECAdapter`'s)."""
+
+
+class ForeignRLlibEnv(RLlibStyleAdapter, MultiAgentEnv):
+    """An RLlib-style env with its infos counted (the behaviour is `RLlibStyleAdapter`'s)."""
+
+
+#: `mobrl.envs.foreign`'s adapters as RLlib `MultiAgentEnv`s, by flavour
+FOREIGN = {"parallel": ForeignParallelEnv, "aec": ForeignAECEnv, "rllib": ForeignRLlibEnv}

@@ -123,7 +123,14 @@ def find_env(env: Any, wanted: Any, env_index: int = 0) -> Any | None:
 
 
 def find_core(env: Any, env_index: int = 0) -> Any | None:
-    """The mobile-env core behind whatever RLlib hands a callback (vector env, wrappers)."""
+    """The mobile-env core behind whatever RLlib hands a callback (vector env, wrappers), or
+    what stands for one: the measures a simulator behind `mobrl.external` sends of its steps
+    (`MetricArrays` with the core's station count and UEs)."""
     from mobile_env.core.base import MComCore
 
-    return find_env(env, lambda node: isinstance(node, MComCore), env_index)
+    from mobrl.core.protocols import MetricArrays, implements
+
+    def is_core(node: Any) -> bool:
+        return isinstance(node, MComCore) or implements(node, MetricArrays)
+
+    return find_env(env, is_core, env_index)

@@ -295,6 +295,68 @@ BASELINES: dict[str, type[Baseline]] = {
 }
 
 
+class UserRule(Baseline):
+    """A user's rule by import path (`--baselines MODULE:CLASS`): a class constructed with no
+    arguments, or with the env as the user's callable made it, at each episode's start (so a
+    rule with memory starts afresh); its instances are called with the step's observations
+    (per agent: a dict) and return the actions (a dict per agent). A plain function is called
+    the same way."""
+
+    def __init__(self, spec: str, flag: str = "--baselines") -> None:
+        from mobrl.core.imports import import_object
+
+        self.name = spec
+        self.made = import_object(spec, flag)
+        if not callable(self.made):
+            raise UserError(
+                f"{flag} {spec} is a {type(self.made).__name__}, not a class or function. "
+                "Name a class whose instances take the observations and return actions."
+            )
+        self.rule: Any = None
+
+    def reset(self, seed: int | None = None) -> None:
+        super().reset(seed)
+        self.rule = None
+
+    def act(self, observation: Any, env: Any = None) -> Any:
+        if self.rule is None:
+            self.rule = self._construct(env)
+        return self.rule(observation)
+
+    def _construct(self, env: Any) -> Any:
+        import inspect
+
+        made = self.made
+        if not isinstance(made, type):
+            return made  # a function: the rule itself
+        try:
+            params = [
+                p
+                for p in inspect.signature(made).parameters.values()
+                if p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+            ]
+        except (TypeError, ValueError):
+            params = []
+        return made(users_env(env)) if params else made()
+
+
+def users_env(env: Any) -> Any:
+    """The env as the user's code made it, behind mobrl's adapters and wrappers."""
+    from mobrl.envs.foreign import GymInfoMetrics, MultiAgentAdapter
+    from mobrl.envs.wrappers import OneHotObservation
+
+    while isinstance(env, (MultiAgentAdapter, GymInfoMetrics, OneHotObservation)):
+        env = env.env
+    return env
+
+
+def make_baseline(name: str) -> Baseline:
+    """The baseline `name`: one of mobrl's (`BASELINES`) or a user's rule by import path."""
+    from mobrl.core.imports import is_import_path
+
+    return UserRule(name) if is_import_path(name) else BASELINES[name]()
+
+
 def baselines_for(env_config: dict[str, Any]) -> list[str]:
     """Baselines that make sense for a scenario (the default set of `mobrl evaluate`)."""
     from mobrl.scenarios.kinds import kind_of
@@ -306,8 +368,13 @@ def check_baselines(
     names: list[str], env_config: dict[str, Any], flag: str = "--baselines"
 ) -> None:
     """Every name is a baseline that applies to the scenario, or a one-line error for `flag`."""
+    from mobrl.core.imports import is_import_path
+
     applicable = baselines_for(env_config)
     for name in names:
+        if is_import_path(name):  # a user's rule: it must import; it applies where they say
+            UserRule(name, flag)
+            continue
         if name not in BASELINES:
             raise unknown_choice("baseline", name, BASELINES, f"Fix {flag}.")
         if name not in applicable and BASELINES[name].applies_like not in applicable:

@@ -59,11 +59,11 @@ def policy_jobs(target: Target, policies: list[str]) -> list[Job]:
 
 
 def _make_policy(name: str, checkpoint: str | None, env_config: dict, explore: bool) -> Any:
-    from mobrl.evaluation.policies import BASELINES, load_policy
+    from mobrl.evaluation.policies import load_policy, make_baseline
 
     if name == TRAINED:
         return load_policy(checkpoint, env_config, explore)
-    return BASELINES[name]()
+    return make_baseline(name)
 
 
 def _policy_key(name: str, checkpoint: str | None, env_config: dict, explore: bool) -> tuple:

@@ -193,7 +193,12 @@ def _policy(
 ) -> tuple[Any, dict[str, Any], str]:
     """(policy, env_config, description) for a checkpoint or a named baseline."""
     from mobrl.evaluation.paired import TRAINED
-    from mobrl.evaluation.policies import BASELINES, check_baselines, policy_for_env
+    from mobrl.evaluation.policies import (
+        BASELINES,
+        check_baselines,
+        make_baseline,
+        policy_for_env,
+    )
     from mobrl.evaluation.targets import target_for
 
     if checkpoint is not None and policy_name not in (None, TRAINED):
@@ -212,7 +217,7 @@ def _policy(
         env_config["render_mode"] = "rgb_array"
     if checkpoint is None:
         check_baselines([policy_name], env_config, flag="--policy")
-        return BASELINES[policy_name](), env_config, f"baseline {policy_name}"
+        return make_baseline(policy_name), env_config, f"baseline {policy_name}"
     policy = policy_for_env(target.checkpoint, env_config, explore, trust)
     return policy, env_config, target.note
 

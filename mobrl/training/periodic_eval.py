@@ -233,12 +233,12 @@ class PeriodicEvaluation:
     def baseline_values(self) -> dict[str, list[float]]:
         """Each baseline's `metric` on the evaluation seeds (computed once)."""
         if self._baseline_values is None:
-            from mobrl.evaluation.policies import BASELINES
+            from mobrl.evaluation.policies import make_baseline
             from mobrl.evaluation.rollout import run_episode
 
             self._baseline_values = {
                 name: [
-                    run_episode(self.env_config, BASELINES[name](), seed)[self.metric]
+                    run_episode(self.env_config, make_baseline(name), seed)[self.metric]
                     for seed in self.seeds
                 ]
                 for name in self.baselines

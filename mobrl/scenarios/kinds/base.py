@@ -65,6 +65,19 @@ class ScenarioKind:
         """The agent ids of a multi-agent env (empty: single agent)."""
         return []
 
+    def default_policy_mapping(self, env_config: dict[str, Any]) -> str | None:
+        """`env.policies` when it is not set (multi-agent kinds)."""
+        return self.default_policies
+
+    def check_native(self, env_config: dict[str, Any]) -> None:
+        """The env's own library's checks (PettingZoo's, Gymnasium's) on the env as its author
+        wrote it, before mobrl wraps it, raising what they raise (`factory.check_env` turns
+        it into one line)."""
+
+    def check_fix(self, env_config: dict[str, Any]) -> str:
+        """What to fix when the env fails its check, in words."""
+        return "Fix the scenario's definition (or the Gymnasium env it names)."
+
     def ue_slots(self, env_config: dict[str, Any]) -> bool | None:
         """Whether the env can be sampled as UE slots (None: the kind has no UEs)."""
         return None
