@@ -117,6 +117,10 @@ POLICY_MAPPINGS = ("shared", "per_agent")
 _PATTERN = "*?["
 
 
+def _is_pattern(member: str) -> bool:
+    return any(c in member for c in _PATTERN)
+
+
 def _matching(agents: list[str], members: list[str], policy: str) -> list[str]:
     """The agents a group's members name: agent ids, or patterns such as `relay_*` (fnmatch);
     a member that names no agent is a one-line error."""
@@ -126,7 +130,7 @@ def _matching(agents: list[str], members: list[str], policy: str) -> list[str]:
 
     found: list[str] = []
     for member in members:
-        if any(c in member for c in _PATTERN):
+        if _is_pattern(member):
             hits = [a for a in agents if fnmatchcase(str(a), member)]
             if not hits:
                 shown = ", ".join(map(str, agents[:6])) + (" ..." if len(agents) > 6 else "")
@@ -147,7 +151,8 @@ def _matching(agents: list[str], members: list[str], policy: str) -> list[str]:
 def policy_spec(env_config: dict[str, Any], requested: Any) -> dict[str, str] | None:
     """Agent id -> policy id for `env.policies`: `shared` (one policy, id "shared"),
     `per_agent` (one policy per agent, named like it) or {policy: [agent ids or patterns such
-    as `relay_*`]}; None for single-agent scenarios."""
+    as `relay_*`; an agent named outright is not taken by another group's pattern]}; None for
+    single-agent scenarios."""
     from mobrl.core.errors import UserError, unknown_choice
     from mobrl.scenarios.kinds import kind_of
 
@@ -158,15 +163,21 @@ def policy_spec(env_config: dict[str, Any], requested: Any) -> dict[str, str] | 
         requested = kind_of(env_config).default_policy_mapping(env_config)
     if hasattr(requested, "items"):  # a mapping of groups (DictConfig or dict)
         mapping: dict[str, str] = {}
-        for policy, members in requested.items():
-            members = [members] if isinstance(members, str) else list(members)
-            for agent in _matching(agents, [str(m) for m in members], str(policy)):
-                if agent in mapping:
-                    raise UserError(
-                        f"agent '{agent}' is in two groups of env.policies ({mapping[agent]}, "
-                        f"{policy}). Put each agent in one group."
-                    )
-                mapping[agent] = str(policy)
+        # agents named outright first; a pattern then takes the agents not named elsewhere
+        for patterns in (False, True):
+            for policy, members in requested.items():
+                members = [members] if isinstance(members, str) else list(members)
+                members = [str(m) for m in members if _is_pattern(str(m)) == patterns]
+                for agent in _matching(agents, members, str(policy)):
+                    if agent in mapping and (not patterns or mapping[agent] != str(policy)):
+                        if patterns and agent in named:
+                            continue
+                        raise UserError(
+                            f"agent '{agent}' is in two groups of env.policies "
+                            f"({mapping[agent]}, {policy}). Put each agent in one group."
+                        )
+                    mapping[agent] = str(policy)
+            named = set(mapping)
         missing = [a for a in agents if a not in mapping]
         if missing:
             raise UserError(

@@ -74,6 +74,16 @@ def service_columns(columns: set[str]) -> list[str]:
     return [keys.result_key(m) for m in SERVICE_METRICS if keys.result_key(m) in columns]
 
 
+#: the env's own values of its infos (`scenario.metrics`), over all its agents
+INFO_PREFIX = "info/"
+
+
+def info_columns(columns: set[str]) -> list[str]:
+    """The env's own measures of the training episodes (`scenario.metrics`) the runs logged."""
+    prefix = keys.result_key(INFO_PREFIX)
+    return sorted(c for c in columns if c.startswith(prefix))
+
+
 def eval_training_columns(columns: set[str]) -> list[str]:
     """The measures of evaluation during training that the runs logged, service first."""
     return [c for c in EVAL_TRAINING if c in columns]

@@ -14,6 +14,7 @@ from mobrl.reporting.markup import Draft, FolderNames, html_page
 from mobrl.reporting.runs import Found, discover, group_trials
 from mobrl.reporting.training_sections import (
     eval_training_section,
+    info_section,
     metric_section,
     runs_section,
     service_section,
@@ -65,6 +66,7 @@ def _training_part(
         rows_all += metric_section(draft, groups, metric, i, axes)
     x_col = keys.X_AXES[axes[0]]
     service_section(draft, groups, columns, x_col)
+    info_section(draft, groups, columns, x_col)
     eval_training_section(draft, groups, columns, x_col, rows_all)
     atomic_write_csv(draft.out / "groups.csv", pd.DataFrame(rows_all))
 

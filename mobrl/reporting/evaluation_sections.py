@@ -9,7 +9,7 @@ from typing import Any
 
 from mobrl.core import metrics as keys
 from mobrl.evaluation.paired import closed_text
-from mobrl.reporting.contents import EVAL_COLUMNS
+from mobrl.reporting.contents import EVAL_COLUMNS, INFO_PREFIX
 from mobrl.reporting.figures import gap_stats, paired_gaps, plot_evaluation, plot_matrix
 from mobrl.reporting.markup import Draft, capital, column_header, md_table
 from mobrl.reporting.stats import cell, digits, matrix_measure, matrix_table
@@ -70,6 +70,7 @@ def _evaluation_lines(name: str, summary: dict[str, Any], png: Path) -> list[str
     policies = summary["policies"]
     measured = next(iter(policies.values()))
     shown = [c for c in EVAL_COLUMNS if c in measured] or list(measured)[:1]
+    shown += [c for c in measured if c.startswith(INFO_PREFIX)]  # the env's own (custom envs)
     md = [_evaluation_facts(summary, int(measured[shown[0]]["n"])), ""]
     md += _policy_table(policies, shown)
     md += _paired_table(summary, shown)

@@ -11,6 +11,7 @@ from mobrl.reporting.contents import (
     eval_score,
     eval_training_columns,
     gap_baselines,
+    info_columns,
     metric_curves,
     service_columns,
 )
@@ -124,6 +125,27 @@ def service_section(
         "share of UEs, each group's mean.",
         "",
         f"![UE service in training episodes]({png.name})",
+    ]
+
+
+def info_section(
+    draft: Draft, groups: dict[str, list[Trial]], columns: set[str], x_col: str
+) -> None:
+    """## The env's own measures during training (`scenario.metrics` of a custom env)."""
+    measured = info_columns(columns)
+    if not measured:
+        return
+    png = draft.figure(
+        plot_service(groups, measured, x_col, draft.out, "info", "The env's own measures")
+    )
+    draft.md += [
+        "",
+        "## The env's own measures during training",
+        "",
+        "The values the env reports in its infos (`scenario.metrics`), per training episode "
+        "reduced as the metric says and combined over its agents, each group's mean.",
+        "",
+        f"![The env's own measures in training episodes]({png.name})",
     ]
 
 

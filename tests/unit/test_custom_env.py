@@ -173,8 +173,13 @@ def test_policy_groups_take_patterns(user_dir) -> None:
     assert mapping == {"relay_0": "relays", "relay_1": "relays", "sink": "sink"}
     with pytest.raises(UserError, match="'hub_\\*' of env.policies.x matches no agent"):
         policy_spec(env_config, {"x": ["hub_*"], "y": ["relay_*", "sink"]})
-    with pytest.raises(UserError, match="in two groups"):
-        policy_spec(env_config, {"a": ["relay_*"], "b": ["relay_0", "sink"]})
+    # an agent named outright stays in its group; patterns take the others
+    mapping = policy_spec(env_config, {"a": ["relay_*"], "b": ["relay_0", "sink"]})
+    assert mapping == {"relay_0": "b", "relay_1": "a", "sink": "b"}
+    with pytest.raises(UserError, match="'relay_1' is in two groups"):
+        policy_spec(env_config, {"a": ["relay_*"], "b": ["*_1", "sink"]})
+    with pytest.raises(UserError, match="'sink' is in two groups"):
+        policy_spec(env_config, {"a": ["relay_*", "sink"], "b": ["sink"]})
 
 
 def test_a_gymnasium_env_trains_single_agent_with_its_info(user_dir) -> None:
