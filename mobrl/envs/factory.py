@@ -163,6 +163,7 @@ def policy_spec(env_config: dict[str, Any], requested: Any) -> dict[str, str] | 
         requested = kind_of(env_config).default_policy_mapping(env_config)
     if hasattr(requested, "items"):  # a mapping of groups (DictConfig or dict)
         mapping: dict[str, str] = {}
+        named: set[str] = set()  # the agents named outright
         # agents named outright first; a pattern then takes the agents not named elsewhere
         for patterns in (False, True):
             for policy, members in requested.items():
