@@ -69,8 +69,8 @@ _ACROSS = {"mean": np.mean, "sum": np.sum, "last": np.mean, "max": np.max, "min"
 class InfoMetrics:
     """The values of named `infos` keys over one episode, per agent (or for the env)."""
 
-    def __init__(self, specs: list[tuple[str, str]]) -> None:
-        self.specs = specs
+    def __init__(self, specs: list[tuple[str, str]], per_agent: bool = True) -> None:
+        self.specs, self.per_agent = specs, per_agent
         self.series: dict[str, dict[Any, _Series]] = {key: {} for key, _ in specs}
 
     def reset(self) -> None:
@@ -115,7 +115,9 @@ class InfoMetrics:
         return out
 
     def agent_stats(self) -> dict[str, float]:
-        """Each metric of each agent over the episode."""
+        """Each metric of each agent over the episode (none when not `per_agent`)."""
+        if not self.per_agent:
+            return {}
         return {
             AGENT_TAG.format(agent=who, key=key): series.reduced(how)
             for key, how in self.specs
@@ -341,11 +343,18 @@ def flavour_of(env: Any) -> str | None:
 ADAPTERS = {"parallel": ParallelAdapter, "aec": AECAdapter, "rllib": RLlibStyleAdapter}
 
 
-def adapt(env: Any, flavour: str, metrics: Any = (), adapters: dict | None = None) -> Any:
+def adapt(
+    env: Any,
+    flavour: str,
+    metrics: Any = (),
+    adapters: dict | None = None,
+    per_agent: bool = True,
+) -> Any:
     """`env` in mobrl's shape (see the module's docstring), counting `metrics` (specs of
-    `scenario.metrics`); `adapters`: the multi-agent adapter classes by flavour (RLlib's
-    runners take `rllib_env.FOREIGN`, subclasses of RLlib's `MultiAgentEnv`)."""
-    counted = InfoMetrics(parse_metrics(metrics)) if metrics else None
+    `scenario.metrics`; `per_agent`: each agent's too); `adapters`: the multi-agent adapter
+    classes by flavour (RLlib's runners take `rllib_env.FOREIGN`, subclasses of RLlib's
+    `MultiAgentEnv`)."""
+    counted = InfoMetrics(parse_metrics(metrics), per_agent) if metrics else None
     if flavour == "gym":
         if isinstance(env.observation_space, gym.spaces.Discrete):
             from mobrl.envs.wrappers import OneHotObservation

@@ -54,6 +54,7 @@ class CustomKind(ScenarioKind):
             "same_spaces": found["same_spaces"],
             "action_kind": found["action_kind"],
             "metrics": [str(m) for m in cfg.scenario.get("metrics") or []],
+            "agent_metrics": bool(cfg.run.ue_metrics),  # each agent's values, too
         }
 
     def make_env(self, env_config: dict[str, Any], rllib: bool) -> Any:
@@ -121,7 +122,8 @@ def adapted(env: Any, env_config: dict[str, Any], rllib: bool) -> Any:
     adapters = None
     if rllib and env_config["flavour"] != "gym":
         from mobrl.envs.rllib_env import FOREIGN as adapters
-    return adapt(env, env_config["flavour"], env_config.get("metrics"), adapters)
+    per_agent = env_config.get("agent_metrics", True)
+    return adapt(env, env_config["flavour"], env_config.get("metrics"), adapters, per_agent)
 
 
 def _module_dir(module_name: str) -> str | None:
