@@ -68,11 +68,14 @@ def _from_file(path: str, spec: str, key: str) -> Any:
     found = importlib.util.spec_from_file_location(name, file)
     module = importlib.util.module_from_spec(found)  # type: ignore[arg-type]
     sys.modules[name] = module
+    was, sys.dont_write_bytecode = sys.dont_write_bytecode, True  # no __pycache__ beside it
     try:
         found.loader.exec_module(module)  # type: ignore[union-attr]
     except BaseException:
         del sys.modules[name]
         raise
+    finally:
+        sys.dont_write_bytecode = was
     return module
 
 

@@ -143,7 +143,14 @@ class _Counted:
         return self.env.render()
 
     def close(self) -> None:
-        self.env.close()
+        close(self.env)
+
+
+def close(env: Any) -> None:
+    """Close an env that may have no `close` (duck-typed PettingZoo envs need not)."""
+    closing = getattr(env, "close", None)
+    if callable(closing):
+        closing()
 
 
 class MultiAgentAdapter(_Counted):

@@ -20,6 +20,44 @@ stations:
 ues: 3
 """
 
+#: a user's env module: one callable that returns no env, one whose env leaves its spaces
+USER_ENV = """\
+import numpy as np
+from gymnasium import spaces
+
+
+def not_an_env():
+    return 42
+
+
+class OffSpace:
+    possible_agents = ["a", "b"]
+
+    def __init__(self):
+        self.agents = []
+
+    def observation_space(self, agent):
+        return spaces.Box(0.0, 1.0, shape=(1,), dtype=np.float32)
+
+    def action_space(self, agent):
+        return spaces.Discrete(2)
+
+    def reset(self, seed=None, options=None):
+        self.agents = list(self.possible_agents)
+        return {a: np.array([5.0], dtype=np.float32) for a in self.agents}, {}
+
+    def step(self, actions):
+        obs = {a: np.array([5.0], dtype=np.float32) for a in self.agents}
+        zeros = {a: 0.0 for a in self.agents}
+        done = {a: True for a in self.agents}
+        self.agents = []
+        return obs, zeros, done, done, {a: {} for a in obs}
+
+
+def off_space():
+    return OffSpace()
+"""
+
 #: (case id, command line, a piece of the one-line error): {f} stands for the fixtures dir
 CASES = [
     # train: groups, keys, values
@@ -134,12 +172,48 @@ CASES = [
     ("trace file malformed", "train scenario.path={f}/trace_bad.yaml", "movement.file"),
     ("trace off the map", "train scenario.path={f}/trace_off.yaml", "movement.file"),
     ("radio on stock engine", "train scenario.path={f}/radio.yaml engine=stock", "engine=fast"),
+    # a layout's own mobile-env classes (classes:, docs/scenarios.md)
+    ("class of another base", "train scenario.path={f}/wrongbase.yaml", "not a subclass"),
+    ("class module missing", "train scenario.path={f}/nomodule.yaml", "no module named"),
+    (
+        "classes with UE slots",
+        "train scenario.path={f}/classes.yaml env.sampler=ue_slots",
+        "env.sampler=ue_slots needs mobrl's fast engine",
+    ),
     ("budget position not X,Y", "scenarios budget uma19 --at 10", "--at '10'"),
     (
         "generate bad radio pair",
         "scenarios generate --sites hex:7 --ues 5 --radio umi --out {f}/r.yaml",
         "--radio 'umi' is not KEY=VALUE",
     ),  # fmt: skip
+    # custom envs
+    ("custom without entry", "train scenario=custom", "scenario.entry=MODULE:CALLABLE"),
+    (
+        "custom module missing",
+        "train scenario=custom scenario.entry=no_such_module:make",
+        "no module named 'no_such_module'",
+    ),
+    (
+        "custom returns no env",
+        "train scenario=custom scenario.entry={f}/user_env.py:not_an_env",
+        "returned a int, not an env mobrl can train on",
+    ),
+    (
+        "custom env off its spaces",
+        "train scenario=custom scenario.entry={f}/user_env.py:off_space",
+        "fails the env check",
+    ),
+    (
+        "custom kwargs that do not fit",
+        "train scenario=custom scenario.entry={f}/user_env.py:off_space +scenario.kwargs.x=1",
+        "scenario.kwargs do not fit",
+    ),
+    (
+        "custom bad metric",
+        "train scenario=custom scenario.entry={f}/user_env.py:off_space scenario.metrics=[r:median]",
+        "Fix scenario.metrics",
+    ),
+    ("unknown user rule", "baselines --baselines no_rules_mod:Rule", "'no_rules_mod'"),
     # resume
     ("resume a missing dir", "train --resume {f}/nowhere", "nowhere"),
     ("resume a dir that is no run", "train --resume {f}", "not a mobrl run dir"),
@@ -264,6 +338,9 @@ def fixtures(tmp_path_factory) -> Path:
         ("trace_missing", "movement: {model: trace, file: nowhere.csv}"),
         ("trace_bad", "movement: {model: trace, file: bad.csv}"),
         ("trace_off", "movement: {model: trace, file: off.csv}"),
+        ("wrongbase", "classes: {channel: 'mobile_env.core.movement:RandomWaypointMovement'}"),
+        ("nomodule", "classes: {channel: 'no_such_channels:LogDistance'}"),
+        ("classes", "classes: {channel: 'mobile_env.core.channels:OkumuraHata'}"),
     ):
         (folder / f"{name}.yaml").write_text(radio_layout + section + "\n")
     (folder / "bad.csv").write_text("id,time,x,y\na,0,10,oops\n")
@@ -278,6 +355,7 @@ def fixtures(tmp_path_factory) -> Path:
     (folder / "nocols.csv").write_text("cell,range\n1,500\n")
     (folder / "nan.csv").write_text("lat,lon\n52.5,13.4\n52.6,east\n")
     (folder / "empty").mkdir()
+    (folder / "user_env.py").write_text(USER_ENV)
     return folder
 
 

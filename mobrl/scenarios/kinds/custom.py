@@ -80,6 +80,8 @@ class CustomKind(ScenarioKind):
         import contextlib
         import io
 
+        from mobrl.envs.foreign import close
+
         flavour = env_config["flavour"]
         if flavour == "rllib":
             return
@@ -99,7 +101,7 @@ class CustomKind(ScenarioKind):
 
                     check_env(env.unwrapped, skip_render_check=True, skip_close_check=True)
         finally:
-            env.close()
+            close(env)
 
     def check_fix(self, env_config: dict[str, Any]) -> str:
         return f"Fix the env that scenario.entry={env_config['entry']} makes."
@@ -211,7 +213,7 @@ def probe(entry: str, kwargs_json: str, cwd: str) -> dict[str, Any]:
     of its module (once per entry, kwargs and working directory in a process)."""
     from mobrl.core.errors import UserError, first_line
     from mobrl.core.imports import split_path
-    from mobrl.envs.foreign import adapt, flavour_of
+    from mobrl.envs.foreign import adapt, close, flavour_of
 
     env_config = {"entry": entry, "kwargs": json.loads(kwargs_json)}
     raw = build(env_config)
@@ -230,7 +232,7 @@ def probe(entry: str, kwargs_json: str, cwd: str) -> dict[str, Any]:
             f"({first_line(err)}). Give it possible_agents and per-agent spaces."
         ) from err
     finally:
-        raw.close()
+        close(raw)
     if flavour != "gym" and not agents:
         raise UserError(
             f"scenario.entry={entry} makes a multi-agent env without agents (possible_agents "
