@@ -5,8 +5,9 @@ A layout file gives the map, the base stations, the UEs and how they move and ar
 `mobrl.layouts`; a user's own live in `./scenarios/*.yaml` of the working directory (found by
 name, shadowing a built-in of the same name) or anywhere (`scenario.path=my.yaml`). A
 `./scenarios/` that is mobrl's own folder of built-ins (it holds `__init__.py`: mobrl's source
-tree) is not a user's folder. Loading never imports mobile-env; `build_config` turns a validated
-layout into the stations, UEs and config of a mobile-env core.
+tree) is not a user's folder. Loading never imports mobile-env (but for a layout whose `classes:`
+name subclasses of mobile-env's own); `build_config` turns a validated layout into the stations,
+UEs and config of a mobile-env core.
 """
 
 from __future__ import annotations
@@ -103,7 +104,13 @@ def _read(path: Path) -> dict[str, Any]:
         ) from err
     if not isinstance(raw, dict):
         raise UserError(f"scenario file '{path}' must hold a mapping of keys. See small.yaml.")
-    return validate(raw, path)
+    data = validate(raw, path)
+    if data.get("classes"):  # the layout's own mobile-env classes, each built once
+        from mobrl.scenarios.classes import check_built
+        from mobrl.scenarios.schema import Checker
+
+        check_built(Checker(path), data, build_config(data)[2])
+    return data
 
 
 def summary(data: dict[str, Any]) -> dict[str, Any]:
@@ -124,7 +131,9 @@ def summary(data: dict[str, Any]) -> dict[str, Any]:
 
 
 def build_config(data: dict[str, Any]) -> tuple[list[Any], list[Any], dict[str, Any]]:
-    """mobile-env's stations, UEs and config (without handler) for a validated layout."""
+    """mobile-env's stations, UEs and config (without handler) for a validated layout; its
+    `classes:` (mobrl.scenarios.classes) replace mobile-env's classes, their parameters added
+    to those mobrl sets (an arrival's episode length, a movement's area)."""
     from mobile_env.core.arrival import NoDeparture
     from mobile_env.core.entities import BaseStation, UserEquipment
 
@@ -180,6 +189,11 @@ def build_config(data: dict[str, Any]) -> tuple[list[Any], list[Any], dict[str, 
     extra = beyond_mobile_env(data)
     if extra:  # read by the fast engine (mobrl.envs.radio_engine); mobile-env ignores it
         config["mobrl"] = extra
+    if data.get("classes"):  # the layout's own mobile-env classes, over mobrl's parameters
+        from mobrl.scenarios.classes import config_entries
+
+        for key, value in config_entries(data["classes"]).items():
+            config[key] = {**config.get(key, {}), **value} if key.endswith("_params") else value
     return stations, users, config
 
 

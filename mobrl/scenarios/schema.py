@@ -5,8 +5,10 @@ their defaults are mobile-env's (None: required, or filled in from another key),
 say whether a value is a number or a whole number, and each field's `Rule` (its metadata)
 says what else a value must satisfy (a lower bound, one of some models, where a missing value
 comes from). `validate` walks these; only what relates several keys (a station on the map, UEs
-that some station covers, a layout that fits the machine's memory) is checked by hand. Every
-problem is a one-line error naming the file, the key and the fix.
+that some station covers, a layout that fits the machine's memory) is checked by hand. The
+optional `classes:` section (mobile-env's own classes by import path) has no defaults: it is
+`mobrl.scenarios.classes`'s to check. Every problem is a one-line error naming the file, the
+key and the fix.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from mobrl.radio.config import (
     SCHEDULER_CHOICES,
     SINR_THRESHOLD_DB,
 )
+from mobrl.scenarios import classes
 
 #: random_waypoint is mobile-env's own; the others are mobrl.envs.mobility's models
 MOVEMENT_MODELS = ("random_waypoint", "gauss_markov", "trace")
@@ -188,6 +191,9 @@ def _check_order(schema: type) -> list[dataclasses.Field]:
 
 #: every key a layout file may hold, with its default (mobile-env's defaults); None: required
 DEFAULTS: dict[str, Any] = dataclasses.asdict(Layout())
+#: the optional section of mobile-env classes by import path (`mobrl.scenarios.classes`): not
+#: in `DEFAULTS`, so a layout without it keeps the same data
+OPTIONAL = "classes"
 #: every key a station may hold: its position, then its own radio parameters
 STATION_KEYS = tuple(
     f.name for f in (*dataclasses.fields(Station), *dataclasses.fields(StationDefaults))
@@ -294,6 +300,8 @@ def validate(raw: dict[str, Any], path: Path) -> dict[str, Any]:
         _check_values(check, data[name], _type(Layout, name), f"{name}.", data)
     _check_radio(check, data)
     _check_movement(check, data)
+    if OPTIONAL in data:
+        classes.check(check, data)
     _check_reachable(check, data)
     _check_fits(check, data)
     _check_values(check, data["arrival"], Arrival, "arrival.", data)
@@ -303,7 +311,7 @@ def validate(raw: dict[str, Any], path: Path) -> dict[str, Any]:
 
 def _check_keys(check: Checker, raw: dict[str, Any]) -> None:
     """Refuse an unknown key, at the top or in a section, and a section that is no mapping."""
-    check.keys(raw, list(DEFAULTS), "")
+    check.keys(raw, [*DEFAULTS, OPTIONAL], "")
     for name in _sections(Layout):
         if name in raw:
             if not isinstance(raw[name], dict):
@@ -445,7 +453,10 @@ def _check_movement(check: Checker, data: dict[str, Any]) -> None:
 def _check_reachable(check: Checker, data: dict[str, Any]) -> None:
     """Refuse a layout in which no UE can ever be served: every point UEs move through
     (the movement area from (0, 0)) lies beyond every station's coverage (where a UE's SNR
-    stays below its threshold, in mobile-env's channel). Such a layout trains nothing."""
+    stays below its threshold, in mobile-env's channel). Such a layout trains nothing. A
+    layout whose own classes move UEs or compute SNRs is the classes' to judge."""
+    if set(classes.named(data.get("classes"))) & {"channel", "movement"}:
+        return
     import numpy as np
 
     from mobrl.envs.channel import loss_terms, snr

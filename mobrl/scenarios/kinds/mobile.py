@@ -1,5 +1,6 @@
 """mobile-env layouts (`scenario.kind: mobile`): cells and UEs from a layout file, one agent
-per UE (`env=ma`) or one central agent (`env=central`), on mobrl's fast engine or stock."""
+per UE (`env=ma`) or one central agent (`env=central`), on mobrl's fast engine or stock (a
+layout naming its own mobile-env classes always on stock: `engine_for`)."""
 
 from __future__ import annotations
 
@@ -41,18 +42,17 @@ class MobileSpec:
     @classmethod
     def from_config(cls, cfg: Any) -> MobileSpec:
         from mobrl import scenarios
+        from mobrl.scenarios import classes
 
-        mode = cfg.env.mode
+        mode, name = cfg.env.mode, cfg.scenario.name
         obs = check_obs(cfg.env.get("obs", cls.obs), mode)
-        return cls(
-            layout=scenarios.load(cfg.scenario.path),
-            mode=mode,
-            engine=cfg.engine,
-            obs=obs,
-            topk=check_topk(cfg.env.get("topk")) if obs in TOPK_OBSERVATIONS else None,
-            team_reward=check_team_reward(cfg.env.get("team_reward", cls.team_reward)),
-            reward=check_reward(cfg.env.get("reward", cls.reward), mode),
-        )
+        layout = scenarios.load(cfg.scenario.path)
+        topk = check_topk(cfg.env.get("topk")) if obs in TOPK_OBSERVATIONS else None
+        team_reward = check_team_reward(cfg.env.get("team_reward", cls.team_reward))
+        reward = check_reward(cfg.env.get("reward", cls.reward), mode)
+        classes.check_settings(layout, name, obs, reward, cfg.env.get("sampler", "auto"))
+        engine = engine_for(layout, cfg.engine, name)
+        return cls(layout, mode, engine, obs, topk, team_reward, reward)
 
     @classmethod
     def of(cls, env_config: dict[str, Any]) -> MobileSpec:
@@ -68,8 +68,10 @@ class MobileSpec:
         )
 
     def fields(self) -> dict[str, Any]:
-        """The kind's entries of `env_config` (`engine` is one of every kind's)."""
-        out: dict[str, Any] = {"mode": self.mode, "layout": self.layout, "obs": self.obs}
+        """The kind's entries of `env_config`: `engine` (every kind's, set by the factory from
+        the config) as the engine this layout runs on, then the mobile kind's own."""
+        out: dict[str, Any] = {"engine": self.engine, "mode": self.mode, "layout": self.layout}
+        out["obs"] = self.obs
         if self.obs in TOPK_OBSERVATIONS:
             out["topk"] = self.topk
         return {**out, "team_reward": self.team_reward, "reward": self.reward}
@@ -77,8 +79,11 @@ class MobileSpec:
     def on_layout(self, name: str) -> MobileSpec:
         """The same settings on the built-in or user layout `name`."""
         from mobrl import scenarios
+        from mobrl.scenarios import classes
 
-        return replace(self, layout=scenarios.load(scenarios.path_of(name)))
+        layout = scenarios.load(scenarios.path_of(name))
+        classes.check_settings(layout, name, self.obs, self.reward)
+        return replace(self, layout=layout, engine=engine_for(layout, self.engine, name))
 
     def core(self, kwargs: dict | None = None, render_mode: str | None = None) -> Any:
         """A mobile-env core of this spec (`kwargs`: mobile-env config entries on top)."""
@@ -203,7 +208,13 @@ class MobileKind(ScenarioKind):
         return {**env_config, "kwargs": kwargs, "reward": "mobile"}
 
     def baselines(self, env_config: dict[str, Any]) -> list[str]:
-        return ["random", "noop", "greedy", "greedy_fill", "full", "capped", "oracle"]
+        from mobrl.scenarios import classes
+
+        rules = ["random", "noop", "greedy", "greedy_fill", "full", "capped", "oracle"]
+        if classes.own_service(env_config.get("layout")):
+            # these score link sets with mobile-env's stock utility and resource-fair shares
+            rules = [r for r in rules if r not in ("capped", "oracle")]
+        return rules
 
     def where(self, cfg: Any) -> str:
         return f"scenario={cfg.scenario.name} env={cfg.env.mode}"
@@ -271,6 +282,32 @@ def check_team_reward(value: Any) -> float:
     return share
 
 
+#: the engine notices printed in this process, by the classes they named (one line each)
+_NOTED: set[str] = set()
+
+
+def engine_for(layout: Any, engine: str, name: str | None = None) -> str:
+    """The engine `layout` runs on when `engine` is asked for: stock for a layout that names
+    its own mobile-env classes (mobrl's fast engine reimplements mobile-env's stock classes,
+    not a user's), said in one line once per process; otherwise `engine`."""
+    from mobrl.scenarios.classes import describe
+
+    named = describe(layout.get("classes")) if isinstance(layout, dict) else ""
+    if engine != "fast" or not named:
+        return engine
+    if named not in _NOTED:
+        from mobrl.core.console import make_console
+
+        _NOTED.add(named)
+        who = f"layout {name}" if name else "this layout"
+        make_console().print(
+            f"note: {who} names its own mobile-env classes ({named}): it runs on mobile-env's "
+            "stock engine, not mobrl's fast engine.",
+            markup=False,
+        )
+    return "stock"
+
+
 def _size(layout: str | dict[str, Any]) -> tuple[int, int]:
     """(stations, UEs) of a layout's data, or of a built-in layout's name (older runs)."""
     if not isinstance(layout, dict):
@@ -292,9 +329,10 @@ def make_mobile_core(
 ) -> Any:
     """A mobile-env core (`MComCore`) of a layout (a scenario name, or validated layout data)
     with the handler of `mode` (`ma`: dict observations per UE, `central`: one flat vector) on
-    the chosen engine. `kwargs` are mobile-env config entries that override the layout's;
-    `obs` picks the observation (mobrl.envs.observations; `topk`: its slot count), `reward`
-    what the UEs of `ma` learn from (mobrl.envs.service)."""
+    the chosen engine (stock for a layout with its own classes: `engine_for`). `kwargs` are
+    mobile-env config entries that override the layout's; `obs` picks the observation
+    (mobrl.envs.observations; `topk`: its slot count), `reward` what the UEs of `ma` learn
+    from (mobrl.envs.service)."""
     from mobile_env.core.base import MComCore
     from mobile_env.core.util import deep_dict_merge
 
@@ -304,6 +342,7 @@ def make_mobile_core(
 
     if isinstance(layout, str):
         layout = scenarios.load(scenarios.path_of(layout))
+    engine = engine_for(layout, engine)
     stations, users, config = scenarios.build_config(layout)
     if obs in TOPK_OBSERVATIONS:
         topk = topk or TOPK_DEFAULT  # runs from before env.topk
