@@ -336,14 +336,18 @@ def flavour_of(env: Any) -> str | None:
     rllib = sys.modules.get("ray.rllib.env.multi_agent_env")
     if rllib is not None and isinstance(env, rllib.MultiAgentEnv):
         return "rllib"
-    if isinstance(env, gym.Env):
-        return "gym"
     if callable(getattr(env, "last", None)) and callable(getattr(env, "observe", None)):
         return "aec"  # (an AEC env may hide agent_selection until it is reset)
-    if hasattr(env, "possible_agents") and callable(getattr(env, "step", None)):
-        if getattr(env, "multi_agent_dicts", False):  # mobrl.external's client
+    if getattr(env, "possible_agents", None) is not None and callable(getattr(env, "step", None)):
+        pettingzoo = sys.modules.get("pettingzoo")
+        if pettingzoo is not None and isinstance(env, pettingzoo.ParallelEnv):
+            return "parallel"
+        # mobrl.external's client, mobrl's own UE agents: RLlib's dicts without RLlib's class
+        if getattr(env, "multi_agent_dicts", False) or isinstance(env, gym.Env):
             return "rllib"
         return "parallel"
+    if isinstance(env, gym.Env):
+        return "gym"
     return None
 
 

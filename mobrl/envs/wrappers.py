@@ -45,6 +45,7 @@ class UEAgentsEnv(gym.Env):
         self._agent_of = {u: agent_id(u) for u in core.users}
         self._ue_of = {a: u for u, a in self._agent_of.items()}
         self.possible_agents = [self._agent_of[u] for u in sorted(core.users)]
+        self._rank = {a: i for i, a in enumerate(self.possible_agents)}
         self.agents = list(self.possible_agents)
         self.observation_spaces = {agent_id(u): s for u, s in core.observation_space.spaces.items()}
         self.action_spaces = {agent_id(u): s for u, s in core.action_space.spaces.items()}
@@ -70,7 +71,8 @@ class UEAgentsEnv(gym.Env):
             out_rew = dict(zip(out_rew, shared.tolist()))
         active = {agent_of[ue.ue_id] for ue in self.core.active}
         done = set(self._acting) if truncated else self._acting - active
-        for a in self._acting:
+        # in the agents' order, not the set's (which differs between processes)
+        for a in sorted(self._acting, key=self._rank.__getitem__):
             if a not in out_obs:
                 space = self.observation_spaces[a]
                 out_obs[a] = np.zeros(space.shape, dtype=space.dtype)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from mobrl.config import GROUPS, compose, group_options
@@ -9,16 +11,28 @@ from mobrl.core.errors import UserError
 from mobrl.training.algos import ALGORITHMS
 from mobrl.training.checks import validate_command_line
 
-# extra overrides an option needs to be runnable (the generic Gymnasium option needs an id)
-NEEDS = {("scenario", "gym"): ["scenario.id=MountainCar-v0"]}
+EXAMPLE = Path(__file__).parents[2] / "examples" / "custom_env" / "channel_access.py"
+# extra overrides an option needs to be runnable (the generic Gymnasium option needs an id, a
+# custom env its entry, an external one a simulator: `{address}` is a served CartPole's)
+NEEDS = {
+    ("scenario", "gym"): ["scenario.id=MountainCar-v0"],
+    ("scenario", "custom"): [f"scenario.entry={EXAMPLE}:ChannelAccessEnv"],
+    ("scenario", "external"): ["scenario.address={address}"],
+}
 
 
 @pytest.mark.parametrize(
     "group,option", [(g, o) for g in GROUPS for o in group_options(g)], ids=lambda v: str(v)
 )
 def test_every_option_composes_and_validates(group: str, option: str) -> None:
-    overrides = [f"{group}={option}", *NEEDS.get((group, option), [])]
-    cfg = validate_command_line(overrides)
+    import gymnasium as gym
+
+    from mobrl.external import ExternalServer
+
+    with ExternalServer(lambda: gym.make("CartPole-v1")) as server:
+        needs = NEEDS.get((group, option), [])
+        overrides = [f"{group}={option}", *(n.format(address=server.address) for n in needs)]
+        cfg = validate_command_line(overrides)
     key = "mode" if group == "env" else "name"
     assert cfg[group][key] == option
     # the schema fills every key: nothing is left as ??? once an option is chosen

@@ -16,7 +16,7 @@ from mobrl.training.checks import check_config
 
 
 def test_built_in_kinds_are_registered_under_their_names() -> None:
-    assert kinds.kind_names() == ("arena", "custom", "gym", "mobile")
+    assert kinds.kind_names() == ("arena", "custom", "external", "gym", "mobile")
     for name in kinds.kind_names():
         assert kinds.kind_of(name).name == name
         assert isinstance(kinds.kind_of(name), kinds.ScenarioKind)

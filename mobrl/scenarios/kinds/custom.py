@@ -193,7 +193,7 @@ def build(env_config: dict[str, Any]) -> Any:
     return env
 
 
-def _action_kind(space: Any) -> str:
+def action_kind(space: Any) -> str:
     import gymnasium as gym
 
     for kind, cls in (
@@ -248,7 +248,7 @@ def probe(entry: str, kwargs_json: str, cwd: str) -> dict[str, Any]:
         "flavour": flavour,
         "agents": agents,
         "same_spaces": all(s == spaces[0] for s in spaces),
-        "action_kind": _action_kind(spaces[0][1]),
+        "action_kind": action_kind(spaces[0][1]),
         "module_dir": _module_dir(split_path(entry, "scenario.entry")[0]),
     }
 
