@@ -54,10 +54,38 @@ def main() -> None:
     raise SystemExit(code if isinstance(code, int) else 0)
 
 
+#: the commands that train: Python's string hashing is fixed for them (`fixed_hashing`)
+TRAINING_COMMANDS = ("train",)
+
+
+def fixed_hashing() -> None:
+    """`mobrl train` in a process whose string hashing is fixed: RLlib's multi-agent runner
+    orders agents by sets of their ids, whose order follows Python's per-process hash seed,
+    so the same `run.seed` would sample differently from one run to the next. Unless the user
+    set `PYTHONHASHSEED`, the command starts again (same process id, same arguments) with
+    `PYTHONHASHSEED=0`, which Ray's workers inherit."""
+    import os
+
+    if len(sys.argv) < 2 or sys.argv[1] not in TRAINING_COMMANDS:
+        return
+    if "PYTHONHASHSEED" in os.environ:
+        return
+    os.environ["PYTHONHASHSEED"] = "0"
+    script = sys.argv[0]
+    if script.endswith("__main__.py") or not os.path.isfile(script):
+        again = [sys.executable, "-m", "mobrl", *sys.argv[1:]]
+    else:  # the console script
+        again = [sys.executable, script, *sys.argv[1:]]
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execv(sys.executable, again)
+
+
 def entry() -> None:
     """The `mobrl` console script and `python -m mobrl`: `main`, then a quick exit."""
     from mobrl.cli.quick_exit import run_and_exit
 
+    fixed_hashing()
     run_and_exit(main)
 
 
