@@ -121,12 +121,18 @@ def report(
     _print_checkpoints(console, cfg, summary)
     console.print(f"tensorboard: tensorboard --logdir {run.elsewhere() or run.path}")
     console.print(f"results: {run.summary_file}, {run.trials_file}")
-    for r in rows:
-        if r["error"]:
-            print(
-                f"trial failed: {r['error']} (see {Path(r['trial_dir']) / 'error.txt'})",
-                file=sys.stderr,
-            )
+    failed = [r for r in rows if r["error"]]
+    for r in failed:
+        print(
+            f"trial failed: {r['error']} (see {Path(r['trial_dir']) / 'error.txt'})",
+            file=sys.stderr,
+        )
+    if any(r.get("last_checkpoint") for r in failed):
+        print(
+            f"once the cause is fixed, continue from the latest checkpoint: mobrl train "
+            f"--resume {run.path} --retry-errored",
+            file=sys.stderr,
+        )
     return summary
 
 
