@@ -10,6 +10,10 @@ engine's env=ma steps/s with each observation (e.g. `--obs topk,topk_gain`), sam
     python scripts/bench_env.py [--scenarios small,medium,large] [--modes ma,central]
                                 [--seconds 2] [--rounds 3] [--train] [--copies 8]
                                 [--obs topk,topk_gain]
+    python scripts/bench_env.py --external [--train-scenarios small,large] [--rounds 3]
+
+With `--external`: RLlib's multi-agent runner sampling each scenario served by
+`mobrl.external` from a second process, against the same runner sampling it in process.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
+from typing import Any
 
 import numpy as np
 
@@ -163,6 +168,70 @@ def bench_training(scenarios: list[str], steps: int, copies: int) -> None:
     Console().print(table)
 
 
+def serve_scenario(scenario: str) -> tuple[Any, str]:
+    """A `python -m mobrl.external` process serving `scenario` (env=ma), and its address."""
+    import json
+    import subprocess
+    import sys
+
+    kwargs = json.dumps({"scenario": scenario, "mode": "ma"})
+    argv = [sys.executable, "-m", "mobrl.external", "mobrl.external:mobile", "--kwargs", kwargs]
+    process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    line = ""
+    while " on " not in line:
+        line = process.stdout.readline()
+        if not line and process.poll() is not None:
+            raise RuntimeError(f"the simulator for {scenario} exited")
+    return process, line.rsplit(" on ", 1)[1].strip()
+
+
+def bench_external(scenarios: list[str], steps: int, rounds: int, copies: int) -> None:
+    """RLlib env-runner sampling through mobrl.external (the simulator in a second process,
+    msgpack) against the same runner sampling the env in process, alternating rounds in one
+    run; mobrl's default sampler for env=ma (UE slots) beside them for reference."""
+    import statistics
+
+    import ray
+    from rich.console import Console
+    from rich.table import Table
+
+    from mobrl.envs import factory
+    from mobrl.training.raysession import configure_ray
+
+    configure_ray()
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    factory.register()
+    title = f"RLlib sampling through mobrl.external, env steps/s (median of {rounds} rounds)"
+    table = Table(title=title)
+    cols = ("scenario", "in process, multi-agent", "external, multi-agent", "external / in process",
+            f"in process, UE slots x{copies}")  # fmt: skip
+    for col in cols:
+        table.add_column(col, justify="left" if col == "scenario" else "right")
+    one_env = ["run.resources.num_envs_per_env_runner=1", "run=smoke"]
+    try:
+        for scenario in scenarios:
+            process, address = serve_scenario(scenario)
+            try:
+                local = [f"scenario={scenario}", "env.sampler=multi_agent", *one_env]
+                remote = ["scenario=external", f"scenario.address={address}", *one_env]
+                rates: dict[str, list[float]] = {"local": [], "remote": []}
+                for _ in range(rounds):
+                    rates["local"].append(sampling_rate(local, steps))
+                    rates["remote"].append(sampling_rate(remote, steps))
+                slots = sampling_rate(
+                    [f"scenario={scenario}", "run=smoke",
+                     f"run.resources.num_envs_per_env_runner={copies}"], steps,
+                )  # fmt: skip
+            finally:
+                process.kill()
+            med = {k: statistics.median(v) for k, v in rates.items()}
+            table.add_row(scenario, f"{med['local']:.0f}", f"{med['remote']:.0f}",
+                          f"{med['remote'] / med['local']:.2f}", f"{slots:.0f}")  # fmt: skip
+    finally:
+        ray.shutdown()
+    Console().print(table)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scenarios", default="small,medium,large")
@@ -174,7 +243,14 @@ def main() -> None:
     parser.add_argument("--train-steps", type=int, default=2000)
     parser.add_argument("--copies", type=int, default=8, help="env copies of the UE-slot sampler")
     parser.add_argument("--obs", default=None, help="compare env.obs values on the fast engine")
+    parser.add_argument(
+        "--external", action="store_true", help="RLlib sampling through mobrl.external instead"
+    )
     args = parser.parse_args()
+    if args.external:
+        scenarios = args.train_scenarios.split(",")
+        bench_external(scenarios, args.train_steps, args.rounds, args.copies)
+        return
     if args.obs:
         obs = args.obs.split(",")
         bench_observations(args.scenarios.split(","), obs, args.seconds, args.rounds)
