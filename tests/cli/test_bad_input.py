@@ -214,6 +214,18 @@ CASES = [
         "Fix scenario.metrics",
     ),
     ("unknown user rule", "baselines --baselines no_rules_mod:Rule", "'no_rules_mod'"),
+    ("external without address", "train scenario=external", "scenario.address=HOST:PORT"),
+    ("external bad address", "train scenario=external scenario.address=nohost", "not HOST:PORT"),
+    (
+        "external unreachable",
+        "train scenario=external scenario.address=127.0.0.1:9 +scenario.kwargs.timeout=0.5",
+        "127.0.0.1:9",
+    ),
+    (
+        "external unknown setting",
+        "train scenario=external scenario.address=127.0.0.1:9 +scenario.kwargs.timout=1",
+        "Did you mean 'timeout'",
+    ),
     # resume
     ("resume a missing dir", "train --resume {f}/nowhere", "nowhere"),
     ("resume a dir that is no run", "train --resume {f}", "not a mobrl run dir"),
