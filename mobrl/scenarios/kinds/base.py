@@ -106,3 +106,17 @@ class ScenarioKind:
     def other_mode(self, cfg: Any) -> str:
         """An override of this kind that gives other action spaces (for error messages)."""
         return ""
+
+
+def action_kind(space: Any) -> str:
+    """`discrete`, `multidiscrete`, `box` or `other`: what a Gymnasium action space is."""
+    import gymnasium as gym
+
+    for kind, cls in (
+        ("discrete", gym.spaces.Discrete),
+        ("multidiscrete", gym.spaces.MultiDiscrete),
+        ("box", gym.spaces.Box),
+    ):
+        if isinstance(space, cls):
+            return kind
+    return "other"

@@ -15,7 +15,7 @@ import sys
 from functools import cache
 from typing import Any
 
-from mobrl.scenarios.kinds.base import ScenarioKind
+from mobrl.scenarios.kinds.base import ScenarioKind, action_kind
 
 
 class CustomKind(ScenarioKind):
@@ -23,17 +23,13 @@ class CustomKind(ScenarioKind):
 
     def check(self, cfg: Any) -> None:
         from mobrl.core.errors import UserError
-        from mobrl.envs.foreign import parse_metrics
 
         if not cfg.scenario.get("entry"):
             raise UserError(
                 f"scenario={cfg.scenario.name} needs the callable that makes the env. Add "
                 "scenario.entry=MODULE:CALLABLE, e.g. scenario.entry=my_envs:make_env."
             )
-        try:
-            parse_metrics(cfg.scenario.get("metrics"))
-        except ValueError as err:
-            raise UserError(f"{err}. Fix scenario.metrics.") from None
+        check_metrics(cfg)
 
     def env_fields(self, cfg: Any) -> dict[str, Any]:
         from omegaconf import OmegaConf
@@ -44,18 +40,7 @@ class CustomKind(ScenarioKind):
         entry = absolute(cfg.scenario.entry)
         kwargs = OmegaConf.to_container(cfg.scenario.kwargs, resolve=True)
         found = probe(entry, json.dumps(kwargs, sort_keys=True, default=str), os.getcwd())
-        return {
-            "id": entry,
-            "mode": "ma" if found["agents"] else "gym",
-            "entry": entry,
-            "module_dir": found["module_dir"],
-            "flavour": found["flavour"],
-            "agents": found["agents"],
-            "same_spaces": found["same_spaces"],
-            "action_kind": found["action_kind"],
-            "metrics": [str(m) for m in cfg.scenario.get("metrics") or []],
-            "agent_metrics": bool(cfg.run.ue_metrics),  # each agent's values, too
-        }
+        return {"id": entry, "entry": entry, **env_fields_seen(cfg, found)}
 
     def make_env(self, env_config: dict[str, Any], rllib: bool) -> Any:
         return adapted(build(env_config), env_config, rllib)
@@ -114,6 +99,28 @@ class CustomKind(ScenarioKind):
 
     def where(self, cfg: Any) -> str:
         return f"scenario.entry={cfg.scenario.get('entry')}"
+
+
+def check_metrics(cfg: Any) -> None:
+    """`scenario.metrics` parses, or a one-line error."""
+    from mobrl.core.errors import UserError
+    from mobrl.envs.foreign import parse_metrics
+
+    try:
+        parse_metrics(cfg.scenario.get("metrics"))
+    except ValueError as err:
+        raise UserError(f"{err}. Fix scenario.metrics.") from None
+
+
+def env_fields_seen(cfg: Any, found: dict[str, Any]) -> dict[str, Any]:
+    """The `env_config` entries of an env the driver probed (`found`: `seen`'s and more) and
+    of the metrics the config asks for."""
+    return {
+        **found,
+        "mode": "ma" if found["agents"] else "gym",
+        "metrics": [str(m) for m in cfg.scenario.get("metrics") or []],
+        "agent_metrics": bool(cfg.run.ue_metrics),  # each agent's values, too
+    }
 
 
 def adapted(env: Any, env_config: dict[str, Any], rllib: bool) -> Any:
@@ -193,17 +200,15 @@ def build(env_config: dict[str, Any]) -> Any:
     return env
 
 
-def action_kind(space: Any) -> str:
-    import gymnasium as gym
-
-    for kind, cls in (
-        ("discrete", gym.spaces.Discrete),
-        ("multidiscrete", gym.spaces.MultiDiscrete),
-        ("box", gym.spaces.Box),
-    ):
-        if isinstance(space, cls):
-            return kind
-    return "other"
+def seen(flavour: str, agents: list[str], spaces: list[tuple[Any, Any]]) -> dict[str, Any]:
+    """What a probe tells: the flavour, the agents (empty: one), whether every agent has the
+    same spaces (then one policy by default), and the kind of the first action space."""
+    return {
+        "flavour": flavour,
+        "agents": agents,
+        "same_spaces": all(s == spaces[0] for s in spaces),
+        "action_kind": action_kind(spaces[0][1]),
+    }
 
 
 @cache
@@ -244,13 +249,8 @@ def probe(entry: str, kwargs_json: str, cwd: str) -> dict[str, Any]:
             f"scenario.entry={entry}: two agents share the name '{twice[0]}' (as text; mobrl "
             "names policies and metrics after agents). Give agents distinct names."
         )
-    return {
-        "flavour": flavour,
-        "agents": agents,
-        "same_spaces": all(s == spaces[0] for s in spaces),
-        "action_kind": action_kind(spaces[0][1]),
-        "module_dir": _module_dir(split_path(entry, "scenario.entry")[0]),
-    }
+    module_dir = _module_dir(split_path(entry, "scenario.entry")[0])
+    return {**seen(flavour, agents, spaces), "module_dir": module_dir}
 
 
 KIND = CustomKind()

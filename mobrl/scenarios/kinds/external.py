@@ -15,7 +15,7 @@ import json
 from functools import cache
 from typing import Any
 
-from mobrl.scenarios.kinds.custom import CustomKind
+from mobrl.scenarios.kinds.custom import CustomKind, check_metrics, env_fields_seen
 
 #: connection settings `scenario.kwargs` may hold, with their defaults
 SETTINGS = {"timeout": 30.0, "step_timeout": 60.0, "encoding": "msgpack"}
@@ -25,32 +25,20 @@ class ExternalKind(CustomKind):
     name = "external"
 
     def check(self, cfg: Any) -> None:
-        from mobrl.core.errors import UserError
-        from mobrl.envs.foreign import parse_metrics
-
         addresses(cfg.scenario.get("address"))
         settings(cfg.scenario.kwargs)
-        try:
-            parse_metrics(cfg.scenario.get("metrics"))
-        except ValueError as err:
-            raise UserError(f"{err}. Fix scenario.metrics.") from None
+        check_metrics(cfg)
 
     def env_fields(self, cfg: Any) -> dict[str, Any]:
         self.check(cfg)
         found = addresses(cfg.scenario.address)
         connection = settings(cfg.scenario.kwargs)
-        seen = probe(found[0], json.dumps(connection, sort_keys=True))
+        probed = probe(found[0], json.dumps(connection, sort_keys=True))
         return {
             "id": found[0],
-            "mode": "ma" if seen["agents"] else "gym",
             "addresses": found,
             "connection": connection,
-            "flavour": seen["flavour"],
-            "agents": seen["agents"],
-            "same_spaces": seen["same_spaces"],
-            "action_kind": seen["action_kind"],
-            "metrics": [str(m) for m in cfg.scenario.get("metrics") or []],
-            "agent_metrics": bool(cfg.run.ue_metrics),
+            **env_fields_seen(cfg, probed),
         }
 
     def make_env(self, env_config: dict[str, Any], rllib: bool) -> Any:
@@ -143,7 +131,7 @@ def probe(address: str, connection_json: str) -> dict[str, Any]:
     """What the driver learns from the simulator's hello (once per address and settings)."""
     from mobrl.envs.foreign import close
     from mobrl.external import connect
-    from mobrl.scenarios.kinds.custom import action_kind
+    from mobrl.scenarios.kinds.custom import seen
 
     env = connect(address, **json.loads(connection_json))
     try:
@@ -157,12 +145,7 @@ def probe(address: str, connection_json: str) -> dict[str, Any]:
             agents, spaces, flavour = [], [(env.observation_space, env.action_space)], "gym"
     finally:
         close(env)
-    return {
-        "flavour": flavour,
-        "agents": agents,
-        "same_spaces": all(s == spaces[0] for s in spaces),
-        "action_kind": action_kind(spaces[0][1]),
-    }
+    return seen(flavour, agents, spaces)
 
 
 KIND = ExternalKind()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mobrl.scenarios.kinds.base import ScenarioKind
+from mobrl.scenarios.kinds.base import ScenarioKind, action_kind
 
 
 class GymKind(ScenarioKind):
@@ -25,19 +25,10 @@ class GymKind(ScenarioKind):
         return env
 
     def action_space(self, cfg: Any) -> str:
-        import gymnasium as gym
-
         env = make_checked(cfg)
         space = env.action_space
         env.close()
-        for kind, cls in (
-            ("discrete", gym.spaces.Discrete),
-            ("multidiscrete", gym.spaces.MultiDiscrete),
-            ("box", gym.spaces.Box),
-        ):
-            if isinstance(space, cls):
-                return kind
-        return "other"
+        return action_kind(space)
 
     def baselines(self, env_config: dict[str, Any]) -> list[str]:
         if env_config["id"].startswith("CartPole"):
