@@ -40,6 +40,14 @@ has 5k + 2 entries and the action k + 1 on every layout, so one policy acts on a
   change of its UEs if one joins or leaves. Unscaled: its space's bounds are unbounded.
 
 Its actions are `topk`'s.
+
+`topk_impact` is `topk` plus 2k entries after its 5k + 2: per slot, the toggle's effect split
+in two, first the k `own` (the UE's own utility change: under interference, what its SINR on
+the new link set is worth to it), then the k `others` (the other UEs' summed utility change: a
+station's shares, and under interference the SINR it takes from or gives back to UEs near the
+station; their sum is `topk_gain`'s `gain`). A network can report both: the UE measures its
+own candidates' SINR, and a station computes its neighbours' cost from their loads and its
+own gains to their UEs (interference coordination's usual exchange between cells).
 """
 
 from __future__ import annotations
@@ -189,31 +197,37 @@ def topk_rows(state: dict[str, Any], columns: np.ndarray, k: int) -> np.ndarray:
     return out
 
 
-def slot_gains(env: Any, state: dict[str, Any], columns: np.ndarray, k: int) -> np.ndarray:
+def slot_gains(
+    env: Any, state: dict[str, Any], columns: np.ndarray, k: int, split: bool = False
+) -> np.ndarray:
     """(len(columns), k) `gain` of `topk_gain` (`state`: the env's `station_arrays`): the team's
     summed utility change if the UE at each of `columns` toggled its slot's station alone (0:
-    an empty slot, a station out of range or an inactive UE)."""
+    an empty slot, a station out of range or an inactive UE). `split` (`topk_impact`): (.., 2k),
+    the UE's own utility change per slot, then the other UEs' summed change per slot."""
     if isinstance(state, neighbours.SparseState):
-        return pair_topk.slot_gains(state, columns, k)
+        return pair_topk.slot_gains(state, columns, k, split)
     links = link_state(env)
     order = topk_slots(state, k)[:, columns]
     valid = order >= 0
     if links.radio is None:
-        gains = toggle_gains(links, links.conn)
+        gains = toggle_gains(links, links.conn, split)
     else:  # every toggle scored whole: only those of the slots
         where = np.zeros(links.conn.shape, dtype=bool)
         slot, col = np.nonzero(valid)
         where[order[slot, col], np.asarray(columns)[col]] = True
-        gains = toggle_gains_at(links, links.conn, where)
-    vals = gains[np.where(valid, order, 0), np.asarray(columns)[None, :]]
-    return np.where(valid & np.isfinite(vals), vals, 0.0).T.astype(np.float32)
+        gains = toggle_gains_at(links, links.conn, where, split)
+    picked = np.where(valid, order, 0), np.asarray(columns)[None, :]
+    parts = gains if split else (gains,)
+    out = [np.where(valid & np.isfinite(g[picked]), g[picked], 0.0).T for g in parts]
+    return np.concatenate(out, axis=1).astype(np.float32)
 
 
-def topk_gain_rows(env: Any, columns: np.ndarray, k: int) -> np.ndarray:
-    """`topk_gain` observation rows (float32) of the UEs at `columns` of `env`'s arrays."""
+def topk_gain_rows(env: Any, columns: np.ndarray, k: int, split: bool = False) -> np.ndarray:
+    """`topk_gain` (`split`: `topk_impact`) observation rows (float32) of the UEs at `columns`
+    of `env`'s arrays."""
     state = station_arrays(env)
     return np.concatenate(
-        [topk_rows(state, columns, k), slot_gains(env, state, columns, k)], axis=1
+        [topk_rows(state, columns, k), slot_gains(env, state, columns, k, split)], axis=1
     )
 
 
@@ -277,23 +291,33 @@ class TopKMAHandler(MComMAHandler):
 class TopKGainMAHandler(TopKMAHandler):
     """`env.obs=topk_gain`: `topk`'s rows and actions plus each slot's single-toggle gain."""
 
+    #: the gain columns per slot: 1 (the team's change) or 2 (`topk_impact`: own, others')
+    per_slot = 1
+
     @classmethod
     def ue_obs_size(cls, env: Any) -> int:
-        return topk_size(cls.topk) + cls.topk
+        return topk_size(cls.topk) + cls.per_slot * cls.topk
 
     @classmethod
     def observation_space(cls, env: Any) -> Any:
         import gymnasium
 
-        k = cls.topk
-        low = np.concatenate([np.full(topk_size(k), -1.0), np.full(k, -np.inf)])
-        high = np.concatenate([np.full(topk_size(k), 1.0), np.full(k, np.inf)])
+        k, extra = cls.topk, cls.per_slot * cls.topk
+        low = np.concatenate([np.full(topk_size(k), -1.0), np.full(extra, -np.inf)])
+        high = np.concatenate([np.full(topk_size(k), 1.0), np.full(extra, np.inf)])
         box = gymnasium.spaces.Box(low.astype(np.float32), high.astype(np.float32))
         return gymnasium.spaces.Dict({ue_id: box for ue_id in env.users})
 
     @classmethod
     def rows(cls, env: Any, columns: np.ndarray) -> np.ndarray:
-        return topk_gain_rows(env, columns, cls.topk)
+        return topk_gain_rows(env, columns, cls.topk, split=cls.per_slot == 2)
+
+
+class TopKImpactMAHandler(TopKGainMAHandler):
+    """`env.obs=topk_impact`: `topk`'s rows and actions plus, per slot, the UE's own utility
+    change and the other UEs' summed change if it toggled the slot's station alone."""
+
+    per_slot = 2
 
 
 def ue_columns(env: Any) -> dict[int, int]:
@@ -304,14 +328,18 @@ def ue_columns(env: Any) -> dict[int, int]:
 
 
 #: the observations with k station slots and slot actions, and their handler bases
-TOPK_HANDLERS = {"topk": TopKMAHandler, "topk_gain": TopKGainMAHandler}
+TOPK_HANDLERS = {
+    "topk": TopKMAHandler,
+    "topk_gain": TopKGainMAHandler,
+    "topk_impact": TopKImpactMAHandler,
+}
 
 
 @functools.cache
 def topk_handler(k: int, obs: str = "topk") -> type:
     """The `topk` (or `topk_gain`) handler class with `k` station slots (one class per k)."""
     base = TOPK_HANDLERS[obs]
-    name = "TopK" if obs == "topk" else "TopKGain"
+    name = base.__name__.removesuffix("MAHandler")
     return type(f"{name}{k}MAHandler", (base,), {"topk": k})
 
 

@@ -100,9 +100,10 @@ def _firsts(u: np.ndarray, mask: np.ndarray, index: np.ndarray) -> tuple[np.ndar
     return u[first], index[first]
 
 
-def slot_gains(state: SparseState, columns: np.ndarray, k: int) -> np.ndarray:
+def slot_gains(state: SparseState, columns: np.ndarray, k: int, split: bool = False) -> np.ndarray:
     """`topk_gain`'s (len(columns), k) gains from the pairs: `service.toggle_gains` at each
-    slot's pair (0: an empty slot, out of range or an inactive UE)."""
+    slot's pair (0: an empty slot, out of range or an inactive UE); `split`: (.., 2k), own
+    changes then the others' (`topk_impact`)."""
     from mobrl.envs.service import LinkState
 
     engine = state.engine
@@ -140,6 +141,9 @@ def slot_gains(state: SparseState, columns: np.ndarray, k: int) -> np.ndarray:
     q = np.maximum(order, 0).ravel()
     b, u = p.b[q], p.u[q]
     cq = changes(b, u, cap[q])
-    delta = np.where(linked[q], others_rem[b] - cq[2] + cq[3], others_add[b] + cq[1])
+    own = np.where(linked[q], cq[3], cq[1])
+    others = np.where(linked[q], others_rem[b] - cq[2], others_add[b])
     ok = valid.ravel() & p.reach[q] & engine._active_mask[u]
-    return np.where(ok, delta, 0.0).reshape(order.shape).T.astype(np.float32)
+    parts = (own, others) if split else (own + others,)
+    out = [np.where(ok, x, 0.0).reshape(order.shape).T for x in parts]
+    return np.concatenate(out, axis=1).astype(np.float32)

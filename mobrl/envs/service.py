@@ -261,11 +261,12 @@ def _exhaustive(state: LinkState, candidates: np.ndarray) -> np.ndarray:
     return sets[int(np.argmax(values))]
 
 
-def toggle_gains(state: LinkState, conn: np.ndarray) -> np.ndarray:
+def toggle_gains(state: LinkState, conn: np.ndarray, split: bool = False) -> Any:
     """(BS, UE) change of the team's summed utility from toggling each link alone (-inf where
-    a toggle is not possible: out of range or inactive)."""
+    a toggle is not possible: out of range or inactive). `split`: the change as two arrays,
+    the toggling UE's own utility change and the other UEs' summed change (their sum)."""
     if state.radio is not None:
-        return toggle_gains_at(state, conn, state.reach)
+        return toggle_gains_at(state, conn, state.reach, split)
     cap = state.cap
     counts = conn.sum(axis=1).astype(float)
     rate = state.rates(conn)
@@ -288,21 +289,41 @@ def toggle_gains(state: LinkState, conn: np.ndarray) -> np.ndarray:
     others_add = (conn * change[0]).sum(axis=1)
     others_all = conn * change[2]
     others_rem = others_all.sum(axis=1)[:, None] - others_all
-    delta = np.where(conn, others_rem + change[3], others_add[:, None] + change[1])
-    return np.where(state.reach, delta, -np.inf)
+    own = np.where(conn, change[3], change[1])
+    others = np.where(conn, others_rem, np.broadcast_to(others_add[:, None], conn.shape))
+    if split:
+        return np.where(state.reach, own, -np.inf), np.where(state.reach, others, -np.inf)
+    return np.where(state.reach, own + others, -np.inf)
 
 
-def toggle_gains_at(state: LinkState, conn: np.ndarray, where: np.ndarray) -> np.ndarray:
+def toggle_gains_at(
+    state: LinkState, conn: np.ndarray, where: np.ndarray, split: bool = False
+) -> Any:
     """`toggle_gains` of the toggles `where` (BS, UE) only, each link set scored whole (-inf
-    elsewhere): the arithmetic of any radio model."""
+    elsewhere): the arithmetic of any radio model (`split`: own and others' changes)."""
     b, u = np.nonzero(where & state.reach)
     out = np.full(conn.shape, -np.inf)
+    if not split:
+        if b.size:
+            sets = np.repeat(conn[None], b.size, axis=0)
+            k = np.arange(b.size)
+            sets[k, b, u] = ~sets[k, b, u]
+            out[b, u] = utility_sums(state, sets) - state.utility_sum(conn)
+        return out
+    others = out.copy()
     if b.size:
-        sets = np.repeat(conn[None], b.size, axis=0)
-        k = np.arange(b.size)
-        sets[k, b, u] = ~sets[k, b, u]
-        out[b, u] = utility_sums(state, sets) - state.utility_sum(conn)
-    return out
+        now = state.utility(state.rates(conn)) * state.active
+        size = max(1, COUPLED_CHUNK // max(1, conn.size))
+        for start in range(0, b.size, size):  # the UEs' utilities of each set, in chunks
+            bb, uu = b[start : start + size], u[start : start + size]
+            k = np.arange(bb.size)
+            sets = np.repeat(conn[None], bb.size, axis=0)
+            sets[k, bb, uu] = ~sets[k, bb, uu]
+            after = state.utility(state.rates(sets)) * state.active
+            own = after[k, uu] - now[uu]
+            out[bb, uu] = own
+            others[bb, uu] = (after.sum(axis=1) - now.sum()) - own
+    return out, others
 
 
 def capped_links(state: LinkState) -> np.ndarray:

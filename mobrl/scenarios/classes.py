@@ -140,8 +140,8 @@ def check_settings(
             "Use env.sampler=auto or multi_agent."
         )
     setting = "env.reward=marginal" if reward == "marginal" else None
-    if obs == "topk_gain":
-        setting = "env.obs=topk_gain"
+    if obs in ("topk_gain", "topk_impact"):
+        setting = f"env.obs={obs}"
     if setting is not None and own_service(layout):
         own = {k: v for k, v in named(layout["classes"]).items() if k in ("utility", "scheduler")}
         fix = "Use env.obs=topk" if setting.startswith("env.obs") else "Use env.reward=mobile"

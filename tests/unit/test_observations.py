@@ -250,3 +250,47 @@ def test_topk_gain_reaches_the_env_and_needs_env_ma() -> None:
     assert next(iter(obs.values())).shape == (5 * 2 + 2 + 2,)
     with pytest.raises(UserError, match="env.obs=topk_gain needs one agent per UE"):
         env_config_from(validate_command_line(["env=central", "env.obs=topk_gain"]))
+
+
+# --- env.obs=topk_impact: each slot's gain split into the UE's own change and the others' ------
+
+
+@pytest.mark.parametrize("layout", ["medium", "uma19"])
+def test_topk_impact_splits_each_gain_into_own_and_others(layout: str) -> None:
+    from mobrl.envs.observations import station_arrays, topk_size, topk_slots, ue_columns
+    from mobrl.envs.service import link_state
+
+    k = 3
+    impact = make_mobile_core(layout, "ma", "fast", {"seed": 5}, obs="topk_impact", topk=k)
+    gain = make_mobile_core(layout, "ma", "fast", {"seed": 5}, obs="topk_gain", topk=k)
+    ue = min(impact.users)
+    assert impact.observation_space[ue].shape == (topk_size(k) + 2 * k,)
+    obs, _ = impact.reset()
+    ref, _ = gain.reset()
+    rng = np.random.default_rng(1)
+    checked = 0
+    for _ in range(25):
+        state = link_state(impact)
+        now = state.ue_utilities()
+        order = topk_slots(station_arrays(impact), k)
+        column = ue_columns(impact)
+        for ue_id, row in obs.items():
+            head, own, others = row[: topk_size(k)], row[-2 * k : -k], row[-k:]
+            np.testing.assert_array_equal(head, ref[ue_id][: topk_size(k)])
+            np.testing.assert_allclose(own + others, ref[ue_id][-k:], atol=1e-5)
+            u = column[ue_id]
+            for j, b in enumerate(order[:, u]):  # the own change, recomputed by hand
+                if b < 0 or not state.reach[b, u]:
+                    assert own[j] == 0.0 and others[j] == 0.0
+                    continue
+                toggled = state.conn.copy()
+                toggled[b, u] = ~toggled[b, u]
+                after = state.ue_utilities(toggled)
+                assert own[j] == pytest.approx(after[u] - now[u], abs=1e-5)
+                rest = np.nansum(after) - after[u] - (np.nansum(now) - now[u])
+                assert others[j] == pytest.approx(rest, abs=1e-5)
+                checked += 1
+        action = {u: int(rng.integers(0, k + 1)) for u in obs}
+        obs, *_ = impact.step(action)
+        ref, *_ = gain.step(action)
+    assert checked > 50

@@ -13,9 +13,9 @@ MOBILE_MODES = ("ma", "central")
 #: `fast`: mobrl's array engine (mobrl.envs.engine); `stock`: mobile-env's own step
 MOBILE_ENGINES = ("fast", "stock")
 #: values of `env.obs` (the handlers behind them: mobrl.envs.observations.HANDLERS)
-OBSERVATIONS = ("mobile", "extended", "topk", "topk_gain")
+OBSERVATIONS = ("mobile", "extended", "topk", "topk_gain", "topk_impact")
 #: the observations with `env.topk` station slots and slot actions (one policy, any layout)
-TOPK_OBSERVATIONS = ("topk", "topk_gain")
+TOPK_OBSERVATIONS = ("topk", "topk_gain", "topk_impact")
 #: values of `env.reward` (mobrl.envs.service.REWARDS)
 REWARDS = ("mobile", "utility", "marginal")
 #: station slots of `env.obs=topk` unless `env.topk` says otherwise
@@ -229,7 +229,7 @@ def check_obs(obs: str, mode: str = "ma") -> str:
 
     if obs not in OBSERVATIONS:
         raise unknown_choice(
-            "env.obs", str(obs), OBSERVATIONS, "Use env.obs=mobile, extended, topk or topk_gain."
+            "env.obs", str(obs), OBSERVATIONS, "Use env.obs=mobile, extended or a topk one."
         )
     if obs in TOPK_OBSERVATIONS and mode != "ma":
         raise UserError(
