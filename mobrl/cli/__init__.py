@@ -70,12 +70,14 @@ def fixed_hashing() -> None:
         return
     if "PYTHONHASHSEED" in os.environ:
         return
-    os.environ["PYTHONHASHSEED"] = "0"
     script = sys.argv[0]
-    if script.endswith("__main__.py") or not os.path.isfile(script):
+    if script.endswith(os.path.join("mobrl", "__main__.py")):
         again = [sys.executable, "-m", "mobrl", *sys.argv[1:]]
-    else:  # the console script
+    elif os.path.basename(script) == "mobrl" and os.path.isfile(script):  # the console script
         again = [sys.executable, script, *sys.argv[1:]]
+    else:  # `entry()` called from other code: it cannot be started again as it was
+        return
+    os.environ["PYTHONHASHSEED"] = "0"
     sys.stdout.flush()
     sys.stderr.flush()
     os.execv(sys.executable, again)

@@ -18,9 +18,11 @@ pytestmark = pytest.mark.slow
 #: the city-scale layouts (100 and 400 stations, 1,000 and 4,000 UEs): one iteration there
 #: samples for minutes; tests/unit/test_generate.py loads both and steps city
 CITY_SCALE = {"city", "metro", "city_interference"}
-#: every option of the scenario group but `gym`, which needs an id (tested with MountainCar),
-#: and the city-scale layouts
-SHIPPED = [s for s in group_options("scenario") if s != "gym" and s not in CITY_SCALE]
+#: every option of the scenario group but the city-scale layouts, `gym`, which needs an id
+#: (tested with MountainCar), and `custom` and `external`, which need the user's env or
+#: simulator (tests/e2e/test_custom_env.py, test_external.py)
+NEEDS_YOURS = ("gym", "custom", "external")
+SHIPPED = [s for s in group_options("scenario") if s not in NEEDS_YOURS and s not in CITY_SCALE]
 
 
 @pytest.fixture(scope="module")
