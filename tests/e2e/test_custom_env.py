@@ -155,6 +155,17 @@ def test_a_pettingzoo_env_trains_evaluates_reports_and_renders(user_dir: Path) -
     random_rate = summary["policies"]["random"]["info/rate"]["mean"]
     assert summary["policies"]["rules:BestGain"]["info/rate"]["mean"] > random_rate
 
+    # the zoo's arrays of a custom env's policy, with its import path in the record
+    zoo = user_dir / "zoo"
+    result = run_mobrl(
+        "zoo", "export", "--checkpoint", str(run_dir), "--name", "channels", "--output", str(zoo),
+        "--evaluation", str(user_dir / "evals" / run_dir.name), cwd=user_dir,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    record = json.loads((zoo / "channels.json").read_text())
+    assert "channel_access:ChannelAccessEnv" in json.dumps(record)
+    assert (zoo / "channels.npz").stat().st_size > 0
+
     report = user_dir / "report"
     result = run_mobrl(
         "report", str(run_dir), str(user_dir / "evals" / run_dir.name), "--out", str(report),
