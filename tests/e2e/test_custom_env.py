@@ -120,6 +120,14 @@ def _evaluate(user_dir: Path, run_dir: Path, baselines: str) -> dict:
     return json.loads((out / "summary.json").read_text()) | {"printed": result.stdout}
 
 
+def _export(user_dir: Path, run_dir: Path, name: str):
+    return run_mobrl(
+        "zoo", "export", "--checkpoint", str(run_dir), "--name", name,
+        "--output", str(user_dir / "zoo"), "--evaluation", str(user_dir / "evals" / run_dir.name),
+        cwd=user_dir,
+    )  # fmt: skip
+
+
 def _tensorboard_tags(run_dir: Path) -> set[str]:
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
@@ -155,16 +163,9 @@ def test_a_pettingzoo_env_trains_evaluates_reports_and_renders(user_dir: Path) -
     random_rate = summary["policies"]["random"]["info/rate"]["mean"]
     assert summary["policies"]["rules:BestGain"]["info/rate"]["mean"] > random_rate
 
-    # the zoo's arrays of a custom env's policy, with its import path in the record
-    zoo = user_dir / "zoo"
-    result = run_mobrl(
-        "zoo", "export", "--checkpoint", str(run_dir), "--name", "channels", "--output", str(zoo),
-        "--evaluation", str(user_dir / "evals" / run_dir.name), cwd=user_dir,
-    )  # fmt: skip
-    assert result.returncode == 0, result.stdout + result.stderr
-    record = json.loads((zoo / "channels.json").read_text())
-    assert "channel_access:ChannelAccessEnv" in json.dumps(record)
-    assert (zoo / "channels.npz").stat().st_size > 0
+    # the zoo keeps one shared policy: two groups are refused in one line
+    result = _export(user_dir, run_dir, "channels")
+    assert result.returncode == 2 and "Train with env.policies=shared" in result.stderr
 
     report = user_dir / "report"
     result = run_mobrl(
@@ -202,6 +203,11 @@ def test_an_rllib_env_and_a_gymnasium_env_train_and_meet_the_users_rules(user_di
     )  # fmt: skip
     assert "ray/tune/env_runners/info/pos" in _tensorboard_tags(corridor)
     summary = _evaluate(user_dir, corridor, "random,my_envs:Right")
+    # the zoo's arrays of a custom env's policy, with its import path in the record
+    result = _export(user_dir, corridor, "corridor")
+    assert result.returncode == 0, result.stdout + result.stderr
+    record = json.loads((user_dir / "zoo" / "corridor.json").read_text())
+    assert "my_envs:Corridor" in json.dumps(record)
     right = summary["policies"]["my_envs:Right"]
     # walking right reaches the end in 5 steps: return 1 - 5 x 0.01
     assert right["info/pos"]["mean"] == 5.0 and right["return"]["mean"] == pytest.approx(0.95)
