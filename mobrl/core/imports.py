@@ -8,6 +8,7 @@ from __future__ import annotations
 import importlib
 import os
 import sys
+from pathlib import Path
 from typing import Any
 
 from mobrl.core.errors import UserError, first_line
@@ -119,10 +120,44 @@ def import_object(spec: str, key: str) -> Any:
     return target
 
 
-def absolute(spec: str) -> str:
-    """`spec` with a file's path made absolute (`FILE.py:NAME`), so another process started
-    elsewhere finds the same file; module paths unchanged."""
-    module, sep, name = str(spec).rpartition(":")
-    if sep and module.endswith(".py"):
-        return f"{os.path.abspath(module)}:{name}"
-    return str(spec)
+def absolute(spec: Any, base: str | os.PathLike | None = None) -> Any:
+    """`spec` with a file's path made absolute (`FILE.py:NAME`; a relative one from `base`,
+    default the working directory), so another process started elsewhere finds the same
+    file; module paths and other values unchanged."""
+    if not isinstance(spec, str):
+        return spec
+    module, sep, name = spec.rpartition(":")
+    if not (sep and module.endswith(".py")):
+        return spec
+    path = Path(base or os.getcwd()) / Path(module).expanduser()
+    return f"{path.resolve()}:{name}"
+
+
+def module_folder(spec: str) -> str | None:
+    """The `sys.path` folder the module of an imported `spec` (`MODULE:NAME`) came from, for
+    processes whose working directory differs; None for a file spec (its path is absolute)
+    and for modules installed with Python or into its environment, which every process of
+    this Python finds."""
+    import sysconfig
+
+    module_name = spec.rpartition(":")[0]
+    if module_name.endswith(".py"):
+        return None
+    module = sys.modules.get(module_name.split(".")[0])
+    origin = getattr(module, "__file__", None)
+    if origin is None:
+        locations = list(getattr(module, "__path__", []) or [])
+        if not locations:
+            return None
+        folder = Path(locations[0]).resolve().parent
+    else:
+        path = Path(origin).resolve()
+        folder = path.parent.parent if hasattr(module, "__path__") else path.parent
+    installed = {Path(p).resolve() for k, p in sysconfig.get_paths().items() if "lib" in k}
+    return None if folder in installed else str(folder)
+
+
+def on_sys_path(folders: list[str]) -> None:
+    """`folders` first on `sys.path`, in their order (those there already stay where they are)."""
+    for folder in reversed([f for f in folders if f and f not in sys.path]):
+        sys.path.insert(0, folder)

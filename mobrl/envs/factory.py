@@ -22,18 +22,9 @@ def env_config_from(cfg: Any, render_mode: str | None = None) -> dict[str, Any]:
 
     For mobile-env scenarios it holds the validated layout itself, so Ray workers and other
     machines rebuild the env without the scenario file."""
-    from omegaconf import OmegaConf
+    from mobrl.scenarios.kinds import env_config_of
 
-    from mobrl.scenarios.kinds import kind_of
-
-    env_config = {
-        "scenario": cfg.scenario.name,
-        "kind": cfg.scenario.kind,
-        "kwargs": OmegaConf.to_container(cfg.scenario.kwargs, resolve=True),
-        "engine": cfg.engine,
-        "render_mode": render_mode,
-        **kind_of(cfg).env_fields(cfg),
-    }
+    env_config = env_config_of(cfg, render_mode)
     policies, sampler = cfg.env.get("policies"), cfg.env.get("sampler", "auto")
     return _with_agents(env_config, policies, sampler, cfg.run.seed, cfg.run.ue_metrics)
 
@@ -148,6 +139,32 @@ def _matching(agents: list[str], members: list[str], policy: str) -> list[str]:
     return found
 
 
+def _group_mapping(agents: list[str], requested: Any) -> dict[str, str]:
+    """Agent id -> policy of `env.policies` groups: the agents each group names outright,
+    then those its patterns match that no group named; an agent in two groups (named twice,
+    or matched by two groups' patterns) is a one-line error."""
+    from mobrl.core.errors import UserError
+
+    groups = {
+        str(policy): [str(m) for m in ([members] if isinstance(members, str) else members)]
+        for policy, members in requested.items()
+    }
+    named: dict[str, str] = {}
+    matched: dict[str, str] = {}
+    for patterns, found in ((False, named), (True, matched)):
+        for policy, members in groups.items():
+            chosen = [m for m in members if _is_pattern(m) == patterns]
+            for agent in _matching(agents, chosen, policy):
+                if patterns and agent in named:
+                    continue
+                if found.setdefault(agent, policy) != policy:
+                    raise UserError(
+                        f"agent '{agent}' is in two groups of env.policies ({found[agent]}, "
+                        f"{policy}). Put each agent in one group."
+                    )
+    return {**named, **matched}
+
+
 def policy_spec(env_config: dict[str, Any], requested: Any) -> dict[str, str] | None:
     """Agent id -> policy id for `env.policies`: `shared` (one policy, id "shared"),
     `per_agent` (one policy per agent, named like it) or {policy: [agent ids or patterns such
@@ -162,23 +179,7 @@ def policy_spec(env_config: dict[str, Any], requested: Any) -> dict[str, str] | 
     if requested is None:
         requested = kind_of(env_config).default_policy_mapping(env_config)
     if hasattr(requested, "items"):  # a mapping of groups (DictConfig or dict)
-        mapping: dict[str, str] = {}
-        named: set[str] = set()  # the agents named outright
-        # agents named outright first; a pattern then takes the agents not named elsewhere
-        for patterns in (False, True):
-            for policy, members in requested.items():
-                members = [members] if isinstance(members, str) else list(members)
-                members = [str(m) for m in members if _is_pattern(str(m)) == patterns]
-                for agent in _matching(agents, members, str(policy)):
-                    if agent in mapping and (not patterns or mapping[agent] != str(policy)):
-                        if patterns and agent in named:
-                            continue
-                        raise UserError(
-                            f"agent '{agent}' is in two groups of env.policies "
-                            f"({mapping[agent]}, {policy}). Put each agent in one group."
-                        )
-                    mapping[agent] = str(policy)
-            named = set(mapping)
+        mapping = _group_mapping(agents, requested)
         missing = [a for a in agents if a not in mapping]
         if missing:
             raise UserError(

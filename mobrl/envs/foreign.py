@@ -166,8 +166,8 @@ class MultiAgentAdapter(_Counted):
         self._inside = {str(a): a for a in agents}
         self._outside_ids = set(agents)
         self.possible_agents = [str(a) for a in agents]
-        self.observation_spaces = {str(a): _space(env, "observation", a) for a in agents}
-        self.action_spaces = {str(a): _space(env, "action", a) for a in agents}
+        self.observation_spaces = {str(a): agent_space(env, "observation", a) for a in agents}
+        self.action_spaces = {str(a): agent_space(env, "action", a) for a in agents}
         self.observation_space = gym.spaces.Dict(self.observation_spaces)
         self.action_space = gym.spaces.Dict(self.action_spaces)
         self.render_mode = getattr(env, "render_mode", None)
@@ -197,7 +197,7 @@ class MultiAgentAdapter(_Counted):
         return self.action_spaces[agent]
 
 
-def _space(env: Any, what: str, agent: Any) -> Any:
+def agent_space(env: Any, what: str, agent: Any) -> Any:
     """An agent's observation or action space, however the env offers it."""
     spaces = getattr(env, f"{what}_spaces", None)
     if isinstance(spaces, dict) and agent in spaces:
@@ -312,12 +312,6 @@ class GymInfoMetrics(_Counted, gym.Wrapper):
         out = self.env.step(action)
         self.metrics.add(None, out[4])
         return out
-
-    def render(self) -> Any:
-        return self.env.render()
-
-    def close(self) -> None:
-        self.env.close()
 
 
 #: what the user's callable may return, in words, for messages

@@ -41,7 +41,7 @@ def mobile(
 
     from mobrl import scenarios
     from mobrl.core.errors import UserError
-    from mobrl.scenarios.kinds import kind_of
+    from mobrl.scenarios.kinds import env_config_of, kind_of
 
     if kwargs is not None and not isinstance(kwargs, dict):
         raise UserError(f"kwargs={kwargs!r} is not a mapping of mobile-env config entries.")
@@ -59,17 +59,9 @@ def mobile(
     })  # fmt: skip
     kind = kind_of(cfg)
     kind.check(cfg)
-    # as envs.factory.env_config_from writes it; not imported: scenarios.kinds.external
-    # imports this package, and scenarios/ never imports the factory (pyproject's contracts)
-    env_config = {
-        "scenario": name,
-        "kind": cfg.scenario.kind,
-        "kwargs": OmegaConf.to_container(cfg.scenario.kwargs, resolve=True),
-        "engine": engine,
-        "render_mode": render_mode,
-        **kind.env_fields(cfg),
-    }
-    env = kind.make_env(env_config, rllib=False)
+    # the factory's env_config without the agents' policies (scenarios.kinds.external imports
+    # this package, and scenarios/ never imports the factory: pyproject's contracts)
+    env = kind.make_env(env_config_of(cfg, render_mode), rllib=False)
     env.mobrl_name = f"mobrl scenario {name} (env={mode})"
     return env
 

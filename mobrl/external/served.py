@@ -29,11 +29,10 @@ def agent_spaces(env: Any) -> tuple[dict[str, Any], dict[str, Any]]:
     bad = [a for a in agents if not isinstance(a, str)]
     if bad:
         raise SpaceError(f"agent id {bad[0]!r} is not a string (agent ids travel as map keys)")
-    per_agent = getattr(env, "observation_spaces", None)
-    if callable(getattr(env, "observation_space", None)) or not isinstance(per_agent, dict):
-        return ({a: env.observation_space(a) for a in agents},
-                {a: env.action_space(a) for a in agents})  # fmt: skip
-    return {a: env.observation_spaces[a] for a in agents}, {a: env.action_spaces[a] for a in agents}
+    from mobrl.envs.foreign import agent_space
+
+    return ({a: agent_space(env, "observation", a) for a in agents},
+            {a: agent_space(env, "action", a) for a in agents})  # fmt: skip
 
 
 def describe(env: Any) -> str:

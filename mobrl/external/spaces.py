@@ -206,6 +206,20 @@ def arrays_from_wire(obj: Any) -> Any:
 # -- per-space value codecs -----------------------------------------------------------------
 
 
+def _composed(
+    space: gym.Space, make: Callable[[gym.Space], Callable], sequence: type
+) -> Callable[[Any], Any] | None:
+    """A Dict or Tuple space's codec from its parts' (`make` of each part): a dict, or a
+    `sequence` (list or tuple) of the parts' values; None for any other space."""
+    if isinstance(space, spaces.Dict):
+        parts = {k: make(s) for k, s in space.spaces.items()}
+        return lambda value: {k: f(value[k]) for k, f in parts.items()}
+    if isinstance(space, spaces.Tuple):
+        items = [make(s) for s in space.spaces]
+        return lambda value: sequence(f(v) for f, v in zip(items, value))
+    return None
+
+
 def encoder(space: gym.Space, binary: bool) -> Callable[[Any], Any]:
     """Value of `space` -> wire. Arrays of Box, MultiDiscrete and MultiBinary go as bare
     raw bytes when `binary` (the space gives dtype and shape), else as nested lists."""
@@ -217,12 +231,9 @@ def encoder(space: gym.Space, binary: bool) -> Callable[[Any], Any]:
         return lambda x: np.asarray(x, dtype).tolist()
     if isinstance(space, spaces.Discrete):
         return int
-    if isinstance(space, spaces.Dict):
-        parts = {k: encoder(s, binary) for k, s in space.spaces.items()}
-        return lambda x: {k: f(x[k]) for k, f in parts.items()}
-    if isinstance(space, spaces.Tuple):
-        items = [encoder(s, binary) for s in space.spaces]
-        return lambda x: [f(v) for f, v in zip(items, x)]
+    composed = _composed(space, lambda part: encoder(part, binary), list)
+    if composed is not None:
+        return composed
     raise SpaceError(f"{type(space).__name__} values do not travel over mobrl.external")
 
 
@@ -249,12 +260,9 @@ def decoder(space: gym.Space) -> Callable[[Any], Any]:
     if isinstance(space, spaces.Discrete):
         kind = space.dtype.type
         return lambda value: kind(value)
-    if isinstance(space, spaces.Dict):
-        parts = {k: decoder(s) for k, s in space.spaces.items()}
-        return lambda value: {k: f(value[k]) for k, f in parts.items()}
-    if isinstance(space, spaces.Tuple):
-        items = [decoder(s) for s in space.spaces]
-        return lambda value: tuple(f(v) for f, v in zip(items, value))
+    composed = _composed(space, decoder, tuple)
+    if composed is not None:
+        return composed
     raise SpaceError(f"{type(space).__name__} values do not travel over mobrl.external")
 
 
@@ -262,13 +270,7 @@ def action_decoder(space: gym.Space) -> Callable[[Any], Any]:
     """Wire -> action for the env: Discrete as a Python int, arrays as numpy arrays."""
     if isinstance(space, spaces.Discrete):
         return int
-    if isinstance(space, spaces.Dict):
-        parts = {k: action_decoder(s) for k, s in space.spaces.items()}
-        return lambda value: {k: f(value[k]) for k, f in parts.items()}
-    if isinstance(space, spaces.Tuple):
-        items = [action_decoder(s) for s in space.spaces]
-        return lambda value: tuple(f(v) for f, v in zip(items, value))
-    return decoder(space)
+    return _composed(space, action_decoder, tuple) or decoder(space)
 
 
 def checker(space: gym.Space) -> Callable[[Any], bool]:

@@ -23,13 +23,12 @@ from __future__ import annotations
 
 import difflib
 import importlib
-import sys
-import sysconfig
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from mobrl.core.errors import UserError, first_line
+from mobrl.core.imports import absolute, on_sys_path
 
 
 @dataclass(frozen=True)
@@ -109,7 +108,7 @@ def config_entries(section: dict[str, Any]) -> dict[str, Any]:
     imported from the section's `pythonpath` (then the working directory, `PYTHONPATH`)."""
     from mobrl.core.imports import import_object
 
-    _on_sys_path(section.get("pythonpath") or [])
+    on_sys_path(section.get("pythonpath") or [])
     entries: dict[str, Any] = {}
     for key, spec in named(section).items():
         entries[key] = import_object(spec, f"classes.{key}")
@@ -151,12 +150,6 @@ def check_settings(
         )
 
 
-def _on_sys_path(folders: list[str]) -> None:
-    """`folders` first on `sys.path`, in their order (those there already stay where they are)."""
-    for folder in reversed([f for f in folders if f not in sys.path]):
-        sys.path.insert(0, folder)
-
-
 # --- validation --------------------------------------------------------------------------------
 
 
@@ -171,10 +164,10 @@ def check(check: Any, data: dict[str, Any]) -> None:
     check.keys(section, list(KEYS), "classes.")
     section = dict(section)  # the file's own stays as read
     folders = _folders(check, section.get("pythonpath"))
-    _on_sys_path(folders)
+    on_sys_path(folders)
     for key in BASES:
         if section.get(key) is not None:
-            section[key] = _absolute(check, section[key])
+            section[key] = absolute(section[key], _base(check))
             folders += [f for f in [_check_class(check, key, section[key])] if f]
         _check_params(check, section, key)
     data["classes"] = {"pythonpath": list(dict.fromkeys(folders))}
@@ -191,7 +184,7 @@ def _folders(check: Any, given: Any) -> list[str]:
         raise check.fail(
             "classes.pythonpath", f"must be a list of folders, got {given!r}", "Write e.g. [.]."
         )
-    base = check.path.parent if check.path.suffix else Path.cwd()
+    base = _base(check)
     out = []
     for item in items:
         folder = (base / Path(item).expanduser()).resolve()
@@ -205,20 +198,15 @@ def _folders(check: Any, given: Any) -> list[str]:
     return out
 
 
-def _absolute(check: Any, spec: Any) -> Any:
-    """A `FILE.py:CLASS` spec with its file made absolute (relative to the layout file's
-    folder), so any process finds it; other values unchanged."""
-    module, sep, name = spec.rpartition(":") if isinstance(spec, str) else ("", "", "")
-    if not (sep and module.endswith(".py")):
-        return spec
-    base = check.path.parent if check.path.suffix else Path.cwd()
-    return f"{(base / Path(module).expanduser()).resolve()}:{name}"
+def _base(check: Any) -> Path:
+    """Where relative paths of the section start: the layout file's folder."""
+    return check.path.parent if check.path.suffix else Path.cwd()
 
 
 def _check_class(check: Any, key: str, spec: Any) -> str | None:
     """Import `classes.<key>` and check it against its base; return the folder its module was
     found in (None: an installed module every process of this Python finds)."""
-    from mobrl.core.imports import import_object, is_import_path
+    from mobrl.core.imports import import_object, is_import_path, module_folder
 
     where, base = f"classes.{key}", BASES[key]
     if not is_import_path(spec):
@@ -249,25 +237,7 @@ def _check_class(check: Any, key: str, spec: Any) -> str | None:
             f"'{spec}' does not implement {' and '.join(missing)} of mobile-env's {base.name}",
             f"Implement {base.signature}.",
         )
-    module = spec.rpartition(":")[0]
-    return None if module.endswith(".py") else _module_folder(module.split(".")[0])
-
-
-def _module_folder(top: str) -> str | None:
-    """The `sys.path` folder the top-level module `top` was imported from (None: installed
-    with Python or into its environment, or not a file)."""
-    module = sys.modules.get(top)
-    origin = getattr(module, "__file__", None)
-    if origin is None:
-        locations = list(getattr(module, "__path__", []) or [])
-        if not locations:
-            return None
-        folder = Path(locations[0]).resolve().parent
-    else:
-        path = Path(origin).resolve()
-        folder = path.parent.parent if hasattr(module, "__path__") else path.parent
-    installed = {Path(p).resolve() for k, p in sysconfig.get_paths().items() if "lib" in k}
-    return None if folder in installed else str(folder)
+    return module_folder(spec)
 
 
 def _check_params(check: Any, section: dict[str, Any], key: str) -> None:

@@ -14,7 +14,7 @@ from typing import Any
 
 from mobrl.scenarios.kinds.base import ScenarioKind
 
-__all__ = ["ScenarioKind", "kind_names", "kind_of"]
+__all__ = ["ScenarioKind", "env_config_of", "kind_names", "kind_of"]
 
 
 @cache
@@ -44,3 +44,19 @@ def kind_of(what: Any) -> ScenarioKind:
 
         raise unknown_choice("scenario.kind", str(name), kind_names(), "Fix scenario.kind.")
     return _load(name)
+
+
+def env_config_of(cfg: Any, render_mode: str | None = None) -> dict[str, Any]:
+    """The entries of `env_config` every kind has (scenario, kind, kwargs, engine, render
+    mode), then the kind's own (`env_fields`): what `envs.factory.env_config_from` completes
+    with the agents' policies and sampler."""
+    from omegaconf import OmegaConf
+
+    return {
+        "scenario": cfg.scenario.name,
+        "kind": cfg.scenario.kind,
+        "kwargs": OmegaConf.to_container(cfg.scenario.kwargs, resolve=True),
+        "engine": cfg.engine,
+        "render_mode": render_mode,
+        **kind_of(cfg).env_fields(cfg),
+    }

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from functools import cache
 from typing import Any
 
@@ -135,30 +134,15 @@ def adapted(env: Any, env_config: dict[str, Any], rllib: bool) -> Any:
     return adapt(env, env_config["flavour"], env_config.get("metrics"), adapters, per_agent)
 
 
-def _module_dir(module_name: str) -> str | None:
-    """The `sys.path` entry the module's top-level package was found in (None: installed
-    where every process finds it, or not a file)."""
-    top = sys.modules.get(module_name.split(".")[0])
-    path = getattr(top, "__file__", None)
-    if not path:
-        return None
-    path = os.path.dirname(os.path.abspath(path))
-    if os.path.basename(path) == module_name.split(".")[0]:  # a package: its parent
-        path = os.path.dirname(path)
-    return None if "site-packages" in path else path
-
-
 def build(env_config: dict[str, Any]) -> Any:
     """The env the user's callable makes for `env_config` (as they wrote it, not adapted)."""
     import inspect
 
     from mobrl.core.errors import UserError, first_line
-    from mobrl.core.imports import import_object
+    from mobrl.core.imports import import_object, on_sys_path
     from mobrl.envs.foreign import FLAVOURS, flavour_of
 
-    folder = env_config.get("module_dir")
-    if folder and folder not in sys.path:
-        sys.path.insert(0, folder)
+    on_sys_path([env_config.get("module_dir")])
     entry = env_config["entry"]
     make = import_object(entry, "scenario.entry")
     if not callable(make):
@@ -217,7 +201,7 @@ def probe(entry: str, kwargs_json: str, cwd: str) -> dict[str, Any]:
     agent), whether every agent has the same spaces, its action space's kind, and the folder
     of its module (once per entry, kwargs and working directory in a process)."""
     from mobrl.core.errors import UserError, first_line
-    from mobrl.core.imports import split_path
+    from mobrl.core.imports import module_folder
     from mobrl.envs.foreign import adapt, close, flavour_of
 
     env_config = {"entry": entry, "kwargs": json.loads(kwargs_json)}
@@ -249,8 +233,7 @@ def probe(entry: str, kwargs_json: str, cwd: str) -> dict[str, Any]:
             f"scenario.entry={entry}: two agents share the name '{twice[0]}' (as text; mobrl "
             "names policies and metrics after agents). Give agents distinct names."
         )
-    module_dir = _module_dir(split_path(entry, "scenario.entry")[0])
-    return {**seen(flavour, agents, spaces), "module_dir": module_dir}
+    return {**seen(flavour, agents, spaces), "module_dir": module_folder(entry)}
 
 
 KIND = CustomKind()
