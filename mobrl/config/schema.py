@@ -51,8 +51,9 @@ class EnvConf:
     #: what each UE observes: `mobile` (mobile-env's own features), `extended` (those plus,
     #: per station, whether it is in range and how many UEs it serves), `topk` (env=ma: k
     #: station slots, the same size on every layout), `topk_gain` (topk plus each slot's
-    #: single-toggle gain) or `topk_impact` (topk plus that gain split into the UE's own change
-    #: and the other UEs'); see mobrl.envs.observations
+    #: single-toggle gain), `topk_impact` (topk plus that gain split into the UE's own change
+    #: and the other UEs') or `topk_intent` (topk plus that gain in 3 rounds, each given the
+    #: other UEs' intended toggles of the round before); see mobrl.envs.observations
     obs: str = "mobile"
     #: env.obs=topk or topk_gain: the number of station slots each UE observes and acts on
     topk: int = 3

@@ -48,6 +48,17 @@ station's shares, and under interference the SINR it takes from or gives back to
 station; their sum is `topk_gain`'s `gain`). A network can report both: the UE measures its
 own candidates' SINR, and a station computes its neighbours' cost from their loads and its
 own gains to their UEs (interference coordination's usual exchange between cells).
+
+`topk_intent` is `topk` plus `INTENT_ROUNDS` (3) x k entries after its 5k + 2: round 1 is
+`topk_gain`'s `gain`; each later round r gives, per slot, the same change with the other UEs'
+intents of round r - 1 applied (each UE's intent: its slot of highest gain in that round, where
+that gain is positive; the UE's own links as they are). Under interference and shared
+resources the UEs' toggles of one step do not add up: a UE leaving a station pays only if
+others leave it too, a join only if someone else hands over. The rounds tell a UE what its
+toggle is worth once the others' moves are counted, the few message exchanges a distributed
+coordination protocol makes before acting (UEs announce intents, stations answer with the new
+gains). Each later round scores k + 1 whole link sets per UE, so its cost grows with UEs x
+stations x UEs: for layouts up to a few hundred UEs.
 """
 
 from __future__ import annotations
@@ -61,7 +72,14 @@ from mobile_env.handlers.multi_agent import MComMAHandler
 
 from mobrl.core.protocols import StationArrays, implements
 from mobrl.envs import neighbours, pair_topk
-from mobrl.envs.service import link_arrays, link_state, toggle_gains, toggle_gains_at
+from mobrl.envs.service import (
+    LinkState,
+    link_arrays,
+    link_state,
+    toggle_gains,
+    toggle_gains_at,
+    utility_sums,
+)
 
 #: per-station features `extended` adds after mobile-env's own
 EXTRA_FEATURES = ("reachable", "load")
@@ -222,6 +240,61 @@ def slot_gains(
     return np.concatenate(out, axis=1).astype(np.float32)
 
 
+#: rounds of `topk_intent`'s gains: alone, then twice given the others' intents
+INTENT_ROUNDS = 3
+#: gains up to this are no gain (rounding)
+GAIN_EPS = 1e-9
+
+
+def intended_links(links: LinkState, order: np.ndarray, gains: np.ndarray) -> np.ndarray:
+    """The links after every active UE's intent: the toggle of its slot of highest `gains`
+    (UE, k) where that is positive (`order`: `topk_slots`)."""
+    ues = np.arange(order.shape[1])
+    best = gains.argmax(axis=1)
+    station = order[best, ues]
+    mover = np.flatnonzero((gains[ues, best] > GAIN_EPS) & links.active & (station >= 0))
+    conn = links.conn.copy()
+    b = station[mover]
+    conn[b, mover] = ~conn[b, mover] & links.reach[b, mover]
+    return conn
+
+
+def gains_given(
+    links: LinkState, order: np.ndarray, intended: np.ndarray, columns: np.ndarray, k: int
+) -> np.ndarray:
+    """(len(columns), k): the team's summed utility change if the UE at each of `columns`
+    toggled its slot's station from its own links, every other UE's links as in `intended`
+    (0: an empty slot, a station out of range or an inactive UE)."""
+    n, width = len(columns), k + 1
+    rows = np.arange(n * width)
+    col = np.repeat(columns, width)
+    sets = np.repeat(intended[None], n * width, axis=0)
+    sets[rows, :, col] = links.conn[:, col].T  # the UE's own links: from its own state
+    slots = order[:, columns].T  # (n, k)
+    valid = (slots >= 0) & links.active[columns, None]
+    i, s = np.nonzero(valid)
+    b, u = slots[i, s], columns[i]
+    ok = links.reach[b, u]
+    idx = (i * width + 1 + s)[ok]
+    sets[idx, b[ok], u[ok]] = ~sets[idx, b[ok], u[ok]]
+    value = utility_sums(links, sets).reshape(n, width)
+    return np.where(valid, value[:, 1:] - value[:, :1], 0.0)
+
+
+def intent_gains(env: Any, state: dict[str, Any], columns: np.ndarray, k: int) -> np.ndarray:
+    """(len(columns), INTENT_ROUNDS * k) `topk_intent`'s gains: round 1 `slot_gains`, each
+    later round `gains_given` the intents of the round before (of every UE)."""
+    links = link_state(env)
+    order = topk_slots(state, k)
+    every = np.arange(order.shape[1])
+    gains = slot_gains(env, state, every, k).astype(float)
+    rounds = [gains]
+    for _ in range(INTENT_ROUNDS - 1):
+        gains = gains_given(links, order, intended_links(links, order, gains), every, k)
+        rounds.append(gains)
+    return np.concatenate([g[np.asarray(columns)] for g in rounds], axis=1).astype(np.float32)
+
+
 def topk_gain_rows(env: Any, columns: np.ndarray, k: int, split: bool = False) -> np.ndarray:
     """`topk_gain` (`split`: `topk_impact`) observation rows (float32) of the UEs at `columns`
     of `env`'s arrays."""
@@ -320,6 +393,21 @@ class TopKImpactMAHandler(TopKGainMAHandler):
     per_slot = 2
 
 
+class TopKIntentMAHandler(TopKGainMAHandler):
+    """`env.obs=topk_intent`: `topk`'s rows and actions plus, per round and slot, the toggle's
+    gain to the team given the other UEs' intents of the round before."""
+
+    per_slot = INTENT_ROUNDS
+
+    @classmethod
+    def rows(cls, env: Any, columns: np.ndarray) -> np.ndarray:
+        state = station_arrays(env)
+        return np.concatenate(
+            [topk_rows(state, columns, cls.topk), intent_gains(env, state, columns, cls.topk)],
+            axis=1,
+        )
+
+
 def ue_columns(env: Any) -> dict[int, int]:
     """UE id -> its column in `station_arrays` (UEs in id order)."""
     if implements(env, StationArrays):
@@ -332,6 +420,7 @@ TOPK_HANDLERS = {
     "topk": TopKMAHandler,
     "topk_gain": TopKGainMAHandler,
     "topk_impact": TopKImpactMAHandler,
+    "topk_intent": TopKIntentMAHandler,
 }
 
 

@@ -139,7 +139,7 @@ def check_settings(
             "Use env.sampler=auto or multi_agent."
         )
     setting = "env.reward=marginal" if reward == "marginal" else None
-    if obs in ("topk_gain", "topk_impact"):
+    if obs in ("topk_gain", "topk_impact", "topk_intent"):
         setting = f"env.obs={obs}"
     if setting is not None and own_service(layout):
         own = {k: v for k, v in named(layout["classes"]).items() if k in ("utility", "scheduler")}

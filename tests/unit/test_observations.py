@@ -294,3 +294,62 @@ def test_topk_impact_splits_each_gain_into_own_and_others(layout: str) -> None:
         obs, *_ = impact.step(action)
         ref, *_ = gain.step(action)
     assert checked > 50
+
+
+# --- env.obs=topk_intent: each slot's gain in rounds, given the other UEs' intents -------------
+
+
+@pytest.mark.parametrize("layout", ["medium", "uma19"])
+def test_topk_intent_rounds_count_the_other_ues_intended_toggles(layout: str) -> None:
+    from mobrl.envs.observations import (
+        INTENT_ROUNDS,
+        station_arrays,
+        topk_size,
+        topk_slots,
+        ue_columns,
+    )
+    from mobrl.envs.service import link_state
+    from mobrl.evaluation.oracle import step_utility
+
+    k, size = 3, topk_size(3)
+    intent = make_mobile_core(layout, "ma", "fast", {"seed": 5}, obs="topk_intent", topk=k)
+    gain = make_mobile_core(layout, "ma", "fast", {"seed": 5}, obs="topk_gain", topk=k)
+    assert intent.observation_space[min(intent.users)].shape == (size + INTENT_ROUNDS * k,)
+    obs, _ = intent.reset()
+    ref, _ = gain.reset()
+    rng = np.random.default_rng(2)
+    checked = moved = 0
+    for _ in range(12):
+        state = link_state(intent)
+        order = topk_slots(station_arrays(intent), k)
+        column = ue_columns(intent)
+        team = int(state.active.sum())
+        rounds = np.zeros((INTENT_ROUNDS, state.conn.shape[1], k))
+        for ue_id, row in obs.items():
+            np.testing.assert_array_equal(row[: size + k], ref[ue_id])  # round 1: topk_gain
+            rounds[:, column[ue_id]] = row[size:].reshape(INTENT_ROUNDS, k)
+        for r in range(1, INTENT_ROUNDS):
+            # the intents of round r - 1, as mobile-env station actions, recomputed by hand
+            intents = np.zeros(state.conn.shape[1], dtype=np.int64)
+            for u in np.flatnonzero(state.active):
+                best = int(np.argmax(rounds[r - 1, u]))
+                if rounds[r - 1, u, best] > 1e-9 and order[best, u] >= 0:
+                    intents[u] = order[best, u] + 1
+            moved += int((intents > 0).sum())
+            for u in rng.choice(np.flatnonzero(state.active), size=6, replace=False):
+                others = intents.copy()
+                others[u] = 0
+                base = step_utility(state, others)
+                for j, b in enumerate(order[:, u]):
+                    if b < 0 or not state.reach[b, u]:
+                        assert rounds[r, u, j] == 0.0
+                        continue
+                    acts = others.copy()
+                    acts[u] = b + 1
+                    want = (step_utility(state, acts) - base) * team
+                    assert rounds[r, u, j] == pytest.approx(want, abs=2e-5)
+                    checked += 1
+        action = {u: int(rng.integers(0, k + 1)) for u in obs}
+        obs, *_ = intent.step(action)
+        ref, *_ = gain.step(action)
+    assert checked > 100 and moved > 10

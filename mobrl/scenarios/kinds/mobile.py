@@ -13,9 +13,9 @@ MOBILE_MODES = ("ma", "central")
 #: `fast`: mobrl's array engine (mobrl.envs.engine); `stock`: mobile-env's own step
 MOBILE_ENGINES = ("fast", "stock")
 #: values of `env.obs` (the handlers behind them: mobrl.envs.observations.HANDLERS)
-OBSERVATIONS = ("mobile", "extended", "topk", "topk_gain", "topk_impact")
+OBSERVATIONS = ("mobile", "extended", "topk", "topk_gain", "topk_impact", "topk_intent")
 #: the observations with `env.topk` station slots and slot actions (one policy, any layout)
-TOPK_OBSERVATIONS = ("topk", "topk_gain", "topk_impact")
+TOPK_OBSERVATIONS = ("topk", "topk_gain", "topk_impact", "topk_intent")
 #: values of `env.reward` (mobrl.envs.service.REWARDS)
 REWARDS = ("mobile", "utility", "marginal")
 #: station slots of `env.obs=topk` unless `env.topk` says otherwise
