@@ -64,7 +64,8 @@ def test_served_zoo_policy_acts_as_the_zoo_policy(name: str) -> None:
     assert served.act(served.observations(given)) == own.act(obs)
     info = served.describe()
     assert info["status"] == "ready" and info["policy"] == f"zoo:{name}"
-    assert info["observation"] == {"name": "topk_gain", "topk": 3, "size": width}
+    obs_name = zoo.entry(name)["obs"]
+    assert info["observation"] == {"name": obs_name, "topk": 3, "size": width}
     assert info["actions"] == 4 and info["scenario"] == name
 
 
