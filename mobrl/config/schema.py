@@ -55,7 +55,8 @@ class EnvConf:
     #: and the other UEs') or `topk_intent` (topk plus that gain in 3 rounds, each given the
     #: other UEs' intended toggles of the round before); see mobrl.envs.observations
     obs: str = "mobile"
-    #: env.obs=topk or topk_gain: the number of station slots each UE observes and acts on
+    #: env.obs=topk and its variants (topk_*): the number of station slots each UE observes
+    #: and acts on
     topk: int = 3
     #: env=ma: the share of each UE's learning reward taken from the mean reward of all UEs
     #: of its env copy (0: its own mobile-env reward, 1: the team mean). The sum over UEs,

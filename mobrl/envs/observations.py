@@ -216,15 +216,21 @@ def topk_rows(state: dict[str, Any], columns: np.ndarray, k: int) -> np.ndarray:
 
 
 def slot_gains(
-    env: Any, state: dict[str, Any], columns: np.ndarray, k: int, split: bool = False
+    env: Any,
+    state: dict[str, Any],
+    columns: np.ndarray,
+    k: int,
+    split: bool = False,
+    links: LinkState | None = None,
 ) -> np.ndarray:
     """(len(columns), k) `gain` of `topk_gain` (`state`: the env's `station_arrays`): the team's
     summed utility change if the UE at each of `columns` toggled its slot's station alone (0:
     an empty slot, a station out of range or an inactive UE). `split` (`topk_impact`): (.., 2k),
-    the UE's own utility change per slot, then the other UEs' summed change per slot."""
+    the UE's own utility change per slot, then the other UEs' summed change per slot. `links`:
+    the env's `link_state`, if the caller has it already."""
     if isinstance(state, neighbours.SparseState):
         return pair_topk.slot_gains(state, columns, k, split)
-    links = link_state(env)
+    links = link_state(env) if links is None else links
     order = topk_slots(state, k)[:, columns]
     valid = order >= 0
     if links.radio is None:
@@ -287,7 +293,7 @@ def intent_gains(env: Any, state: dict[str, Any], columns: np.ndarray, k: int) -
     links = link_state(env)
     order = topk_slots(state, k)
     every = np.arange(order.shape[1])
-    gains = slot_gains(env, state, every, k).astype(float)
+    gains = slot_gains(env, state, every, k, links=links).astype(float)
     rounds = [gains]
     for _ in range(INTENT_ROUNDS - 1):
         gains = gains_given(links, order, intended_links(links, order, gains), every, k)
