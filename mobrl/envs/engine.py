@@ -39,7 +39,7 @@ from mobrl.envs.engine_views import StockViews
 from mobrl.envs.neighbours import SparseLinks, SparseState, grid_for
 from mobrl.envs.observations import topk_station_actions
 from mobrl.envs.radio_engine import RadioSteps
-from mobrl.envs.service import marginal_utilities
+from mobrl.envs.service import marginal_utilities, toggle
 
 #: the simulation models the engine computes natively (exact classes: a subclass may change them)
 SUPPORTED_MODELS = {
@@ -318,8 +318,7 @@ class FastEngine(RadioSteps, SparseLinks, StockViews):
         if act is not None:
             chosen = np.flatnonzero(self._active_mask & (act != core.NOOP_ACTION))
             if chosen.size:
-                rows = act[chosen] - 1
-                conn[rows, chosen] = ~conn[rows, chosen] & self._reach[rows, chosen]
+                toggle(conn, self._reach, act[chosen] - 1, chosen)
 
         # data rates, each UE's summed rate (in BS order, as mobile-env adds them), utilities
         if self._grid is None:

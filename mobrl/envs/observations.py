@@ -76,6 +76,7 @@ from mobrl.envs.service import (
     LinkState,
     link_arrays,
     link_state,
+    links_after,
     toggle_gains,
     toggle_gains_at,
     utility_sums,
@@ -258,11 +259,7 @@ def intended_links(links: LinkState, order: np.ndarray, gains: np.ndarray) -> np
     ues = np.arange(order.shape[1])
     best = gains.argmax(axis=1)
     station = order[best, ues]
-    mover = np.flatnonzero((gains[ues, best] > GAIN_EPS) & links.active & (station >= 0))
-    conn = links.conn.copy()
-    b = station[mover]
-    conn[b, mover] = ~conn[b, mover] & links.reach[b, mover]
-    return conn
+    return links_after(links, np.where(gains[ues, best] > GAIN_EPS, station + 1, 0))
 
 
 def gains_given(

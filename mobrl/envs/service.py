@@ -82,6 +82,23 @@ class LinkState:
         return self.utility_sum(conn) / max(int(self.active.sum()), 1)
 
 
+def toggle(conn: np.ndarray, reach: np.ndarray, *where: np.ndarray) -> None:
+    """The step's rule for UEs' station actions, in place: the links of `conn` at `where`
+    (index arrays: (station, UE), or a sparse pair index) toggled, a join only where `reach`
+    is (the step drops links out of range)."""
+    conn[where] = ~conn[where] & reach[where]
+
+
+def links_after(state: LinkState, actions: np.ndarray) -> np.ndarray:
+    """The links after every active UE's station action (UE order; 0: keep, b + 1: toggle
+    station b), as the step applies them."""
+    conn = state.conn.copy()
+    act = np.asarray(actions, dtype=np.int64)
+    ues = np.flatnonzero((act > 0) & state.active)
+    toggle(conn, state.reach, act[ues] - 1, ues)
+    return conn
+
+
 def link_arrays(env: Any, in_range: bool = False) -> dict[str, np.ndarray]:
     """The links part of `mobrl.envs.observations.station_arrays`: (BS, UE) `snr`, `conn`
     (links up) and `reach` (SNR above the UE's threshold), stations and UEs in id order.

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from mobrl.envs.service import LinkState
+from mobrl.envs.service import LinkState, toggle
 
 #: rounds of the coordinate ascent per start (each applies at least one improving change)
 MAX_ROUNDS = 60
@@ -104,12 +104,12 @@ class Ascent:
         return act
 
     def apply(self, actions: np.ndarray) -> np.ndarray:
-        """`apply_actions` on the pairs: the link set after `actions` (valid ones) from
-        `base`."""
+        """`mobrl.envs.service.links_after` on the pairs: the link set after `actions` (valid ones)
+        from `base`."""
         pairs, on = self.pairs, self.base.copy()
         ues = np.flatnonzero((actions > 0) & self.state.active)
         k = pairs.index(actions[ues] - 1, ues)
-        on[k] = ~on[k] & pairs.reach[k]
+        toggle(on, pairs.reach, k)
         return on
 
     def value(self, on: np.ndarray) -> np.floating:

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from mobrl.envs.service import LinkState, utility_sums
+from mobrl.envs.service import LinkState, links_after, toggle, utility_sums
 
 #: improvements smaller than this are rounding
 EPS = 1e-12
@@ -34,19 +34,10 @@ def _options(allowed: np.ndarray, active: np.ndarray) -> tuple[np.ndarray, np.nd
 
 def _columns(state: LinkState, ues: np.ndarray, acts: np.ndarray) -> np.ndarray:
     """(n, BS) link column of UE ues[i] after its action acts[i] from the step's links."""
-    cols = state.conn[:, ues].T.copy()
+    cols = state.conn[:, ues].copy()
     on = np.flatnonzero(acts > 0)
-    rows = acts[on] - 1
-    cols[on, rows] = ~cols[on, rows] & state.reach[rows, ues[on]]
-    return cols
-
-
-def links_of(state: LinkState, acts: np.ndarray) -> np.ndarray:
-    """The links after every UE's action (the step's own rule, as `oracle.apply_actions`)."""
-    conn = state.conn.copy()
-    ues = np.flatnonzero((acts > 0) & state.active)
-    conn[:, ues] = _columns(state, ues, acts[ues]).T
-    return conn
+    toggle(cols, state.reach[:, ues], acts[on] - 1, on)
+    return cols.T
 
 
 def coupled_actions(
@@ -55,7 +46,7 @@ def coupled_actions(
     """The ascent from `start` (actions in UE order): its actions and summed utility."""
     opt_ue, opt_act = _options(allowed, state.active)
     acts = np.where(state.active, start, 0).astype(np.int64)
-    conn = links_of(state, acts)
+    conn = links_after(state, acts)
     value = float(state.utility_sum(conn))
     for _ in range(MAX_ROUNDS):
         other = np.flatnonzero(opt_act != acts[opt_ue])
@@ -76,7 +67,7 @@ def coupled_actions(
         while True:
             trial = acts.copy()
             trial[ues[first[:m]]] = choice[first[:m]]
-            trial_conn = links_of(state, trial)
+            trial_conn = links_after(state, trial)
             trial_value = float(state.utility_sum(trial_conn))
             if trial_value > value + EPS or m == 1:
                 break
@@ -111,7 +102,7 @@ def coupled_lookahead(
         if any(np.array_equal(a1, s) for s in seen):
             continue
         seen.append(a1)
-        c1 = links_of(state, a1)
+        c1 = links_after(state, a1)
         nxt = _next_state(state, c1)
         _, v2 = coupled_actions(nxt, allowed, np.zeros_like(a1))
         value = float(state.utility_sum(c1)) + v2

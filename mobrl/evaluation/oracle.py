@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from mobrl.envs.service import LinkState, best_links, toward, utility_sums
+from mobrl.envs.service import LinkState, best_links, links_after, toward, utility_sums
 from mobrl.evaluation.ascent import EPS, MAX_ROUNDS, Ascent
 from mobrl.evaluation.coupled import coupled_best, coupled_lookahead
 
@@ -29,20 +29,9 @@ EXHAUSTIVE_ACTIONS = 4096
 PLAN_LINKS = 400
 
 
-def apply_actions(state: LinkState, actions: np.ndarray) -> np.ndarray:
-    """The links after every active UE's station action (0: keep, b + 1: toggle station b; a
-    join needs b in range), as mobile-env's step applies them."""
-    conn = state.conn.copy()
-    act = np.asarray(actions, dtype=np.int64)
-    ues = np.flatnonzero((act > 0) & state.active)
-    rows = act[ues] - 1
-    conn[rows, ues] = ~conn[rows, ues] & state.reach[rows, ues]
-    return conn
-
-
 def step_utility(state: LinkState, actions: np.ndarray) -> float:
     """The step's mean UE utility (mobile-env's central reward) after `actions`."""
-    return float(state.team_utility(apply_actions(state, actions)))
+    return float(state.team_utility(links_after(state, actions)))
 
 
 def best_actions(

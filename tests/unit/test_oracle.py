@@ -14,7 +14,7 @@ import pytest
 
 from mobrl.envs import service
 from mobrl.envs.netstats import step_arrays
-from mobrl.envs.service import LinkState
+from mobrl.envs.service import LinkState, links_after
 from mobrl.envs.wrappers import find_core
 from mobrl.evaluation import ascent, oracle
 from mobrl.evaluation.policies import BASELINES
@@ -78,7 +78,7 @@ def test_gain_tables_match_recomputation() -> None:
         for ue in np.flatnonzero(state.reach.any(axis=0)):
             if rng.random() < 0.7:
                 acts[ue] = rng.choice(np.flatnonzero(state.reach[:, ue])) + 1
-        conn = oracle.apply_actions(state, acts)
+        conn = links_after(state, acts)
         on = search.apply(acts)
         assert np.array_equal(on, conn[search.pairs.b, search.pairs.u])
         table = _table(search, *search.gains(on, acts))
@@ -88,7 +88,7 @@ def test_gain_tables_match_recomputation() -> None:
             for choice in [0, *(np.flatnonzero(state.reach[:, ue]) + 1)]:
                 changed = acts.copy()
                 changed[ue] = choice
-                expected = state.utility_sum(oracle.apply_actions(state, changed)) - base
+                expected = state.utility_sum(links_after(state, changed)) - base
                 assert table[ue, choice] == pytest.approx(expected, abs=1e-9)
                 checked += 1
     assert checked > 300
@@ -259,8 +259,8 @@ def test_pair_gains_and_rounds_equal_the_dense_ones(layout: str) -> None:
                 acts[ue] = rng.choice(np.flatnonzero(state.reach[:, ue])) + 1
         other = acts.copy()
         other[rng.random(len(acts)) < 0.3] = 0
-        conns = [oracle.apply_actions(state, acts)]
-        conns.append(oracle.apply_actions(replace(state, conn=conns[0]), other))
+        conns = [links_after(state, acts)]
+        conns.append(links_after(replace(state, conn=conns[0]), other))
         ons = [c[mine.pairs.b, mine.pairs.u] for c in conns]
         for n in (1, 2):
             table = sum(dense.table(c, acts) for c in conns[:n])
@@ -352,10 +352,10 @@ def _dense_two_steps(first: _DenseAscent, a1: np.ndarray) -> tuple[np.ndarray, f
     a2 = np.zeros_like(a1)
     value = -np.inf
     for _ in range(4):
-        c1 = oracle.apply_actions(state, a1)
+        c1 = links_after(state, a1)
         after = replace(state, conn=c1)
         a2, v2 = _DenseAscent(after, first.allowed).run(a2, None)
-        c2 = oracle.apply_actions(after, a2)
+        c2 = links_after(after, a2)
         for _ in range(oracle.MAX_ROUNDS):
             if not first.improve(a1, first.table(c1, a1) + first.table(c2, a1), [c1, c2]):
                 break
@@ -388,7 +388,7 @@ class _DenseAscent:
         """Improve `actions` until no UE's change pays (or `oracle.MAX_ROUNDS`): actions and their
         summed utility."""
         acts = actions.copy()
-        conn = oracle.apply_actions(self.state, acts)
+        conn = links_after(self.state, acts)
         rounds = 0
         for rounds in range(1, oracle.MAX_ROUNDS + 1):  # noqa: B007
             if not self.improve(acts, self.table(conn, acts), [conn]):

@@ -17,8 +17,8 @@ import pytest
 import yaml
 
 from mobrl import scenarios
-from mobrl.envs.service import greedy_links, link_state, toggle_gains_at, toward
-from mobrl.evaluation.oracle import apply_actions, step_utility
+from mobrl.envs.service import greedy_links, link_state, links_after, toggle_gains_at, toward
+from mobrl.evaluation.oracle import step_utility
 from mobrl.radio.config import DEFAULTS
 from mobrl.radio.fields import CELLS, ShadowFields, StationFields, pool
 from mobrl.radio.links import (
@@ -642,7 +642,7 @@ def test_the_step_is_the_predicted_one(name, interference, sched, joint) -> None
         state = link_state(core)
         act = _random_actions(state, rng)
         predicted = step_utility(state, act)
-        conn = apply_actions(state, act)
+        conn = links_after(state, act)
         per_ue = state.ue_utilities(conn)
         core.step_arrays(act)
         active = core._active_mask
@@ -707,7 +707,7 @@ def test_topk_gain_is_each_toggles_exact_change(interference, sched, joint) -> N
                     act = np.zeros(len(state.active), dtype=np.int64)
                     act[ue] = b + 1
                     # the toggle alone, scored whole (0 where it is not possible)
-                    expected = float(state.utility_sum(apply_actions(state, act))) - total
+                    expected = float(state.utility_sum(links_after(state, act))) - total
                     assert gains[ue, j] == pytest.approx(expected, abs=2e-6)
                     where[b, ue] = True
                     checked += expected != 0.0
@@ -732,7 +732,7 @@ def test_marginal_reward_is_sum_with_minus_sum_without(interference, sched, join
     for _ in range(12):
         state = link_state(core)
         act = _random_actions(state, rng)
-        conn = apply_actions(state, act)
+        conn = links_after(state, act)
         total = float(state.utility_sum(conn))
         expected = np.zeros(len(state.active))
         for ue in np.flatnonzero(state.active):
