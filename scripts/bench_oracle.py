@@ -13,10 +13,13 @@ machine's load moves all of them). Policies:
 - `oracle2` (with `--lookahead`): the two-step look-ahead of `mobrl.evaluation.oracle`.
 
 With `--scale`, also the oracle's time per step on a generated 100-station / 1,000-UE layout
-(a few steps of greedy play, the search timed on each state), and its rounds. Usage:
+(a few steps of greedy play, the search timed on each state), and its rounds; `--scale-layout
+city_interference` times it on a named layout instead (under interference every candidate is
+a whole link set scored; `--scale-steps` states). `--layouts none` plays no episodes. Usage:
 
     python scripts/bench_oracle.py [--layouts small,medium,large,dense_urban,highway]
                                    [--episodes 40] [--obs mobile,topk] [--lookahead] [--scale]
+                                   [--scale-layout NAME] [--scale-steps 10]
 """
 
 from __future__ import annotations
@@ -149,13 +152,13 @@ def scale_layout(stations: int = 100, ues: int = 1000, seed: int = 0) -> dict[st
     return validate(data, Path("generated.yaml"))
 
 
-def bench_scale(steps: int = 10) -> None:
+def bench_scale(steps: int = 10, layout: str | None = None) -> None:
     from mobrl.envs.service import link_state
     from mobrl.evaluation.oracle import StepSearch
     from mobrl.evaluation.policies import GreedyPolicy
     from mobrl.scenarios.kinds.mobile import make_mobile_core
 
-    core = make_mobile_core(scale_layout(), "central", "fast", {"seed": 0})
+    core = make_mobile_core(layout or scale_layout(), "central", "fast", {"seed": 0})
     core.reset()
     greedy, search = GreedyPolicy(), StepSearch()
     times = []
@@ -167,8 +170,10 @@ def bench_scale(steps: int = 10) -> None:
         times.append(time.perf_counter() - start)
         core.step(acts)
     links = int(np.count_nonzero(state.reach))
+    name = layout or "generated"
     print(
-        f"\n100 stations / 1,000 UEs ({links} links in range): oracle "
+        f"\n{name}, {len(core.stations)} stations / {len(core.users)} UEs ({links} links in "
+        "range): oracle "
         f"{1e3 * np.median(times):.0f} ms per step (median of {steps}, max "
         f"{1e3 * max(times):.0f}), {search.stats['rounds'] / search.stats['runs']:.1f} rounds "
         "per start"
@@ -182,24 +187,28 @@ def main() -> None:
     parser.add_argument("--obs", default="mobile,topk", help="env.obs values to play")
     parser.add_argument("--lookahead", action="store_true")
     parser.add_argument("--scale", action="store_true")
+    parser.add_argument("--scale-layout", default=None, help="a layout name (default: generated)")
+    parser.add_argument("--scale-steps", type=int, default=10)
     args = parser.parse_args()
-    print(f"seeds 0-{args.episodes - 1}, paired; UE utility − greedy as mean ± 95 % CI\n")
-    print(
-        "| layout | obs | policy | UE utility − greedy | − plan | connected | p5 utility "
-        "| ms / step |"
-    )
-    print("|---|---|---|---|---|---|---|---|")
-    for obs in args.obs.split(","):
-        for layout in args.layouts.split(","):
-            for r in bench_layout(layout, obs, args.episodes, args.lookahead):
-                print(
-                    f"| {r['layout']} | {r['obs']} | {r['policy']} | {r['gap']:+.4f} ± {r['half']:.4f} | "
-                    f"{r['vs_plan']:+.4f} ± {r['vs_half']:.4f} | "
-                    f"{r['connected']:.3f} | {r['p5']:+.3f} | {r['ms']:.2f} |",
-                    flush=True,
-                )
+    layouts = [] if args.layouts == "none" else args.layouts.split(",")
+    if layouts:
+        print(f"seeds 0-{args.episodes - 1}, paired; UE utility − greedy as mean ± 95 % CI\n")
+        print(
+            "| layout | obs | policy | UE utility − greedy | − plan | connected | p5 utility "
+            "| ms / step |"
+        )
+        print("|---|---|---|---|---|---|---|---|")
+        for obs in args.obs.split(","):
+            for layout in layouts:
+                for r in bench_layout(layout, obs, args.episodes, args.lookahead):
+                    print(
+                        f"| {r['layout']} | {r['obs']} | {r['policy']} | {r['gap']:+.4f} ± {r['half']:.4f} | "
+                        f"{r['vs_plan']:+.4f} ± {r['vs_half']:.4f} | "
+                        f"{r['connected']:.3f} | {r['p5']:+.3f} | {r['ms']:.2f} |",
+                        flush=True,
+                    )
     if args.scale:
-        bench_scale()
+        bench_scale(args.scale_steps, args.scale_layout)
 
 
 if __name__ == "__main__":
