@@ -175,8 +175,12 @@ def bench_scale(steps: int = 10, layout: str | None = None) -> None:
         f"\n{name}, {len(core.stations)} stations / {len(core.users)} UEs ({links} links in "
         "range): oracle "
         f"{1e3 * np.median(times):.0f} ms per step (median of {steps}, max "
-        f"{1e3 * max(times):.0f}), {search.stats['rounds'] / search.stats['runs']:.1f} rounds "
-        "per start"
+        f"{1e3 * max(times):.0f})"
+        + (
+            f", {search.stats['rounds'] / search.stats['runs']:.1f} rounds per start"
+            if search.stats.get("runs")  # the coupled search (interference) keeps no counts
+            else ""
+        )
     )
 
 
