@@ -74,12 +74,13 @@ from mobrl.core.protocols import StationArrays, implements
 from mobrl.envs import neighbours, pair_topk
 from mobrl.envs.service import (
     LinkState,
+    column_changes,
     link_arrays,
     link_state,
     links_after,
+    toggle,
     toggle_gains,
     toggle_gains_at,
-    utility_sums,
 )
 
 #: per-station features `extended` adds after mobile-env's own
@@ -236,7 +237,7 @@ def slot_gains(
     valid = order >= 0
     if links.radio is None:
         gains = toggle_gains(links, links.conn, split)
-    else:  # every toggle scored whole: only those of the slots
+    else:  # under a radio model: only the toggles of the slots
         where = np.zeros(links.conn.shape, dtype=bool)
         slot, col = np.nonzero(valid)
         where[order[slot, col], np.asarray(columns)[col]] = True
@@ -269,18 +270,13 @@ def gains_given(
     toggled its slot's station from its own links, every other UE's links as in `intended`
     (0: an empty slot, a station out of range or an inactive UE)."""
     n, width = len(columns), k + 1
-    rows = np.arange(n * width)
     col = np.repeat(columns, width)
-    sets = np.repeat(intended[None], n * width, axis=0)
-    sets[rows, :, col] = links.conn[:, col].T  # the UE's own links: from its own state
+    cols = links.conn[:, col].T.copy()  # the UE's own links: from its own state
     slots = order[:, columns].T  # (n, k)
     valid = (slots >= 0) & links.active[columns, None]
     i, s = np.nonzero(valid)
-    b, u = slots[i, s], columns[i]
-    ok = links.reach[b, u]
-    idx = (i * width + 1 + s)[ok]
-    sets[idx, b[ok], u[ok]] = ~sets[idx, b[ok], u[ok]]
-    value = utility_sums(links, sets).reshape(n, width)
+    toggle(cols, links.reach[:, col].T, i * width + 1 + s, slots[i, s])
+    value = column_changes(links, intended, col, cols).reshape(n, width)
     return np.where(valid, value[:, 1:] - value[:, :1], 0.0)
 
 

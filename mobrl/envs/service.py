@@ -179,17 +179,51 @@ def utility_sums(state: LinkState, sets: np.ndarray) -> np.ndarray:
     )
 
 
+def column_changes(
+    state: LinkState, base: np.ndarray, ues: np.ndarray, cols: np.ndarray, split: bool = False
+) -> Any:
+    """The change of the team's summed utility when UE ues[i]'s links become cols[i] (n, BS),
+    every other UE's as in `base`, for each i (`split`: also the moving UE's own change).
+    Under a radio model the rates are recomputed only where a change can move them
+    (mobrl.radio.local), the changes that switch a station on or off scored whole."""
+    ues = np.asarray(ues, dtype=np.int64)
+    n = len(ues)
+    total, own = np.zeros(n), np.zeros(n)
+    if not n:
+        return (total, own) if split else total
+    rate = state.rates(base)
+    util = state.utility(rate) * state.active
+    whole = np.ones(n, dtype=bool)
+    if state.radio is not None:
+        from mobrl.radio.local import local_rates
+
+        found = local_rates(state.radio, base, ues, cols)
+        whole = ~found.local
+        change = state.utility(found.rate) * state.active[found.ue] - util[found.ue]
+        total += np.bincount(found.cand, weights=change, minlength=n)
+        mine = found.ue == ues[found.cand]
+        own[found.cand[mine]] = change[mine]
+    rest = np.flatnonzero(whole)
+    size = max(1, COUPLED_CHUNK // max(1, base.size))
+    for start in range(0, rest.size, size):  # the other sets scored whole, in chunks
+        idx = rest[start : start + size]
+        sets = np.repeat(base[None], idx.size, axis=0)
+        sets[np.arange(idx.size), :, ues[idx]] = cols[idx]
+        after = state.utility(state.rates(sets)) * state.active
+        total[idx] = after.sum(axis=1) - util.sum()
+        own[idx] = after[np.arange(idx.size), ues[idx]] - util[ues[idx]]
+    return (total, own) if split else total
+
+
 def _marginal_coupled(state: LinkState) -> np.ndarray:
     """`marginal_utilities` under a radio model where a UE's links change others' rates
     (interference, shares beyond a station): the team's sum with the UE's links minus the sum
-    without them, each set scored whole."""
+    without them (`column_changes` to no links)."""
     conn = state.conn
     ues = np.flatnonzero(state.active & conn.any(axis=0))
     out = np.zeros(conn.shape[1])
     if ues.size:
-        sets = np.repeat(conn[None], ues.size, axis=0)
-        sets[np.arange(ues.size), :, ues] = False
-        out[ues] = state.utility_sum(conn) - utility_sums(state, sets)
+        out[ues] = -column_changes(state, conn, ues, np.zeros((ues.size, conn.shape[0]), bool))
     # an active UE without links contributes nothing: its utility is -1 either way
     return np.where(state.active, out, 0.0)
 
@@ -316,31 +350,17 @@ def toggle_gains(state: LinkState, conn: np.ndarray, split: bool = False) -> Any
 def toggle_gains_at(
     state: LinkState, conn: np.ndarray, where: np.ndarray, split: bool = False
 ) -> Any:
-    """`toggle_gains` of the toggles `where` (BS, UE) only, each link set scored whole (-inf
+    """`toggle_gains` of the toggles `where` (BS, UE) only, by `column_changes` (-inf
     elsewhere): the arithmetic of any radio model (`split`: own and others' changes)."""
     b, u = np.nonzero(where & state.reach)
     out = np.full(conn.shape, -np.inf)
-    if not split:
-        if b.size:
-            sets = np.repeat(conn[None], b.size, axis=0)
-            k = np.arange(b.size)
-            sets[k, b, u] = ~sets[k, b, u]
-            out[b, u] = utility_sums(state, sets) - state.utility_sum(conn)
-        return out
     others = out.copy()
     if b.size:
-        now = state.utility(state.rates(conn)) * state.active
-        size = max(1, COUPLED_CHUNK // max(1, conn.size))
-        for start in range(0, b.size, size):  # the UEs' utilities of each set, in chunks
-            bb, uu = b[start : start + size], u[start : start + size]
-            k = np.arange(bb.size)
-            sets = np.repeat(conn[None], bb.size, axis=0)
-            sets[k, bb, uu] = ~sets[k, bb, uu]
-            after = state.utility(state.rates(sets)) * state.active
-            own = after[k, uu] - now[uu]
-            out[bb, uu] = own
-            others[bb, uu] = (after.sum(axis=1) - now.sum()) - own
-    return out, others
+        cols = conn[:, u].T.copy()
+        toggle(cols, state.reach[:, u].T, np.arange(b.size), b)
+        total, own = column_changes(state, conn, u, cols, split=True)
+        out[b, u], others[b, u] = (own, total - own) if split else (total, -np.inf)
+    return (out, others) if split else out
 
 
 def capped_links(state: LinkState) -> np.ndarray:

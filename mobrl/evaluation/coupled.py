@@ -1,7 +1,8 @@
 """The references' search under a radio model where one UE's links change other UEs' rates
 beyond its stations' shares (interference, proportional-fair shares, joint transmission):
-every candidate scored whole on the radio model's own arithmetic (mobrl.radio.links), so a
-predicted step utility is the env's.
+every candidate scored on the radio model's own arithmetic (mobrl.radio.links), on the part
+of the network its change can move (`mobrl.envs.service.column_changes`), so a predicted step
+utility is the env's.
 
 `coupled_actions` is a coordinate ascent: each round scores every single UE's every other
 choice with the rest fixed, then applies the improving changes together (best first, one per
@@ -16,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from mobrl.envs.service import LinkState, links_after, toggle, utility_sums
+from mobrl.envs.service import LinkState, column_changes, links_after, toggle
 
 #: improvements smaller than this are rounding
 EPS = 1e-12
@@ -53,9 +54,7 @@ def coupled_actions(
         if not other.size:
             break
         ues, choice = opt_ue[other], opt_act[other]
-        sets = np.repeat(conn[None], other.size, axis=0)
-        sets[np.arange(other.size), :, ues] = _columns(state, ues, choice)
-        gains = utility_sums(state, sets) - value
+        gains = column_changes(state, conn, ues, _columns(state, ues, choice))
         # each UE's best improving change, best first
         order = np.lexsort((-gains, ues))
         first = order[np.r_[True, ues[order][1:] != ues[order][:-1]]]

@@ -745,6 +745,73 @@ def test_marginal_reward_is_sum_with_minus_sum_without(interference, sched, join
     assert contributions > 0
 
 
+def _column_candidates(state) -> tuple[np.ndarray, np.ndarray]:
+    """Every active UE's every other column the step allows (toggle one station), and no
+    links at all."""
+    ues, cols = [], []
+    for ue in np.flatnonzero(state.active):
+        for b in np.flatnonzero(state.reach[:, ue] | state.conn[:, ue]):
+            col = state.conn[:, ue].copy()
+            col[b] = ~col[b] & state.reach[b, ue]
+            ues.append(ue)
+            cols.append(col)
+        ues.append(ue)
+        cols.append(np.zeros(state.conn.shape[0], dtype=bool))
+    return np.array(ues), np.array(cols)
+
+
+@pytest.mark.parametrize(
+    "interference, sched, joint",
+    [
+        ("active", "proportional_fair", "sum_rates"),
+        ("full_buffer", "resource_fair", "sum_rates"),
+        ("active", "rate_fair", "sum_rates"),
+        ("active", "proportional_fair", "noncoherent"),
+    ],
+)
+def test_local_rates_are_the_whole_networks(interference, sched, joint) -> None:
+    """A UE's change scored on the components it touches (mobrl.radio.local) gives every UE
+    the rate the whole network gives it: the UEs it lists, and the rest keep theirs."""
+    from mobrl.envs.service import column_changes
+    from mobrl.radio.local import full_rates, local_rates
+
+    core = make_mobile_core(_layout("umi_dense", interference, sched, joint), "ma")
+    core.reset()
+    rng = np.random.default_rng(6)
+    scored = 0
+    for step in range(7):
+        state = link_state(core)
+        if step >= 2:
+            ues, cols = _column_candidates(state)
+            found = local_rates(state.radio, state.conn, ues, cols)
+            sets = np.repeat(state.conn[None], len(ues), axis=0)
+            sets[np.arange(len(ues)), :, ues] = cols
+            whole = state.rates(sets)
+            base = state.rates(state.conn)
+            powers = full_rates(state.radio, state.conn)
+            for i in np.flatnonzero(found.local):
+                # the same SINRs: the same stations transmit
+                np.testing.assert_array_equal(full_rates(state.radio, sets[i]), powers)
+                mine = found.cand == i
+                listed = found.ue[mine]
+                assert ues[i] in listed
+                np.testing.assert_allclose(found.rate[mine], whole[i, listed], rtol=1e-13)
+                rest = np.setdiff1d(np.arange(len(base)), listed)
+                np.testing.assert_array_equal(whole[i, rest], base[rest])
+            scored += int(found.local.sum())
+            if joint == "noncoherent":
+                assert not found.local.any()
+            # the summed and own changes equal each set scored whole
+            total, own = column_changes(state, state.conn, ues, cols, split=True)
+            after = state.utility(whole) * state.active
+            now = state.utility(base) * state.active
+            np.testing.assert_allclose(total, after.sum(axis=1) - now.sum(), rtol=0, atol=1e-12)
+            idx = np.arange(len(ues))
+            np.testing.assert_allclose(own, after[idx, ues] - now[ues], rtol=0, atol=1e-12)
+        core.step_arrays(_random_actions(state, rng))
+    assert scored > 0 or joint == "noncoherent"
+
+
 # --- 7. interference matters ----------------------------------------------------------------
 
 

@@ -118,7 +118,7 @@ def _worth_filling(core: Any, target: np.ndarray, snr: np.ndarray) -> np.ndarray
     """`target` without the fill links that, each added alone to greedy's links (each target
     UE's strongest station), do not raise the step's summed utility under the layout's radio
     model (interference, scheduler, joint transmission); unchanged in mobile-env's model."""
-    from mobrl.envs.service import link_state, utility_sums
+    from mobrl.envs.service import column_changes, link_state
 
     if not _coupled(core):
         return target
@@ -132,11 +132,11 @@ def _worth_filling(core: Any, target: np.ndarray, snr: np.ndarray) -> np.ndarray
     fills = np.argwhere(target & ~greedy)
     if not len(fills):
         return target
-    sets = np.repeat(greedy[None], len(fills) + 1, axis=0)
-    sets[np.arange(1, len(fills) + 1), fills[:, 0], fills[:, 1]] = True
-    values = utility_sums(state, sets)
+    cols = greedy[:, fills[:, 1]].T.copy()
+    cols[np.arange(len(fills)), fills[:, 0]] = True
+    gains = column_changes(state, greedy, fills[:, 1], cols)
     out = target.copy()
-    lose = fills[values[1:] <= values[0] + _EPS]
+    lose = fills[gains <= _EPS]
     out[lose[:, 0], lose[:, 1]] = False
     return out
 

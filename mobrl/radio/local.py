@@ -1,0 +1,150 @@
+"""Rates after one UE's links change, computed only where the change can move them.
+
+Under `sum_rates` a link's SINR depends on which stations transmit and nothing else, so when a
+UE's links change and every station keeps transmitting or staying silent, every link keeps its
+SINR and its rate with all of its station's resources. What moves is the scheduler's shares,
+and a scheduler splits a station's resources among that station's links only: the rates that
+can change are those of the UEs joined to the moving UE's old or new stations through chains
+of shared stations (the connected components of the graph of stations and UEs joined by the
+links up). Every scheduler in mobrl.radio.schedulers computes a component's shares from that
+component's links alone, so those components, scored on their own, get the rates the whole
+network gives them; the other UEs' rates are unchanged.
+
+A change that switches a station on or off under `interference=active` (a UE joining an idle
+station, or leaving a station it alone uses) changes every SINR, and under non-coherent joint
+transmission a UE's own links set its SINR: those changes are left to the whole network's
+arithmetic (`local` is False for them). On a 100-station / 1,000-UE layout a component is a
+few stations, so a change costs tens of links instead of the whole network.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from mobrl.radio.links import (
+    RadioService,
+    _interference_sets,
+    spectral_efficiency,
+    transmitting,
+)
+
+
+@dataclass
+class LocalRates:
+    """The rates after each candidate change that `local` marks: for entry j, UE `ue[j]` of
+    candidate `cand[j]` gets rate `rate[j]` (every UE whose rate may change, the moving UE
+    among them; every other UE keeps its rate under the base links)."""
+
+    local: np.ndarray
+    cand: np.ndarray
+    ue: np.ndarray
+    rate: np.ndarray
+
+
+def full_rates(service: RadioService, conn: np.ndarray) -> np.ndarray:
+    """(station, UE) rate of every pair with all of its station's resources while the
+    stations transmitting under `conn` transmit (0 where the SINR is not above the UE's
+    threshold): the operations `mobrl.radio.links.link_rates` applies to each link."""
+    model, rx = service.model, service.rx
+    noise = np.broadcast_to(service.noise, conn.shape)
+    on = transmitting(model, conn)
+    if on is None:
+        sinr = rx / noise
+    else:
+        total = _interference_sets(rx, on[None])[0]
+        sinr = rx / (noise + (total[None, :] - np.where(on[:, None], rx, 0.0)))
+    se = spectral_efficiency(sinr, model.spectral_cap)
+    return np.where(sinr > service.thr, service.bw * se, 0.0)
+
+
+def keeps_powers(service: RadioService, conn: np.ndarray, ues: np.ndarray, cols: np.ndarray):
+    """Whether each candidate (UE ues[i]'s links become cols[i], (n, station)) leaves every
+    link's SINR as under `conn`: the same stations transmit, and the UE's own links do not
+    set its SINR (no non-coherent joint transmission)."""
+    model = service.model
+    if model.joint_transmission != "sum_rates":
+        return np.zeros(len(ues), dtype=bool)
+    if model.interference != "active":
+        return np.ones(len(ues), dtype=bool)
+    count = conn.sum(axis=1)
+    after = count[None, :] - conn[:, ues].T + cols
+    return ~((after > 0) != (count > 0)[None, :]).any(axis=1)
+
+
+def _expand(start: np.ndarray, length: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For row r of (start, length): r repeated length[r] times and start[r] + 0, 1, ..."""
+    rows = np.repeat(np.arange(len(start)), length)
+    offset = np.arange(int(length.sum())) - np.repeat(np.cumsum(length) - length, length)
+    return rows, start[rows] + offset
+
+
+def _unique(a: np.ndarray) -> np.ndarray:
+    """The sorted distinct values of `a` (by a sort: numpy's hashing `unique` is slower on
+    these keys)."""
+    a = np.sort(a)
+    return a[np.r_[True, a[1:] != a[:-1]]] if a.size else a
+
+
+def _grouped(labels: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The indices of `labels` grouped by label (stable), each label's start and length."""
+    order = np.argsort(labels, kind="stable")
+    length = np.bincount(labels, minlength=n)
+    return order, np.cumsum(length) - length, length
+
+
+def local_rates(
+    service: RadioService, conn: np.ndarray, ues: np.ndarray, cols: np.ndarray
+) -> LocalRates:
+    """Each candidate's rates where they change: UE ues[i]'s links become cols[i] (n, station)
+    with every other UE's as in `conn`. All local candidates' components are scored at once,
+    as one network of disjoint copies."""
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    n_bs, n_ue = conn.shape
+    ues = np.asarray(ues, dtype=np.int64)
+    local = keeps_powers(service, conn, ues, cols)
+    empty = np.zeros(0, dtype=np.int64)
+    if not local.any():
+        return LocalRates(local, empty, empty, np.zeros(0))
+    cand = np.flatnonzero(local)
+    mover, new = ues[cand], cols[cand]
+    full = full_rates(service, conn)
+    # the components of stations and UEs joined by the links up
+    lu, lb = np.nonzero(conn.T)  # sorted by UE, then station
+    graph = coo_matrix((np.ones(len(lb)), (lb, n_bs + lu)), shape=(n_bs + n_ue,) * 2)
+    n_comp, label = connected_components(graph, directed=False)
+    st_comp, ue_comp = label[:n_bs], label[n_bs:]
+    # each candidate's components: its UE's and those of the stations it joins or leaves
+    c_i, c_b = np.nonzero(new | conn[:, mover].T)
+    keys = _unique(
+        np.concatenate(
+            [c_i * n_comp + st_comp[c_b], np.arange(len(cand)) * n_comp + ue_comp[mover]]
+        )
+    )
+    pick, comp = keys // n_comp, keys % n_comp
+    # their links, without the moving UE's, then the moving UE's new links
+    link_order, link_start, link_len = _grouped(st_comp[lb], n_comp)
+    rows, at = _expand(link_start[comp], link_len[comp])
+    li, ll = pick[rows], link_order[at]
+    keep = lu[ll] != mover[li]
+    n_i, n_b = np.nonzero(new)
+    li = np.concatenate([li[keep], n_i])
+    lbs = np.concatenate([lb[ll[keep]], n_b])
+    lus = np.concatenate([lu[ll[keep]], mover[n_i]])
+    order = np.argsort((li * n_ue + lus) * n_bs + lbs, kind="stable")
+    li, lbs, lus = li[order], lbs[order], lus[order]
+    # the UEs whose rates may change: their components' UEs and the moving UE
+    ue_order, ue_start, ue_len = _grouped(ue_comp, n_comp)
+    rows, at = _expand(ue_start[comp], ue_len[comp])
+    a_key = _unique(
+        np.concatenate([pick[rows] * n_ue + ue_order[at], np.arange(len(cand)) * n_ue + mover])
+    )
+    # every candidate's network as disjoint copies, stations and UEs numbered in order
+    gb, gu = li * n_bs + lbs, np.searchsorted(a_key, li * n_ue + lus)
+    rate = full[lbs, lus]
+    share = service.model.sched().shares(gb, gu, rate, len(cand) * n_bs, len(a_key))
+    after = np.bincount(gu, weights=share * rate, minlength=len(a_key))
+    return LocalRates(local, cand[a_key // n_ue], a_key % n_ue, after)
