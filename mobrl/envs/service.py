@@ -185,7 +185,7 @@ def column_changes(
     """The change of the team's summed utility when UE ues[i]'s links become cols[i] (n, BS),
     every other UE's as in `base`, for each i (`split`: also the moving UE's own change).
     Under a radio model the rates are recomputed only where a change can move them
-    (mobrl.radio.local), the changes that switch a station on or off scored whole."""
+    (mobrl.radio.local; under non-coherent joint transmission each link set scored whole)."""
     ues = np.asarray(ues, dtype=np.int64)
     n = len(ues)
     total, own = np.zeros(n), np.zeros(n)
@@ -198,7 +198,7 @@ def column_changes(
         from mobrl.radio.local import local_rates
 
         found = local_rates(state.radio, base, ues, cols)
-        whole = ~found.local
+        whole = ~found.scored
         change = state.utility(found.rate) * state.active[found.ue] - util[found.ue]
         total += np.bincount(found.cand, weights=change, minlength=n)
         mine = found.ue == ues[found.cand]

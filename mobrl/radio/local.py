@@ -33,11 +33,11 @@ from mobrl.radio.links import (
 
 @dataclass
 class LocalRates:
-    """The rates after each candidate change that `local` marks: for entry j, UE `ue[j]` of
+    """The rates after each candidate change that `scored` marks: for entry j, UE `ue[j]` of
     candidate `cand[j]` gets rate `rate[j]` (every UE whose rate may change, the moving UE
     among them; every other UE keeps its rate under the base links)."""
 
-    local: np.ndarray
+    scored: np.ndarray
     cand: np.ndarray
     ue: np.ndarray
     rate: np.ndarray
@@ -98,26 +98,41 @@ def local_rates(
     service: RadioService, conn: np.ndarray, ues: np.ndarray, cols: np.ndarray
 ) -> LocalRates:
     """Each candidate's rates where they change: UE ues[i]'s links become cols[i] (n, station)
-    with every other UE's as in `conn`. All local candidates' components are scored at once,
-    as one network of disjoint copies."""
+    with every other UE's as in `conn`. A change that keeps the stations' powers is scored on
+    its components; one that switches a station on or off on every link, with the SINRs of
+    its own transmitting stations (a UE without links keeps its rate, 0). All candidates are
+    scored as one network of disjoint copies (in chunks of about `CHUNK_LINKS` links)."""
+    n_bs, n_ue = conn.shape
+    ues = np.asarray(ues, dtype=np.int64)
+    empty = np.zeros(0, dtype=np.int64)
+    if service.model.joint_transmission != "sum_rates":  # a UE's own links set its SINR
+        return LocalRates(np.zeros(len(ues), dtype=bool), empty, empty, np.zeros(0))
+    same = keeps_powers(service, conn, ues, cols)
+    lu, lb = np.nonzero(conn.T)  # sorted by UE, then station
+    parts = [_on_components(service, conn, lu, lb, np.flatnonzero(same), ues, cols)]
+    spread = np.flatnonzero(~same)
+    size = max(1, CHUNK_LINKS // max(len(lu), 1))
+    for start in range(0, len(spread), size):
+        parts.append(_on_every_link(service, conn, lu, lb, spread[start : start + size], ues, cols))
+    cand, ue, rate = (np.concatenate(p) for p in zip(*parts))
+    return LocalRates(np.ones(len(ues), dtype=bool), cand, ue, rate)
+
+
+#: links scored together at most when every link of many candidates is rescored (memory)
+CHUNK_LINKS = 2_000_000
+
+
+def _on_components(service, conn, lu, lb, cand, ues, cols) -> tuple[np.ndarray, ...]:
+    """The candidates `cand` (their stations keep their powers) scored on the components of
+    the stations they join or leave and of their UE."""
     from scipy.sparse import coo_matrix
     from scipy.sparse.csgraph import connected_components
 
     n_bs, n_ue = conn.shape
-    ues = np.asarray(ues, dtype=np.int64)
-    local = keeps_powers(service, conn, ues, cols)
-    empty = np.zeros(0, dtype=np.int64)
-    if not local.any():
-        return LocalRates(local, empty, empty, np.zeros(0))
-    cand = np.flatnonzero(local)
     mover, new = ues[cand], cols[cand]
-    full = full_rates(service, conn)
-    # the components of stations and UEs joined by the links up
-    lu, lb = np.nonzero(conn.T)  # sorted by UE, then station
     graph = coo_matrix((np.ones(len(lb)), (lb, n_bs + lu)), shape=(n_bs + n_ue,) * 2)
     n_comp, label = connected_components(graph, directed=False)
     st_comp, ue_comp = label[:n_bs], label[n_bs:]
-    # each candidate's components: its UE's and those of the stations it joins or leaves
     c_i, c_b = np.nonzero(new | conn[:, mover].T)
     keys = _unique(
         np.concatenate(
@@ -125,10 +140,40 @@ def local_rates(
         )
     )
     pick, comp = keys // n_comp, keys % n_comp
-    # their links, without the moving UE's, then the moving UE's new links
     link_order, link_start, link_len = _grouped(st_comp[lb], n_comp)
     rows, at = _expand(link_start[comp], link_len[comp])
-    li, ll = pick[rows], link_order[at]
+    ue_order, ue_start, ue_len = _grouped(ue_comp, n_comp)
+    u_rows, u_at = _expand(ue_start[comp], ue_len[comp])
+    return _score(
+        service, conn, lu, lb, cand, ues, cols, pick[rows], link_order[at],
+        pick[u_rows] * n_ue + ue_order[u_at], full=full_rates(service, conn),
+    )  # fmt: skip
+
+
+def _on_every_link(service, conn, lu, lb, cand, ues, cols) -> tuple[np.ndarray, ...]:
+    """The candidates `cand` (each switches a station on or off) scored on every link, each
+    link's SINR under the stations transmitting after the change."""
+    n_bs, n_ue = conn.shape
+    mover, new = ues[cand], cols[cand]
+    n, n_links = len(cand), len(lu)
+    li, ll = np.repeat(np.arange(n), n_links), np.tile(np.arange(n_links), n)
+    linked = np.flatnonzero(conn.any(axis=0))
+    a_i = np.repeat(np.arange(n), len(linked))
+    a_key = a_i * n_ue + np.tile(linked, n)
+    # who transmits after each change: a station with at least one link
+    on = (conn.sum(axis=1)[None, :] - conn[:, mover].T + new) > 0
+    return _score(service, conn, lu, lb, cand, ues, cols, li, ll, a_key, on=on)
+
+
+def _score(
+    service, conn, lu, lb, cand, ues, cols, li, ll, a_key, full=None, on=None
+) -> tuple[np.ndarray, ...]:
+    """The rates of the UEs `a_key` (candidate * UEs + UE; the moving UEs are added) when
+    candidate cand[i] keeps the links ll (indices into lu, lb) its pick li names, less its
+    UE's, plus its new column. `full`: (station, UE) rates with all resources, shared by
+    every candidate; else `on`: (candidates, station) the stations transmitting in each."""
+    n_bs, n_ue = conn.shape
+    mover, new = ues[cand], cols[cand]
     keep = lu[ll] != mover[li]
     n_i, n_b = np.nonzero(new)
     li = np.concatenate([li[keep], n_i])
@@ -136,15 +181,30 @@ def local_rates(
     lus = np.concatenate([lu[ll[keep]], mover[n_i]])
     order = np.argsort((li * n_ue + lus) * n_bs + lbs, kind="stable")
     li, lbs, lus = li[order], lbs[order], lus[order]
-    # the UEs whose rates may change: their components' UEs and the moving UE
-    ue_order, ue_start, ue_len = _grouped(ue_comp, n_comp)
-    rows, at = _expand(ue_start[comp], ue_len[comp])
-    a_key = _unique(
-        np.concatenate([pick[rows] * n_ue + ue_order[at], np.arange(len(cand)) * n_ue + mover])
-    )
+    a_key = _unique(np.concatenate([a_key, np.arange(len(cand)) * n_ue + mover]))
     # every candidate's network as disjoint copies, stations and UEs numbered in order
     gb, gu = li * n_bs + lbs, np.searchsorted(a_key, li * n_ue + lus)
-    rate = full[lbs, lus]
+    rate = full[lbs, lus] if full is not None else _link_full_rates(service, on, li, lbs, lus)
     share = service.model.sched().shares(gb, gu, rate, len(cand) * n_bs, len(a_key))
     after = np.bincount(gu, weights=share * rate, minlength=len(a_key))
-    return LocalRates(local, cand[a_key // n_ue], a_key % n_ue, after)
+    return cand[a_key // n_ue], a_key % n_ue, after
+
+
+def _link_full_rates(service, on, li, lbs, lus) -> np.ndarray:
+    """Each link's rate with all of its station's resources, the stations on[li] (one row
+    per candidate) transmitting: `full_rates`' operations on the links alone (the
+    interference summed over the stations in their order, as the whole network sums it)."""
+    model, rx = service.model, service.rx
+    noise = np.broadcast_to(service.noise, rx.shape)
+    pair = _unique(li * rx.shape[1] + lus)
+    where = np.searchsorted(pair, li * rx.shape[1] + lus)
+    p_i, p_u = pair // rx.shape[1], pair % rx.shape[1]
+    total = np.empty(len(pair))
+    step = max(1, CHUNK_LINKS // rx.shape[0])
+    for s in range(0, len(pair), step):
+        sl = slice(s, s + step)
+        total[sl] = np.where(on[p_i[sl]].T, rx[:, p_u[sl]], 0.0).sum(axis=0)
+    signal = rx[lbs, lus]
+    sinr = signal / (noise[lbs, lus] + (total[where] - np.where(on[li, lbs], signal, 0.0)))
+    se = spectral_efficiency(sinr, model.spectral_cap)
+    return np.where(sinr > service.thr[0, lus], service.bw[lbs, 0] * se, 0.0)

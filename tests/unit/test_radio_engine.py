@@ -773,15 +773,15 @@ def test_local_rates_are_the_whole_networks(interference, sched, joint) -> None:
     """A UE's change scored on the components it touches (mobrl.radio.local) gives every UE
     the rate the whole network gives it: the UEs it lists, and the rest keep theirs."""
     from mobrl.envs.service import column_changes
-    from mobrl.radio.local import full_rates, local_rates
+    from mobrl.radio.local import full_rates, keeps_powers, local_rates
 
     core = make_mobile_core(_layout("umi_dense", interference, sched, joint), "ma")
     core.reset()
     rng = np.random.default_rng(6)
-    scored = 0
+    scored = spread = 0
     for step in range(7):
         state = link_state(core)
-        if step >= 2:
+        if step != 1:  # from no links (every change switches a station on), then any links
             ues, cols = _column_candidates(state)
             found = local_rates(state.radio, state.conn, ues, cols)
             sets = np.repeat(state.conn[None], len(ues), axis=0)
@@ -789,18 +789,20 @@ def test_local_rates_are_the_whole_networks(interference, sched, joint) -> None:
             whole = state.rates(sets)
             base = state.rates(state.conn)
             powers = full_rates(state.radio, state.conn)
-            for i in np.flatnonzero(found.local):
-                # the same SINRs: the same stations transmit
-                np.testing.assert_array_equal(full_rates(state.radio, sets[i]), powers)
+            same = keeps_powers(state.radio, state.conn, ues, cols)
+            for i in np.flatnonzero(found.scored):
+                if same[i]:  # the same stations transmit: the same SINRs
+                    np.testing.assert_array_equal(full_rates(state.radio, sets[i]), powers)
                 mine = found.cand == i
                 listed = found.ue[mine]
                 assert ues[i] in listed
                 np.testing.assert_allclose(found.rate[mine], whole[i, listed], rtol=1e-13)
                 rest = np.setdiff1d(np.arange(len(base)), listed)
                 np.testing.assert_array_equal(whole[i, rest], base[rest])
-            scored += int(found.local.sum())
+            scored += int(found.scored.sum())
+            spread += int((found.scored & ~same).sum())
             if joint == "noncoherent":
-                assert not found.local.any()
+                assert not found.scored.any()
             # the summed and own changes equal each set scored whole
             total, own = column_changes(state, state.conn, ues, cols, split=True)
             after = state.utility(whole) * state.active
@@ -810,6 +812,8 @@ def test_local_rates_are_the_whole_networks(interference, sched, joint) -> None:
             np.testing.assert_allclose(own, after[idx, ues] - now[ues], rtol=0, atol=1e-12)
         core.step_arrays(_random_actions(state, rng))
     assert scored > 0 or joint == "noncoherent"
+    # changes that switch a station on or off were scored too
+    assert spread > 0 or interference != "active" or joint == "noncoherent"
 
 
 # --- 7. interference matters ----------------------------------------------------------------
