@@ -20,6 +20,7 @@ few stations, so a change costs tens of links instead of the whole network.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 
@@ -144,9 +145,11 @@ def _on_components(service, conn, lu, lb, cand, ues, cols) -> tuple[np.ndarray, 
     rows, at = _expand(link_start[comp], link_len[comp])
     ue_order, ue_start, ue_len = _grouped(ue_comp, n_comp)
     u_rows, u_at = _expand(ue_start[comp], ue_len[comp])
+    full = full_rates(service, conn)
     return _score(
-        service, conn, lu, lb, cand, ues, cols, pick[rows], link_order[at],
-        pick[u_rows] * n_ue + ue_order[u_at], full=full_rates(service, conn),
+        conn, lu, lb, cand, ues, cols, pick[rows], link_order[at],
+        pick[u_rows] * n_ue + ue_order[u_at], service.model.sched(),
+        lambda li, b, u: full[b, u],
     )  # fmt: skip
 
 
@@ -162,16 +165,15 @@ def _on_every_link(service, conn, lu, lb, cand, ues, cols) -> tuple[np.ndarray, 
     a_key = a_i * n_ue + np.tile(linked, n)
     # who transmits after each change: a station with at least one link
     on = (conn.sum(axis=1)[None, :] - conn[:, mover].T + new) > 0
-    return _score(service, conn, lu, lb, cand, ues, cols, li, ll, a_key, on=on)
+    rates = partial(_link_full_rates, service, conn.any(axis=1), on)
+    return _score(conn, lu, lb, cand, ues, cols, li, ll, a_key, service.model.sched(), rates)
 
 
-def _score(
-    service, conn, lu, lb, cand, ues, cols, li, ll, a_key, full=None, on=None
-) -> tuple[np.ndarray, ...]:
+def _score(conn, lu, lb, cand, ues, cols, li, ll, a_key, sched, rates_of) -> tuple[np.ndarray, ...]:
     """The rates of the UEs `a_key` (candidate * UEs + UE; the moving UEs are added) when
     candidate cand[i] keeps the links ll (indices into lu, lb) its pick li names, less its
-    UE's, plus its new column. `full`: (station, UE) rates with all resources, shared by
-    every candidate; else `on`: (candidates, station) the stations transmitting in each."""
+    UE's, plus its new column; `rates_of(i, b, u)`: each link's rate with all of its
+    station's resources under candidate i, `sched` the scheduler."""
     n_bs, n_ue = conn.shape
     mover, new = ues[cand], cols[cand]
     keep = lu[ll] != mover[li]
@@ -184,27 +186,29 @@ def _score(
     a_key = _unique(np.concatenate([a_key, np.arange(len(cand)) * n_ue + mover]))
     # every candidate's network as disjoint copies, stations and UEs numbered in order
     gb, gu = li * n_bs + lbs, np.searchsorted(a_key, li * n_ue + lus)
-    rate = full[lbs, lus] if full is not None else _link_full_rates(service, on, li, lbs, lus)
-    share = service.model.sched().shares(gb, gu, rate, len(cand) * n_bs, len(a_key))
+    rate = rates_of(li, lbs, lus)
+    share = sched.shares(gb, gu, rate, len(cand) * n_bs, len(a_key))
     after = np.bincount(gu, weights=share * rate, minlength=len(a_key))
     return cand[a_key // n_ue], a_key % n_ue, after
 
 
-def _link_full_rates(service, on, li, lbs, lus) -> np.ndarray:
+def _link_full_rates(service, base, on, li, lbs, lus) -> np.ndarray:
     """Each link's rate with all of its station's resources, the stations on[li] (one row
-    per candidate) transmitting: `full_rates`' operations on the links alone (the
-    interference summed over the stations in their order, as the whole network sums it)."""
+    per candidate) transmitting: `full_rates`' operations on the links alone. A link's
+    interference is the base links' sum plus or minus the power of each station a candidate
+    switches (equal to the whole network's sum to rounding, about 1e-16 of it). `base`: the
+    stations transmitting before any change."""
     model, rx = service.model, service.rx
     noise = np.broadcast_to(service.noise, rx.shape)
-    pair = _unique(li * rx.shape[1] + lus)
-    where = np.searchsorted(pair, li * rx.shape[1] + lus)
-    p_i, p_u = pair // rx.shape[1], pair % rx.shape[1]
-    total = np.empty(len(pair))
-    step = max(1, CHUNK_LINKS // rx.shape[0])
-    for s in range(0, len(pair), step):
-        sl = slice(s, s + step)
-        total[sl] = np.where(on[p_i[sl]].T, rx[:, p_u[sl]], 0.0).sum(axis=0)
+    total = _interference_sets(rx, base[None])[0][lus]
+    f_i, f_b = np.nonzero(on != base[None, :])  # each candidate's switched stations
+    sign = np.where(on[f_i, f_b], 1.0, -1.0)
+    first = np.searchsorted(f_i, li)
+    for k in range(int(np.bincount(f_i).max()) if f_i.size else 0):
+        at = np.minimum(first + k, len(f_i) - 1)
+        mine = (first + k < len(f_i)) & (f_i[at] == li)
+        total = total + np.where(mine, sign[at] * rx[f_b[at], lus], 0.0)
     signal = rx[lbs, lus]
-    sinr = signal / (noise[lbs, lus] + (total[where] - np.where(on[li, lbs], signal, 0.0)))
+    sinr = signal / (noise[lbs, lus] + (total - np.where(on[li, lbs], signal, 0.0)))
     se = spectral_efficiency(sinr, model.spectral_cap)
     return np.where(sinr > service.thr[0, lus], service.bw[lbs, 0] * se, 0.0)
