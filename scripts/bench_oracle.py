@@ -14,8 +14,8 @@ machine's load moves all of them). Policies:
 
 With `--scale`, also the oracle's time per step on a generated 100-station / 1,000-UE layout
 (a few steps of greedy play, the search timed on each state), and its rounds; `--scale-layout
-city_interference` times it on a named layout instead (under interference every candidate is
-a whole link set scored; `--scale-steps` states). `--layouts none` plays no episodes. Usage:
+city_interference` times it on a named layout instead (under interference the coupled search,
+each candidate rescored where it can move rates; `--scale-steps` states). `--layouts none` plays no episodes. Usage:
 
     python scripts/bench_oracle.py [--layouts small,medium,large,dense_urban,highway]
                                    [--episodes 40] [--obs mobile,topk] [--lookahead] [--scale]
