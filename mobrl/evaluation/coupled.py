@@ -78,10 +78,15 @@ def coupled_actions(
 
 
 def coupled_best(state: LinkState, allowed: np.ndarray, starts: list[np.ndarray]) -> np.ndarray:
-    """The best ascent from no change and from each of `starts`."""
+    """The best ascent from no change and from each of `starts` (each start once)."""
     best, best_value = None, -np.inf
+    seen: list[np.ndarray] = []
     for start in [np.zeros(len(state.active), dtype=np.int64), *starts]:
-        acts, value = coupled_actions(state, allowed, np.asarray(start, dtype=np.int64))
+        start = np.where(state.active, start, 0).astype(np.int64)
+        if any(np.array_equal(start, s) for s in seen):
+            continue
+        seen.append(start)
+        acts, value = coupled_actions(state, allowed, start)
         if value > best_value + EPS:
             best, best_value = acts, value
     return best

@@ -178,11 +178,17 @@ def _polish(
     graph = coo_matrix((np.ones(len(links)), (ue_of, n_ue + mb[links])), shape=(n_ue + n_bs,) * 2)
     _, label = connected_components(graph, directed=False)
     comp = label[ue_of]
-    for c in np.unique(comp):
-        ls = links[comp == c]
+    # each component's links in their order, components in the order of their labels
+    order = np.argsort(comp, kind="stable")
+    bounds = np.flatnonzero(np.r_[True, comp[order][1:] != comp[order][:-1], True])
+    for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+        ls = links[order[a:b]]
         solved = _solve_support(mb[ls], group[ls], mr[ls], x[ls], price)
         if solved is not None:
-            price += np.bincount(mb[ls], weights=solved - x[ls], minlength=n_bs)
+            # the bids' change summed per station, then added (a batch of many networks has
+            # many stations: only this component's are touched)
+            stations, at = np.unique(mb[ls], return_inverse=True)
+            price[stations] += np.bincount(at, weights=solved - x[ls])
             x[ls] = solved
             done[ls] = True
     return done
