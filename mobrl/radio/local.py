@@ -19,6 +19,7 @@ few stations, so a change costs tens of links instead of the whole network.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 
@@ -60,7 +61,9 @@ def full_rates(service: RadioService, conn: np.ndarray) -> np.ndarray:
     return np.where(sinr > service.thr, service.bw * se, 0.0)
 
 
-def keeps_powers(service: RadioService, conn: np.ndarray, ues: np.ndarray, cols: np.ndarray):
+def keeps_powers(
+    service: RadioService, conn: np.ndarray, ues: np.ndarray, cols: np.ndarray
+) -> np.ndarray:
     """Whether each candidate (UE ues[i]'s links become cols[i], (n, station)) leaves every
     link's SINR as under `conn`: the same stations transmit, and the UE's own links do not
     set its SINR (no non-coherent joint transmission)."""
@@ -103,18 +106,18 @@ def local_rates(
     its components; one that switches a station on or off on every link, with the SINRs of
     its own transmitting stations (a UE without links keeps its rate, 0). All candidates are
     scored as one network of disjoint copies (in chunks of about `CHUNK_LINKS` links)."""
-    n_bs, n_ue = conn.shape
     ues = np.asarray(ues, dtype=np.int64)
     empty = np.zeros(0, dtype=np.int64)
     if service.model.joint_transmission != "sum_rates":  # a UE's own links set its SINR
         return LocalRates(np.zeros(len(ues), dtype=bool), empty, empty, np.zeros(0))
     same = keeps_powers(service, conn, ues, cols)
     lu, lb = np.nonzero(conn.T)  # sorted by UE, then station
-    parts = [_on_components(service, conn, lu, lb, np.flatnonzero(same), ues, cols)]
+    base = _Base(service, conn, lu, lb, ues, cols)
+    parts = [_on_components(base, np.flatnonzero(same))]
     spread = np.flatnonzero(~same)
     size = max(1, CHUNK_LINKS // max(len(lu), 1))
     for start in range(0, len(spread), size):
-        parts.append(_on_every_link(service, conn, lu, lb, spread[start : start + size], ues, cols))
+        parts.append(_on_every_link(base, spread[start : start + size]))
     cand, ue, rate = (np.concatenate(p) for p in zip(*parts))
     return LocalRates(np.ones(len(ues), dtype=bool), cand, ue, rate)
 
@@ -123,14 +126,31 @@ def local_rates(
 CHUNK_LINKS = 2_000_000
 
 
-def _on_components(service, conn, lu, lb, cand, ues, cols) -> tuple[np.ndarray, ...]:
+@dataclass
+class _Base:
+    """The links every candidate starts from (`lu`, `lb`: each link's UE and station, sorted
+    by UE, then station) and the candidates (UE ues[i]'s links become cols[i])."""
+
+    service: RadioService
+    conn: np.ndarray
+    lu: np.ndarray
+    lb: np.ndarray
+    ues: np.ndarray
+    cols: np.ndarray
+
+
+Parts = tuple[np.ndarray, np.ndarray, np.ndarray]
+
+
+def _on_components(base: _Base, cand: np.ndarray) -> Parts:
     """The candidates `cand` (their stations keep their powers) scored on the components of
     the stations they join or leave and of their UE."""
     from scipy.sparse import coo_matrix
     from scipy.sparse.csgraph import connected_components
 
+    conn, lu, lb = base.conn, base.lu, base.lb
     n_bs, n_ue = conn.shape
-    mover, new = ues[cand], cols[cand]
+    mover, new = base.ues[cand], base.cols[cand]
     graph = coo_matrix((np.ones(len(lb)), (lb, n_bs + lu)), shape=(n_bs + n_ue,) * 2)
     n_comp, label = connected_components(graph, directed=False)
     st_comp, ue_comp = label[:n_bs], label[n_bs:]
@@ -145,37 +165,44 @@ def _on_components(service, conn, lu, lb, cand, ues, cols) -> tuple[np.ndarray, 
     rows, at = _expand(link_start[comp], link_len[comp])
     ue_order, ue_start, ue_len = _grouped(ue_comp, n_comp)
     u_rows, u_at = _expand(ue_start[comp], ue_len[comp])
-    full = full_rates(service, conn)
+    full = full_rates(base.service, conn)
     return _score(
-        conn, lu, lb, cand, ues, cols, pick[rows], link_order[at],
-        pick[u_rows] * n_ue + ue_order[u_at], service.model.sched(),
+        base, cand, pick[rows], link_order[at], pick[u_rows] * n_ue + ue_order[u_at],
         lambda li, b, u: full[b, u],
     )  # fmt: skip
 
 
-def _on_every_link(service, conn, lu, lb, cand, ues, cols) -> tuple[np.ndarray, ...]:
+def _on_every_link(base: _Base, cand: np.ndarray) -> Parts:
     """The candidates `cand` (each switches a station on or off) scored on every link, each
     link's SINR under the stations transmitting after the change."""
-    n_bs, n_ue = conn.shape
-    mover, new = ues[cand], cols[cand]
-    n, n_links = len(cand), len(lu)
+    conn = base.conn
+    n_ue = conn.shape[1]
+    n, n_links = len(cand), len(base.lu)
     li, ll = np.repeat(np.arange(n), n_links), np.tile(np.arange(n_links), n)
     linked = np.flatnonzero(conn.any(axis=0))
-    a_i = np.repeat(np.arange(n), len(linked))
-    a_key = a_i * n_ue + np.tile(linked, n)
+    a_key = np.repeat(np.arange(n), len(linked)) * n_ue + np.tile(linked, n)
     # who transmits after each change: a station with at least one link
+    mover, new = base.ues[cand], base.cols[cand]
     on = (conn.sum(axis=1)[None, :] - conn[:, mover].T + new) > 0
-    rates = partial(_link_full_rates, service, conn.any(axis=1), on)
-    return _score(conn, lu, lb, cand, ues, cols, li, ll, a_key, service.model.sched(), rates)
+    rates = partial(_link_full_rates, base.service, conn.any(axis=1), on)
+    return _score(base, cand, li, ll, a_key, rates)
 
 
-def _score(conn, lu, lb, cand, ues, cols, li, ll, a_key, sched, rates_of) -> tuple[np.ndarray, ...]:
+def _score(
+    base: _Base,
+    cand: np.ndarray,
+    li: np.ndarray,
+    ll: np.ndarray,
+    a_key: np.ndarray,
+    rates_of: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray],
+) -> Parts:
     """The rates of the UEs `a_key` (candidate * UEs + UE; the moving UEs are added) when
-    candidate cand[i] keeps the links ll (indices into lu, lb) its pick li names, less its
-    UE's, plus its new column; `rates_of(i, b, u)`: each link's rate with all of its
-    station's resources under candidate i, `sched` the scheduler."""
-    n_bs, n_ue = conn.shape
-    mover, new = ues[cand], cols[cand]
+    candidate cand[li[j]] keeps the base's links ll[j], less its UE's, plus its new column;
+    `rates_of(i, b, u)`: each link's rate with all of its station's resources under
+    candidate i. Returns (candidate, UE, rate) per UE of `a_key`."""
+    lu, lb = base.lu, base.lb
+    n_bs, n_ue = base.conn.shape
+    mover, new = base.ues[cand], base.cols[cand]
     keep = lu[ll] != mover[li]
     n_i, n_b = np.nonzero(new)
     li = np.concatenate([li[keep], n_i])
@@ -187,21 +214,29 @@ def _score(conn, lu, lb, cand, ues, cols, li, ll, a_key, sched, rates_of) -> tup
     # every candidate's network as disjoint copies, stations and UEs numbered in order
     gb, gu = li * n_bs + lbs, np.searchsorted(a_key, li * n_ue + lus)
     rate = rates_of(li, lbs, lus)
+    sched = base.service.model.sched()
     share = sched.shares(gb, gu, rate, len(cand) * n_bs, len(a_key))
     after = np.bincount(gu, weights=share * rate, minlength=len(a_key))
     return cand[a_key // n_ue], a_key % n_ue, after
 
 
-def _link_full_rates(service, base, on, li, lbs, lus) -> np.ndarray:
+def _link_full_rates(
+    service: RadioService,
+    before: np.ndarray,
+    on: np.ndarray,
+    li: np.ndarray,
+    lbs: np.ndarray,
+    lus: np.ndarray,
+) -> np.ndarray:
     """Each link's rate with all of its station's resources, the stations on[li] (one row
     per candidate) transmitting: `full_rates`' operations on the links alone. A link's
-    interference is the base links' sum plus or minus the power of each station a candidate
-    switches (equal to the whole network's sum to rounding, about 1e-16 of it). `base`: the
-    stations transmitting before any change."""
+    interference is the sum under the stations transmitting `before` any change, plus or
+    minus the power of each station a candidate switches (equal to the whole network's sum
+    to rounding, about 1e-16 of it)."""
     model, rx = service.model, service.rx
     noise = np.broadcast_to(service.noise, rx.shape)
-    total = _interference_sets(rx, base[None])[0][lus]
-    f_i, f_b = np.nonzero(on != base[None, :])  # each candidate's switched stations
+    total = _interference_sets(rx, before[None])[0][lus]
+    f_i, f_b = np.nonzero(on != before[None, :])  # each candidate's switched stations
     sign = np.where(on[f_i, f_b], 1.0, -1.0)
     first = np.searchsorted(f_i, li)
     for k in range(int(np.bincount(f_i).max()) if f_i.size else 0):

@@ -748,16 +748,14 @@ def test_marginal_reward_is_sum_with_minus_sum_without(interference, sched, join
 def _column_candidates(state) -> tuple[np.ndarray, np.ndarray]:
     """Every active UE's every other column the step allows (toggle one station), and no
     links at all."""
-    ues, cols = [], []
-    for ue in np.flatnonzero(state.active):
-        for b in np.flatnonzero(state.reach[:, ue] | state.conn[:, ue]):
-            col = state.conn[:, ue].copy()
-            col[b] = ~col[b] & state.reach[b, ue]
-            ues.append(ue)
-            cols.append(col)
-        ues.append(ue)
-        cols.append(np.zeros(state.conn.shape[0], dtype=bool))
-    return np.array(ues), np.array(cols)
+    from mobrl.envs.service import toggle
+
+    b, ue = np.nonzero((state.reach | state.conn) & state.active[None, :])
+    cols = state.conn[:, ue].T.copy()
+    toggle(cols, state.reach[:, ue].T, np.arange(len(ue)), b)
+    leave = np.flatnonzero(state.active)
+    none = np.zeros((len(leave), state.conn.shape[0]), dtype=bool)
+    return np.concatenate([ue, leave]), np.concatenate([cols, none])
 
 
 @pytest.mark.parametrize(
