@@ -96,6 +96,21 @@ def spectral_efficiency(sinr: np.ndarray, cap: float | None) -> np.ndarray:
     return se if cap is None else np.minimum(se, cap)
 
 
+def carried_rate(
+    model: LinkModel,
+    signal: np.ndarray,
+    noise: np.ndarray,
+    interference: np.ndarray | None,
+    thr: np.ndarray,
+    bw: np.ndarray,
+) -> np.ndarray:
+    """A link's rate with all of its station's resources: `bw` × the spectral efficiency at
+    SINR signal / (noise + interference) (None: no interference), 0 where that SINR is not
+    above the UE's threshold `thr` (the link carries nothing)."""
+    sinr = signal / (noise if interference is None else noise + interference)
+    return np.where(sinr > thr, bw * spectral_efficiency(sinr, model.spectral_cap), 0.0)
+
+
 def link_rates(
     model: LinkModel,
     rx: np.ndarray,
@@ -132,11 +147,8 @@ def link_rates(
         out[k, b, u] = ue_rate[gu] / links[gu]
         return out.reshape(shape)
     signal = rx[b, u]
-    if total is None:
-        sinr = signal / noise[b, u]
-    else:
-        sinr = signal / (noise[b, u] + (total[k, u] - np.where(on[k, b], signal, 0.0)))
-    full = np.where(sinr > thr[0, u], bw[b, 0] * spectral_efficiency(sinr, cap), 0.0)
+    others = None if total is None else total[k, u] - np.where(on[k, b], signal, 0.0)
+    full = carried_rate(model, signal, noise[b, u], others, thr[0, u], bw[b, 0])
     share = model.sched().shares(gb, gu, full, n_sets * n_bs, n_sets * n_ue)
     out[k, b, u] = share * full
     return out.reshape(shape)

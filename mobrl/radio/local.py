@@ -28,12 +28,7 @@ from functools import partial
 
 import numpy as np
 
-from mobrl.radio.links import (
-    RadioService,
-    _interference_sets,
-    spectral_efficiency,
-    transmitting,
-)
+from mobrl.radio.links import RadioService, _interference_sets, carried_rate, transmitting
 
 
 @dataclass
@@ -52,16 +47,13 @@ def full_rates(service: RadioService, conn: np.ndarray) -> np.ndarray:
     """(station, UE) rate of every pair with all of its station's resources while the
     stations transmitting under `conn` transmit (0 where the SINR is not above the UE's
     threshold): the operations `mobrl.radio.links.link_rates` applies to each link."""
-    model, rx = service.model, service.rx
+    rx = service.rx
     noise = np.broadcast_to(service.noise, conn.shape)
-    on = transmitting(model, conn)
-    if on is None:
-        sinr = rx / noise
-    else:
-        total = _interference_sets(rx, on[None])[0]
-        sinr = rx / (noise + (total[None, :] - np.where(on[:, None], rx, 0.0)))
-    se = spectral_efficiency(sinr, model.spectral_cap)
-    return np.where(sinr > service.thr, service.bw * se, 0.0)
+    on = transmitting(service.model, conn)
+    others = None
+    if on is not None:
+        others = _interference_sets(rx, on[None])[0][None, :] - np.where(on[:, None], rx, 0.0)
+    return carried_rate(service.model, rx, noise, others, service.thr, service.bw)
 
 
 def keeps_powers(
@@ -236,7 +228,7 @@ def _link_full_rates(
     interference is the sum under the stations transmitting `before` any change, plus or
     minus the power of each station a candidate switches (equal to the whole network's sum
     to rounding, about 1e-16 of it)."""
-    model, rx = service.model, service.rx
+    rx = service.rx
     noise = np.broadcast_to(service.noise, rx.shape)
     total = _interference_sets(rx, before[None])[0][lus]
     f_i, f_b = np.nonzero(on != before[None, :])  # each candidate's switched stations
@@ -247,6 +239,7 @@ def _link_full_rates(
         mine = (first + k < len(f_i)) & (f_i[at] == li)
         total = total + np.where(mine, sign[at] * rx[f_b[at], lus], 0.0)
     signal = rx[lbs, lus]
-    sinr = signal / (noise[lbs, lus] + (total - np.where(on[li, lbs], signal, 0.0)))
-    se = spectral_efficiency(sinr, model.spectral_cap)
-    return np.where(sinr > service.thr[0, lus], service.bw[lbs, 0] * se, 0.0)
+    others = total - np.where(on[li, lbs], signal, 0.0)
+    return carried_rate(
+        service.model, signal, noise[lbs, lus], others, service.thr[0, lus], service.bw[lbs, 0]
+    )
