@@ -120,7 +120,7 @@ def _play(
 ) -> dict[str, Any]:
     """Every policy on every seed under a progress bar, tallied and streamed to episodes.csv
     a block at a time (kept whole or not at all): the summary's statistics."""
-    from rich.progress import Progress
+    from mobrl.core.console import progress
 
     seeds, explore = opts.seeds, opts.explore
     total = len(seeds) * len(policies)
@@ -136,7 +136,7 @@ def _play(
         bar.advance(task)
 
     with kept_whole(log, total, advance) as counted:
-        with Progress(console=console, transient=True) as bar:
+        with progress(console) as bar:
             task = bar.add_task(f"{total} episodes ({', '.join(policies)})", total=total)
             blocks = play_blocks(jobs, seeds, explore, workers, counted, prepare)
             with closing(blocks):  # its worker pool ends here, whatever happens

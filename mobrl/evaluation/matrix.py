@@ -275,9 +275,7 @@ def _table(cells: list[dict], scenarios: list[str], names: list[str], measure: s
 
 def matrix_command(checkpoints: list[Path], scenarios: list[str], opts: EvalOptions) -> Path:
     """`mobrl evaluate --checkpoint X [--checkpoint Y] --scenarios a,b,...`."""
-    from rich.progress import Progress
-
-    from mobrl.core.console import make_console
+    from mobrl.core.console import make_console, progress
     from mobrl.evaluation.targets import target_for
 
     console = make_console()
@@ -293,7 +291,7 @@ def matrix_command(checkpoints: list[Path], scenarios: list[str], opts: EvalOpti
     workers = opts.workers or min(os.cpu_count() or 1, 4)
     total = len(seeds) * len(scenarios) * (len(targets) + len(names))
     with output.claim():  # a second command writing to the same --output is refused
-        with Progress(console=console, transient=True) as bar:
+        with progress(console) as bar:
             task = bar.add_task(f"{total} episodes on {', '.join(scenarios)}", total=total)
             cells = matrix(
                 targets, scenarios, names, seeds, explore, workers, output.episode_log,

@@ -269,9 +269,9 @@ def render_command(
     # pygame draws some Gymnasium tasks: no display, no sound card needed
     os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
     os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+    from rich.progress import BarColumn, MofNCompleteColumn, TextColumn
 
-    from mobrl.core.console import make_console
+    from mobrl.core.console import make_console, progress
 
     console = make_console()
     opts = opts or RenderOptions()
@@ -289,7 +289,7 @@ def render_command(
     existed = video.exists()
     stage = "rolling out"
     try:
-        with Progress(*columns, console=console, transient=True) as bar:
+        with progress(console, *columns) as bar:
             task = bar.add_task(stage, total=None)
             recording = _rollout(env_config, policy, seeds, max_steps, lambda: bar.advance(task))
             stage = "drawing and encoding"

@@ -57,6 +57,8 @@ def test_baselines_command_writes_paired_episodes(mobrl_cli, tmp_path) -> None:
         timeout=300,
     )
     assert result.returncode == 0, result.stderr
+    # not a terminal: the progress is plain lines, the last one when every episode is done
+    assert "21 episodes (" in result.stdout and ": 21/21 (100%), " in result.stdout
     import pandas as pd
 
     frame = pd.read_csv(out / "episodes.csv")
