@@ -69,7 +69,9 @@ class PredictResponse(BaseModel):
 class StationMeasurement(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
-    id: str = Field(description="The station's id, as the UEs' snr_db and links name it.")
+    id: str = Field(
+        description="The station's id, as the UEs' snr_db (or rsrp_dbm) and links name it."
+    )
     load: int | None = Field(
         None, ge=0, description="UEs it serves (default: the request's UEs linked to it)."
     )
@@ -81,9 +83,16 @@ class StationMeasurement(BaseModel):
 class UEMeasurement(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
-    snr_db: dict[str, float] = Field(
-        description="SNR or SINR (dB) of every station the UE hears, by station id; "
-        "a station left out is not heard."
+    snr_db: dict[str, float] | None = Field(
+        None,
+        description="For a policy of mobile-env's model: the SNR (dB) of every station the UE "
+        "hears, by station id; a station left out is not heard.",
+    )
+    rsrp_dbm: dict[str, float] | None = Field(
+        None,
+        description="For a policy of a layout with a radio model (interference): the received "
+        "power (dBm) of every station the UE hears, by station id; a station left out is not "
+        "heard and does not interfere.",
     )
     links: list[str] = Field([], description="The stations it is linked to now.")
     rate_bps: float = Field(
@@ -262,7 +271,7 @@ def build_app(policy: ServedPolicy, metrics: ServeMetrics) -> FastAPI:
     @app.post("/v1/decide", response_model=DecideResponse, responses=BODY_ERRORS)
     async def decide(body: DecideRequest) -> JSONResponse:
         """Measurements in, link decisions out: the policy's observations built from them with
-        the engine's own code (env.obs=topk or topk_gain policies)."""
+        the engine's own code (policies of UE agents with slot observations)."""
         if not decider.ready:  # the layout is built once, off the event loop
             await asyncio.to_thread(decider.radio)
         decisions = decider.decide(body.stations, body.ues, body.explore)

@@ -1,30 +1,42 @@
 """`POST /v1/decide`: network measurements in, link decisions out, for a controller that does
-not compute mobrl's observations. Per UE, the SNR (or SINR) in dB of every station it hears,
-its links and its rate over the last period; per station, its load. The service puts them in
-the (station, UE) arrays the fast engine holds (`MeasuredNetwork`) and builds the policy's
-`topk` / `topk_gain` observation with the engine's own code (`mobrl.envs.observations`'s
-handler `rows`), acts, and reads each slot action back as a station with the handler's own
-`topk_station_actions`.
+not compute mobrl's observations. Per UE, what it hears of every station (the SNR in dB on
+mobile-env's model; the received power in dBm under a layout's radio model), its links and its
+rate over the last period; per station, its load. The service puts them in the (station, UE)
+arrays the fast engine holds (`MeasuredNetwork`) and builds the policy's slot observation
+(`topk`, `topk_gain`, `topk_impact`, `topk_intent`) with the engine's own code
+(`mobrl.envs.observations`'s handler `rows`), acts, and reads each slot action back as a
+station with the handler's own `topk_station_actions`.
 
-Rates follow mobile-env's model, the one the policy was trained in: a link's rate is the
+Rates follow the model the policy was trained in. On mobile-env's, a link's rate is the
 station's bandwidth share times log2(1 + SNR), a UE's utility mobile-env's bounded log of its
-summed rate; the layout's UE threshold says which stations a UE can link to."""
+summed rate, and the layout's UE threshold says which stations a UE can link to. Under a
+layout's `radio:` section, the received powers give each link's SINR with the stations that
+transmit under the UEs' links, and rates follow the layout's scheduler and joint transmission
+(`mobrl.radio.links`, the functions the engine steps with), with the layout's noise (thermal
+noise over each station's bandwidth plus its noise figure under the 3GPP channels) and SINR
+threshold."""
 
 from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from mobrl.serve.policy import BadRequest, ServedPolicy
 
+if TYPE_CHECKING:
+    from mobrl.radio.links import LinkModel, RadioService
+
 
 @dataclass(frozen=True)
 class Radio:
     """What the measurements do not carry, from the policy's layout: mobile-env's utility
-    model, the UE threshold (linear SNR) and the stations' bandwidth (None: they differ)."""
+    model, the UE threshold (linear SNR, or SINR under a radio model) and the stations'
+    bandwidth (None: they differ); under a layout's radio model also its `LinkModel` and its
+    noise: the noise figure (dB) under the thermal-noise channels (rates then in Mbit/s, the
+    unit the utility is scaled for there), else the UEs' noise (mW)."""
 
     lower: float
     upper: float
@@ -32,40 +44,70 @@ class Radio:
     idle: float
     threshold: float
     bandwidth: float | None
+    model: LinkModel | None = None
+    noise_figure_db: float | None = None
+    ue_noise: float | None = None
 
     @classmethod
     def of_layout(cls, env_config: dict[str, Any]) -> Radio:
         """The constants of the env the policy plays in (built once, not stepped)."""
         from mobrl.envs.factory import make_env
         from mobrl.envs.wrappers import find_core
+        from mobrl.radio.config import RadioConfig
 
+        cfg = RadioConfig.of((env_config.get("layout") or {}).get("radio"))
         env = make_env({**env_config, "render_mode": None})
         try:
             core = find_core(env)
             utility = core.utility
             thresholds = {float(ue.snr_threshold) for ue in core.users.values()}
             bandwidths = {float(bs.bw) for bs in core.stations.values()}
-            return cls(
-                lower=float(utility.lower),
-                upper=float(utility.upper),
-                coeffs=tuple(float(c) for c in utility.coeffs),  # type: ignore[arg-type]
-                idle=float(utility.scale(utility.lower)),
-                threshold=min(thresholds),
-                bandwidth=bandwidths.pop() if len(bandwidths) == 1 else None,
-            )
+            noises = {float(ue.noise) for ue in core.users.values()}
         finally:
             env.close()
+        radio: dict[str, Any] = {}
+        if not cfg.is_stock:
+            from mobrl.radio.links import LinkModel
+
+            radio["model"] = LinkModel(
+                cfg.interference, cfg.scheduler, cfg.joint_transmission, cfg.spectral_cap
+            )
+            if cfg.thermal:  # as the engine: mobrl.envs.radio_engine.RadioArrays
+                radio["noise_figure_db"] = cfg.noise_figure_db
+                thresholds = {10 ** (cfg.sinr_threshold_db / 10)}
+            else:
+                radio["ue_noise"] = min(noises)
+        return cls(
+            lower=float(utility.lower),
+            upper=float(utility.upper),
+            coeffs=tuple(float(c) for c in utility.coeffs),  # type: ignore[arg-type]
+            idle=float(utility.scale(utility.lower)),
+            threshold=min(thresholds),
+            bandwidth=bandwidths.pop() if len(bandwidths) == 1 else None,
+            **radio,
+        )
+
+    @property
+    def rate_unit(self) -> float:
+        """Bit/s per unit of the model's rates."""
+        return 1e6 if self.noise_figure_db is not None else 1.0
+
+    @property
+    def measured(self) -> str:
+        """What a UE reports of each station it hears."""
+        return "snr_db" if self.model is None else "rsrp_dbm"
 
 
 class MeasuredNetwork:
     """One step of a measured network behind the arrays the engine's observation code reads
     (`StationArrays`: `topk_state`, `ue_columns`; `LinkArrays`: `link_state`), UEs in the
-    request's order."""
+    request's order. `power`: (station, UE) linear SNR on mobile-env's model, received power
+    (mW) under a radio model; `bandwidth` in Hz; `rate` in the model's units (`rate_unit`)."""
 
     def __init__(
         self,
         radio: Radio,
-        snr: np.ndarray,
+        power: np.ndarray,
         conn: np.ndarray,
         bandwidth: np.ndarray,
         rate: np.ndarray,
@@ -74,18 +116,32 @@ class MeasuredNetwork:
         from mobrl.envs.service import LinkState
 
         self.radio = radio
-        self.snr, self.conn = snr, conn
-        self.reach = snr > radio.threshold
-        self.active = np.ones(snr.shape[1], dtype=bool)
+        self.conn = conn
+        self.active = np.ones(power.shape[1], dtype=bool)
         self.bandwidth = bandwidth
+        service = None
+        if radio.model is None:
+            self.snr = power
+            self.reach = power > radio.threshold
+            cap = np.where(self.reach, bandwidth[:, None] * np.log2(1 + power), 0.0)
+        else:  # the engine's arithmetic (mobrl.envs.radio_engine): SINRs with who transmits
+            from mobrl.radio.links import reach_sinr
+
+            service = _service(radio, power, bandwidth)
+            self.snr = reach_sinr(radio.model, power, service.noise, conn)
+            self.reach = self.snr > service.thr
+            cap = service.capacity(self.snr, self.reach)
+            if radio.model.separable:
+                service = None
         self._links = LinkState(
-            cap=np.where(self.reach, bandwidth[:, None] * np.log2(1 + snr), 0.0),
+            cap=cap,
             reach=self.reach & self.active[None, :],
             conn=conn & self.reach,
             active=self.active,
             lower=radio.lower,
             upper=radio.upper,
             coeffs=radio.coeffs,
+            radio=service,
         )
         # each UE's utility over the last period, each station's UE count and mean utility
         # (its broadcast), as the engine keeps them after a step
@@ -111,6 +167,25 @@ class MeasuredNetwork:
 
     def link_state(self) -> Any:
         return self._links
+
+
+def _service(radio: Radio, rx: np.ndarray, bandwidth: np.ndarray) -> RadioService:
+    """The radio state of received powers `rx` (mW) at stations of `bandwidth` (Hz), with the
+    layout's noise and threshold, in the engine's operations."""
+    from mobrl.radio.links import RadioService
+
+    assert radio.model is not None
+    bw_hz = bandwidth.astype(float)[:, None]
+    if radio.noise_figure_db is not None:
+        from mobrl.radio.budget import thermal_noise_dbm
+
+        noise_dbm = thermal_noise_dbm(bw_hz, radio.noise_figure_db)
+        noise = np.broadcast_to(10 ** (noise_dbm / 10), rx.shape)
+        bw = bw_hz / 1e6
+    else:
+        noise, bw = np.full(rx.shape, radio.ue_noise), bw_hz
+    thr = np.full((1, rx.shape[1]), radio.threshold)
+    return RadioService(radio.model, rx, noise, bw, thr)
 
 
 class Decider:
@@ -173,19 +248,38 @@ class Decider:
                     "stations of different bandwidths. Give bandwidth_hz for every station."
                 )
             bandwidth[i] = given
-        snr_db = np.full((len(stations), len(ues)), -np.inf)
-        conn = np.zeros(snr_db.shape, dtype=bool)
+        field = radio.measured
+        heard_db = np.full((len(stations), len(ues)), -np.inf)  # not heard: no power
+        conn = np.zeros(heard_db.shape, dtype=bool)
         rate = np.zeros(len(ues))
         for j, (ue, measured) in enumerate(ues.items()):
-            for station, value in measured.snr_db.items():
-                snr_db[_station(index, station, ue, "snr_db"), j] = _finite(value, ue, station)
+            for station, value in _heard(measured, field, ue).items():
+                heard_db[_station(index, station, ue, field), j] = _finite(value, ue, station)
             for station in measured.links:
                 conn[_station(index, station, ue, "links"), j] = True
-            rate[j] = _finite(measured.rate_bps, ue, "rate_bps")
+            rate[j] = _finite(measured.rate_bps, ue, "rate_bps") / radio.rate_unit
         load = np.array(
             [s.load if s.load is not None else conn[i].sum() for i, s in enumerate(stations)]
         )
-        return MeasuredNetwork(radio, 10.0 ** (snr_db / 10.0), conn, bandwidth, rate, load)
+        # linear SNR, or received power in mW
+        return MeasuredNetwork(radio, 10.0 ** (heard_db / 10.0), conn, bandwidth, rate, load)
+
+
+def _heard(measured: Any, field: str, ue: str) -> dict[str, float]:
+    """What the UE reports of the stations it hears, in the field its policy's model reads."""
+    values = getattr(measured, field)
+    if values is not None:
+        return values
+    if field == "rsrp_dbm":
+        raise BadRequest(
+            f"UE {ue!r} gives no rsrp_dbm, and this policy's layout has a radio model "
+            "(interference, its own channel): give rsrp_dbm, the received power (dBm) of "
+            "every station the UE hears; the service works out the SINRs."
+        )
+    raise BadRequest(
+        f"UE {ue!r} gives no snr_db, and this policy plays mobile-env's model: give snr_db, "
+        "the SNR (dB) of every station the UE hears."
+    )
 
 
 def _station(index: dict[str, int], station: str, ue: str, field: str) -> int:
@@ -215,14 +309,12 @@ def _refusal(policy: ServedPolicy) -> str | None:
             "/v1/decide serves policies of UE agents on mobile-env layouts; this one plays "
             f"{policy.scenario}. Use /v1/act."
         )
-    if config.get("mode") != "ma" or obs not in ("topk", "topk_gain"):
+    from mobrl.scenarios.kinds.mobile import TOPK_OBSERVATIONS
+
+    if config.get("mode") != "ma" or obs not in TOPK_OBSERVATIONS:
         return (
-            f"/v1/decide builds env.obs=topk and topk_gain observations of UE agents; this "
-            f"policy observes env.obs={obs} (env={config.get('mode')}). Use /v1/act."
-        )
-    if (config.get("layout") or {}).get("radio"):
-        return (
-            "/v1/decide computes rates with mobile-env's model, and this policy's layout has a "
-            "radio section (interference, another scheduler or channel). Use /v1/act."
+            "/v1/decide builds the slot observations of UE agents "
+            f"({', '.join(TOPK_OBSERVATIONS)}); "
+            f"this policy observes env.obs={obs} (env={config.get('mode')}). Use /v1/act."
         )
     return None

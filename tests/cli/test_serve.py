@@ -348,16 +348,20 @@ def test_episodes_through_act_are_evaluates_episodes(small: Server, tmp_path: An
     assert served == evaluated("zoo:small", seeds, tmp_path / "evaluation")
 
 
-def measurements(env: Any) -> dict[str, Any]:
+def measurements(env: Any, radio: bool = False) -> dict[str, Any]:
     """What a controller measures of the env's network now: per UE the SNR (dB) of every
-    station, its links and its last rate; per station its load and bandwidth."""
+    station (`radio`: the received power in dBm), its links and its last rate; per station its
+    load and bandwidth."""
     from mobrl.envs.observations import ue_columns
     from mobrl.envs.service import link_arrays
     from mobrl.envs.wrappers import find_core
 
     core = find_core(env.env)
     arrays = link_arrays(core)
-    snr, conn = arrays["snr"], arrays["conn"]
+    conn = arrays["conn"]
+    # mW under a radio model (rates in Mbit/s there), else mobile-env's linear SNR
+    heard = core.radio_service().rx if radio else arrays["snr"]
+    field, unit = ("rsrp_dbm", 1e6) if radio else ("snr_db", 1.0)
     column = ue_columns(core)
     stations = sorted(core.stations)
     ues = {}
@@ -365,13 +369,13 @@ def measurements(env: Any) -> dict[str, Any]:
         ue = core.users[int(agent.removeprefix("ue_"))]
         j = column[ue.ue_id]
         ues[agent] = {
-            "snr_db": {
-                f"bs_{b}": float(10 * np.log10(snr[i, j]))
+            field: {
+                f"bs_{b}": float(10 * np.log10(heard[i, j]))
                 for i, b in enumerate(stations)
-                if snr[i, j] > 0
+                if heard[i, j] > 0
             },
             "links": [f"bs_{b}" for i, b in enumerate(stations) if conn[i, j]],
-            "rate_bps": float(core.macro.get(ue, 0.0)),
+            "rate_bps": float(core.macro.get(ue, 0.0)) * unit,
         }
     return {
         "stations": [
@@ -399,3 +403,22 @@ def test_episodes_through_decide_are_evaluates_episodes(small: Server, tmp_path:
 
         served = [play("small", "mobile", seed, ask) for seed in seeds]
     assert served == evaluated("zoo:small", seeds, tmp_path / "evaluation")
+
+
+def test_episodes_through_decide_under_interference_are_evaluates_episodes(tmp_path: Any) -> None:
+    """The same closed loop for zoo:umi_dense (a radio model: UMi channels, interference,
+    proportional fair; env.obs=topk_intent): each UE reports the received power in dBm of
+    every station it hears, and the episode is the one `mobrl.evaluate` plays."""
+    with serving("--checkpoint", "zoo:umi_dense") as server:
+        with httpx.Client(base_url=server.url, timeout=30) as client:
+
+            def ask(env: Any, observed: dict) -> dict:
+                answer = client.post("/v1/decide", json=measurements(env, radio=True))
+                assert answer.status_code == 200, answer.text
+                return {
+                    a: 0 if bs is None else int(bs.removeprefix("bs_")) + 1
+                    for a, bs in answer.json()["decisions"].items()
+                }
+
+            served = [play("umi_dense", "mobile", 0, ask)]
+    assert served == evaluated("zoo:umi_dense", [0], tmp_path / "evaluation")

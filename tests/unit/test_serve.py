@@ -269,6 +269,65 @@ def test_measured_arrays_give_the_envs_own_observations() -> None:
         env.close()
 
 
+def test_measured_powers_give_the_envs_own_observations_under_a_radio_model() -> None:
+    """Under a layout's radio model (umi_dense: UMi channels, shadowing, interference from
+    the stations that serve, proportional fair) a step's received powers, links, rates and
+    loads in `MeasuredNetwork` give the rows of `env.obs=topk_intent` the env gives its UEs
+    (SINRs with who transmits, every round's gains under interference), to the bit."""
+    import mobrl
+    from mobrl.envs.observations import handler_for, ue_columns
+    from mobrl.envs.service import link_arrays
+    from mobrl.envs.wrappers import find_core
+    from mobrl.serve.decide import MeasuredNetwork, Radio
+
+    served = ServedPolicy.load("zoo:umi_dense", [])
+    radio = Radio.of_layout(served.env_config)
+    assert radio.model is not None and radio.measured == "rsrp_dbm"
+    env = mobrl.parallel_env("umi_dense", obs="topk_intent")
+    try:
+        observed, _ = env.reset(seed=5)
+        for _ in range(6):
+            observed, *_ = env.step({a: (i % 4) for i, a in enumerate(env.agents)})
+        core = find_core(env.env)
+        column = ue_columns(core)
+        ues = [core.users[int(a.removeprefix("ue_"))] for a in env.agents]
+        cols = [column[ue.ue_id] for ue in ues]
+        conn = link_arrays(core)["conn"]
+        rx = core.radio_service().rx[:, cols]  # mW, as a UE's report in dBm gives them
+        bandwidth = np.array([core.stations[b].bw for b in sorted(core.stations)])
+        rate = np.array([core.macro.get(ue, 0.0) for ue in ues])  # Mbit/s, the model's unit
+        network = MeasuredNetwork(radio, rx, conn[:, cols], bandwidth, rate, conn.sum(axis=1))
+        assert network.link_state().radio is not None  # the coupled arithmetic
+        rows = handler_for("topk_intent", "ma", 3).rows(network, np.arange(len(ues)))
+        assert rows.shape == (len(ues), 26)
+        assert np.array_equal(rows, np.stack([observed[a] for a in env.agents]))
+    finally:
+        env.close()
+
+
+def test_decide_serves_a_policy_of_a_radio_layout_from_received_powers() -> None:
+    client = client_of(ServedPolicy.load("zoo:umi_dense", []))
+    body = {
+        "stations": [{"id": "A"}, {"id": "B"}, {"id": "C"}],
+        "ues": {
+            "ue_0": {"rsrp_dbm": {"A": -70.0, "B": -75.0, "C": -95.0}, "links": ["A"],
+                     "rate_bps": 3e7},
+            "ue_1": {"rsrp_dbm": {"A": -80.0, "B": -72.0}, "links": ["A"], "rate_bps": 1e7},
+            "ue_2": {"rsrp_dbm": {"C": -78.0}},
+        },
+    }  # fmt: skip
+    answer = client.post("/v1/decide", json=body)
+    assert answer.status_code == 200, answer.text
+    decisions = answer.json()["decisions"]
+    assert set(decisions) == {"ue_0", "ue_1", "ue_2"}
+    assert all(d in (None, "A", "B", "C") for d in decisions.values())
+    assert decisions["ue_2"] in (None, "C")  # it hears C alone
+    # SNRs are refused where the policy's model works from received powers, and back
+    one_line_error(client.post("/v1/decide", json=decide_body()), 422, "gives no rsrp_dbm")
+    small = client_of(ServedPolicy.load("zoo:small", []))
+    one_line_error(small.post("/v1/decide", json=body), 422, "gives no snr_db")
+
+
 def decide_body(**station: Any) -> dict[str, Any]:
     return {
         "stations": [{"id": "A", "load": 1, **station}, {"id": "B"}],
@@ -309,10 +368,6 @@ def test_decide_says_which_policies_it_cannot_serve() -> None:
     client = client_of(two_teams())
     assert "this one plays arena" in client.get("/healthz").json()["decide"]
     one_line_error(client.post("/v1/decide", json=decide_body()), 400, "Use /v1/act")
-    served = ServedPolicy.load("zoo:small", [])
-    layout = {**served.env_config["layout"], "radio": {"interference": True}}
-    served.env_config = {**served.env_config, "layout": layout}
-    one_line_error(client_of(served).post("/v1/decide", json=decide_body()), 400, "radio section")
     served = ServedPolicy.load("zoo:small", [])
     served.env_config = {**served.env_config, "obs": "mobile"}
     one_line_error(client_of(served).post("/v1/decide", json=decide_body()), 400, "env.obs=mobile")
