@@ -365,6 +365,39 @@ def test_proportional_fair_when_a_neighbours_neighbour_still_moves() -> None:
     _check_kelly(b, u, rate, 7, 9)
 
 
+def test_proportional_fair_on_large_networks_and_in_a_batch() -> None:
+    """Networks whose exact solves run sparse (large groups) or stacked (many creeping
+    groups of one shape, with cycles of positive bids to walk), alone and all as one batch:
+    every used station fully shared, Kelly's equal rate ratios on every link with a share, and
+    in the batch each network's shares alone, to the bit."""
+    rng = np.random.default_rng(7)
+    pf = scheduler("proportional_fair")
+    nets = [
+        (*_random_instance(rng, n_bs, n_ue), n_bs, n_ue) for n_bs, n_ue in ((30, 240), (60, 90))
+    ]
+    slow = (np.array([0, 1, 2, 2, 0, 1, 2]), np.array([0, 0, 0, 1, 2, 2, 2]))
+    slow_rate = np.array([15.3, 25.4, 53.3, 0.8, 6.2, 10.3, 0.4])
+    nets += [(*slow, slow_rate * rng.uniform(0.97, 1.03, 7), 3, 3) for _ in range(24)]
+    alone = []
+    for b, u, rate, n_bs, n_ue in nets:
+        share = pf.shares(b, u, rate, n_bs, n_ue)
+        linked = np.bincount(b, minlength=n_bs) > 0
+        used_up = np.bincount(b, weights=share, minlength=n_bs)[linked]
+        np.testing.assert_allclose(used_up, 1.0, rtol=1e-9)
+        ratio = rate / np.bincount(u, weights=share * rate, minlength=n_ue)[u]
+        lam = np.zeros(n_bs)
+        np.maximum.at(lam, b, ratio)
+        used = share > 1e-6
+        np.testing.assert_allclose(ratio[used], lam[b[used]], rtol=1e-6)
+        alone.append(share)
+    offsets = np.cumsum([(0, 0)] + [(n[3], n[4]) for n in nets[:-1]], axis=0)
+    b = np.concatenate([n[0] + o[0] for n, o in zip(nets, offsets)])
+    u = np.concatenate([n[1] + o[1] for n, o in zip(nets, offsets)])
+    rate = np.concatenate([n[2] for n in nets])
+    together = pf.shares(b, u, rate, sum(n[3] for n in nets), sum(n[4] for n in nets))
+    np.testing.assert_array_equal(together, np.concatenate(alone))
+
+
 def test_proportional_fair_with_one_link_per_ue_is_round_robin() -> None:
     b, u = np.array([0, 1, 0, 2, 0]), np.arange(5)
     share = scheduler("proportional_fair").shares(b, u, np.array([5.0, 1, 2, 3, 9]), 3, 5)

@@ -19,7 +19,8 @@ one UE's best bids, the others' held, are a water-filling (x_b = max(0, rate_b t
 q_b the others' bids on b and t such that they sum to 1), and UEs that share no station are
 updated together. Where the descent creeps, every POLISH_EVERY sweeps each connected group of
 UEs still moving is solved exactly on its current support (a linear system: equal rate per
-price on the links a UE bids on, bids summing to 1), kept where that is the optimum. A
+price on the links a UE bids on, bids summing to 1), kept where that is the optimum; the
+groups' systems of one shape are solved as one stack, each still its own LAPACK call. A
 network's sweeps depend on its own links alone (a UE moves again when a bid at one of its
 stations moved), so a link set's shares are the same alone or in a batch.
 """
@@ -165,7 +166,8 @@ def _polish(
     its current support: on the links it bids on, rate / price is the same (its rate per
     unit of budget, 1 / mu), its bids sum to 1, and a station's price is the others' bids on
     it plus these. Kept where the solution is an optimum (no negative bid, no unused link with
-    a better rate per price); returns the links settled so."""
+    a better rate per price); returns the links settled so. The groups share no station, so
+    they are solved together (`_Supports`), each with its own arithmetic alone."""
     from scipy.sparse import coo_matrix
     from scipy.sparse.csgraph import connected_components
 
@@ -180,125 +182,276 @@ def _polish(
     comp = label[ue_of]
     # each component's links in their order, components in the order of their labels
     order = np.argsort(comp, kind="stable")
-    bounds = np.flatnonzero(np.r_[True, comp[order][1:] != comp[order][:-1], True])
-    for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
-        ls = links[order[a:b]]
-        solved = _solve_support(mb[ls], group[ls], mr[ls], x[ls], price)
-        if solved is not None:
-            # the bids' change summed per station, then added (a batch of many networks has
-            # many stations: only this component's are touched)
-            stations, at = np.unique(mb[ls], return_inverse=True)
-            price[stations] += np.bincount(at, weights=solved - x[ls])
-            x[ls] = solved
-            done[ls] = True
+    ls = links[order]
+    solved, ok = _Supports(mb[ls], group[ls], mr[ls], x[ls], price, comp[order]).solve()
+    if ok.any():
+        # the bids' change summed per station (each station is one component's), then added
+        kept = ls[ok]
+        stations, at = np.unique(mb[kept], return_inverse=True)
+        price[stations] += np.bincount(at, weights=solved[ok] - x[kept])
+        x[kept] = solved[ok]
+        done[kept] = True
     return done
 
 
-def _solve_support(
-    st: np.ndarray, grp: np.ndarray, r: np.ndarray, x: np.ndarray, price: np.ndarray
-) -> np.ndarray | None:
-    """The bids of one connected group's links at the optimum, by an active-set search from
-    the links with a positive bid now: solve for that support, then drop a link whose bid
-    came out negative or add the unused link with the best rate per price over its UE's,
-    until the solution is an optimum (None if none is found in a few tries)."""
-    stations, s_idx = np.unique(st, return_inverse=True)
-    _, g_idx = np.unique(grp, return_inverse=True)
-    others = price[stations] - np.bincount(s_idx, weights=x, minlength=len(stations))
-    active = _forest(x, s_idx, g_idx)
-    for _ in range(_ACTIVE_SET_TRIES):
-        solved = _solve_on(active, s_idx, g_idx, r, others)
-        if solved is None:
-            return None
-        bids, mu, p = solved
-        scale = max(1.0, float(np.abs(p).max()))
-        if bids.min() < -1e-12:
-            active[int(np.argmin(bids))] = False
-            continue
-        if (mu <= 0).any() or (p <= 0).any():
-            return None
-        # no unused link may give its UE more per unit of budget than the links in use
-        excess = np.where(active, -np.inf, r * mu[g_idx] - p[s_idx])
-        if excess.max() > 1e-12 * scale:
-            active[int(np.argmax(excess))] = True
-            continue
-        return np.maximum(bids, 0.0)
-    return None
-
-
-def _forest(x: np.ndarray, s_idx: np.ndarray, g_idx: np.ndarray) -> np.ndarray:
-    """The links with a positive bid, largest first, without those that would close a cycle
-    of UEs and stations: an optimum's links in use form a forest except at exact ties (two
-    UEs bidding on the same two stations need equal rate ratios), and on a cycle the system
-    of `_solve_on` is singular."""
-    n_g = int(g_idx.max()) + 1
-    parent = list(range(n_g + int(s_idx.max()) + 1))
-
-    def root(k: int) -> int:
-        while parent[k] != k:
-            parent[k] = parent[parent[k]]
-            k = parent[k]
-        return k
-
-    keep = np.zeros(len(x), dtype=bool)
-    for k in np.argsort(-x, kind="stable").tolist():
-        if x[k] <= 0.0:
-            break
-        a, b = root(int(g_idx[k])), root(n_g + int(s_idx[k]))
-        if a != b:
-            parent[a] = b
-            keep[k] = True
-    return keep
-
-
+#: up to this many links with a positive bid, the forest is walked without looking for cycles
+_WALK_LINKS = 64
 #: active-set corrections tried per exact solve
 _ACTIVE_SET_TRIES = 12
-
-
-def _solve_on(
-    active: np.ndarray, s_idx: np.ndarray, g_idx: np.ndarray, r: np.ndarray, others: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-    """(bids, mu, prices) with the bids on the `active` links: on each, r mu_g equals its
-    station's price (the others' bids there plus these); each UE's bids sum to 1."""
-    act = np.flatnonzero(active)
-    n_a, n_g = len(act), int(g_idx.max()) + 1
-    if np.bincount(g_idx[act], minlength=n_g).min() == 0:
-        return None  # a UE with no link in use: no budget spent, not an optimum
-    # rows: each link in use (r mu_g - the bids on its station), then each UE (its bids);
-    # columns: the bids of the links in use, then each UE's mu
-    st, grp = s_idx[act], g_idx[act]
-    rhs = np.concatenate([others[st], np.ones(n_g)])
-    if n_a + n_g <= _DENSE_UNKNOWNS:
-        m = np.zeros((n_a + n_g, n_a + n_g))
-        m[:n_a, :n_a] = -(st[:, None] == st[None, :]).astype(float)
-        m[np.arange(n_a), n_a + grp] = r[act]
-        m[n_a + grp, np.arange(n_a)] = 1.0
-        try:
-            sol = np.linalg.solve(m, rhs)
-        except np.linalg.LinAlgError:
-            return None
-        # a nearly singular system (a cycle of links at a tie) solves to noise: refused
-        if not np.isfinite(sol).all() or np.abs(m @ sol - rhs).max() > 1e-9 * (
-            1.0 + np.abs(rhs).max()
-        ):
-            return None
-    else:
-        sol = _sparse_solve(st, grp, r[act], rhs, n_a, n_g)
-        if sol is None:
-            return None
-    bids = np.zeros(len(active))
-    bids[act] = sol[:n_a]
-    p = others + np.bincount(s_idx, weights=bids, minlength=len(others))
-    return bids, sol[n_a:], p
-
-
 #: systems up to this many unknowns are solved dense (faster at this size than sparse)
 _DENSE_UNKNOWNS = 96
+
+
+class _Supports:
+    """The bids at the optimum of many connected groups of links at once (links component by
+    component, `comp` their component), by an active-set search per group from the links
+    with a positive bid now: solve for that support, then drop a link whose bid came out
+    negative or add the unused link with the best rate per price over its UE's, until the
+    solution is an optimum (a group fails if none is found in _ACTIVE_SET_TRIES tries).
+
+    On the links in use, r mu_g equals the station's price (the others' bids there plus
+    these) and each UE's bids sum to 1: a linear system per group, solved by LAPACK one
+    system at a time (numpy's stacked solve), so a group's numbers are the same whichever
+    groups it is solved with."""
+
+    def __init__(
+        self,
+        st: np.ndarray,
+        grp: np.ndarray,
+        r: np.ndarray,
+        x: np.ndarray,
+        price: np.ndarray,
+        comp: np.ndarray,
+    ) -> None:
+        self.r, self.comp = r, comp
+        self.n_comp = int(comp[-1]) + 1
+        self.bounds = np.searchsorted(comp, np.arange(self.n_comp + 1))
+        # per component its stations and UEs, each sorted, numbered one after the other
+        s_key, self.s = np.unique(comp * (int(st.max()) + 1) + st, return_inverse=True)
+        g_key, self.g = np.unique(comp * (int(grp.max()) + 1) + grp, return_inverse=True)
+        self.s_comp, self.g_comp = s_key // (int(st.max()) + 1), g_key // (int(grp.max()) + 1)
+        s_first = np.searchsorted(self.s_comp, np.arange(self.n_comp))
+        g_first = np.searchsorted(self.g_comp, np.arange(self.n_comp))
+        self.s_loc, self.g_loc = self.s - s_first[comp], self.g - g_first[comp]
+        stations = s_key % (int(st.max()) + 1)
+        self.others = price[stations] - np.bincount(self.s, weights=x, minlength=len(s_key))
+        self.active = self._forest(x)
+
+    def _forest(self, x: np.ndarray) -> np.ndarray:
+        """The links with a positive bid, largest first within each group, without those that
+        would close a cycle of UEs and stations: an optimum's links in use form a forest
+        except at exact ties (two UEs bidding on the same two stations need equal rate
+        ratios), and on a cycle the system is singular."""
+        n_g = len(self.g_comp)
+        parent = list(range(n_g + len(self.s_comp)))
+
+        def root(k: int) -> int:
+            while parent[k] != k:
+                parent[k] = parent[parent[k]]
+                k = parent[k]
+            return k
+
+        keep = x > 0.0
+        # where the links with a positive bid hold no cycle (each of their connected parts
+        # has one edge fewer than nodes) they are the forest: only the others are walked
+        cyclic = self._cyclic(keep) if keep.sum() > _WALK_LINKS else np.ones(self.n_comp, bool)
+        g, s = self.g.tolist(), (self.s + n_g).tolist()
+        walk = cyclic[self.comp] & keep
+        keep &= ~walk
+        for k in np.lexsort((-x, self.comp))[walk[np.lexsort((-x, self.comp))]].tolist():
+            a, b = root(g[k]), root(s[k])  # largest bid first; ties in link order
+            if a != b:
+                parent[a] = b
+                keep[k] = True
+        return keep
+
+    def _cyclic(self, used: np.ndarray) -> np.ndarray:
+        """Per component, whether its links `used` close a cycle of UEs and stations."""
+        from scipy.sparse import coo_matrix
+        from scipy.sparse.csgraph import connected_components
+
+        n_g, n_s = len(self.g_comp), len(self.s_comp)
+        a, b = self.g[used], n_g + self.s[used]
+        graph = coo_matrix((np.ones(len(a)), (a, b)), shape=(n_g + n_s,) * 2)
+        _, part = connected_components(graph, directed=False)
+        edges = np.bincount(part[a], minlength=part.max() + 1)
+        touched = np.zeros(part.max() + 1, dtype=bool)
+        touched[part[a]] = True
+        nodes = np.bincount(part[touched[part]], minlength=part.max() + 1)
+        cycle = edges > nodes - 1
+        out = np.zeros(self.n_comp, dtype=bool)
+        out[self.comp[used][cycle[part[a]]]] = True
+        return out
+
+    def solve(self) -> tuple[np.ndarray, np.ndarray]:
+        """(bids, solved): the optimum's bids of every link, and which links' groups found
+        it."""
+        n = len(self.r)
+        bids = np.zeros(n)
+        state = np.zeros(self.n_comp, dtype=np.int8)  # 0: searching, 1: solved, -1: failed
+        for _ in range(_ACTIVE_SET_TRIES):
+            pending = np.flatnonzero(state == 0)
+            if not pending.size:
+                break
+            self._try(pending, state, bids)
+        solved = state[self.comp] == 1
+        return np.where(solved, np.maximum(bids, 0.0), 0.0), solved
+
+    def _try(self, pending: np.ndarray, state: np.ndarray, out: np.ndarray) -> None:
+        """One try of every component in `pending`: solve on its support, then accept it,
+        fail it, or move its support by one link."""
+        in_try = np.zeros(self.n_comp, dtype=bool)
+        in_try[pending] = True
+        link = in_try[self.comp]
+        solved = self._systems(pending, state)  # (bids per link, mu per UE, ok per component)
+        if solved is None:
+            return
+        bids, mu, ok = solved
+        live = link & ok[self.comp]
+        p = self.others + np.bincount(self.s, weights=np.where(live, bids, 0.0),
+                                      minlength=len(self.others))  # fmt: skip
+        # a negative bid: drop the most negative link (the first of equals) and try again
+        low = _first_per(np.where(live, bids, np.inf), self.comp, self.bounds, lowest=True)
+        drop = ok & in_try & (bids[low] < -1e-12)
+        self.active[low[drop]] = False
+        ok &= ~drop
+        # no price or budget rate may be <= 0 (not an optimum)
+        bad = np.zeros(self.n_comp, dtype=bool)
+        np.logical_or.at(bad, self.g_comp, mu <= 0)
+        np.logical_or.at(bad, self.s_comp, p <= 0)
+        state[ok & in_try & bad] = -1
+        ok &= ~bad
+        # no unused link may give its UE more per unit of budget than the links in use
+        scale = np.ones(self.n_comp)
+        np.maximum.at(scale, self.s_comp, np.abs(p))
+        excess = np.where(self.active | ~live, -np.inf, self.r * mu[self.g] - p[self.s])
+        high = _first_per(excess, self.comp, self.bounds, lowest=False)
+        add = ok & in_try & (excess[high] > 1e-12 * scale)
+        self.active[high[add]] = True
+        done = ok & in_try & ~add
+        state[done] = 1
+        take = done[self.comp]
+        out[take] = bids[take]
+
+    def _systems(
+        self, pending: np.ndarray, state: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """Every pending component's system on its support: (bids per link, 0 off the
+        support; mu per UE; whether it solved). A component with a UE without a link in use,
+        or a singular system, fails (`state` -1)."""
+        in_try = np.zeros(self.n_comp, dtype=bool)
+        in_try[pending] = True
+        act = self.active & in_try[self.comp]
+        n_a = np.bincount(self.comp[act], minlength=self.n_comp)
+        n_g = np.bincount(self.g_comp, minlength=self.n_comp)
+        used = np.bincount(self.g[act], minlength=len(self.g_comp))
+        empty = np.zeros(self.n_comp, dtype=bool)
+        np.logical_or.at(empty, self.g_comp, used == 0)
+        failed = in_try & empty
+        state[failed] = -1
+        todo = pending[~failed[pending]]
+        if not todo.size:
+            return None
+        bids = np.zeros(len(self.r))
+        mu = np.zeros(len(self.g_comp))
+        ok = np.zeros(self.n_comp, dtype=bool)
+        links = np.flatnonzero(act & ~failed[self.comp])  # component by component, in order
+        size = n_a + n_g
+        sparse = todo[size[todo] > _DENSE_UNKNOWNS]
+        dense = todo[size[todo] <= _DENSE_UNKNOWNS]
+        rows = np.searchsorted(self.comp[links], np.arange(self.n_comp + 1))
+        g_rows = np.searchsorted(self.g_comp, np.arange(self.n_comp + 1))
+        for c in sparse.tolist():
+            ls = links[rows[c] : rows[c + 1]]
+            rhs = np.concatenate([self.others[self.s[ls]], np.ones(n_g[c])])
+            sol = _sparse_solve(self.s_loc[ls], self.g_loc[ls], self.r[ls], rhs, len(ls), n_g[c])
+            if sol is None:
+                state[c] = -1
+                continue
+            bids[ls] = sol[: len(ls)]
+            mu[g_rows[c] : g_rows[c + 1]] = sol[len(ls) :]
+            ok[c] = True
+        if dense.size:
+            # systems of one shape (links in use, UEs) stacked
+            shape_key = n_a[dense] * (_DENSE_UNKNOWNS + 1) + n_g[dense]
+            for key in np.unique(shape_key).tolist():
+                cs = dense[shape_key == key]
+                self._dense(cs, int(n_a[cs[0]]), int(n_g[cs[0]]), links, rows, g_rows,
+                            bids, mu, ok, state)  # fmt: skip
+        return bids, mu, ok
+
+    def _dense(
+        self,
+        cs: np.ndarray,
+        n_a: int,
+        n_g: int,
+        links: np.ndarray,
+        rows: np.ndarray,
+        g_rows: np.ndarray,
+        bids: np.ndarray,
+        mu: np.ndarray,
+        ok: np.ndarray,
+        state: np.ndarray,
+    ) -> None:
+        """The systems of components `cs`, each with n_a links in use and n_g UEs: rows each
+        link in use (r mu_g - the bids on its station), then each UE (its bids); columns the
+        bids of the links in use, then each UE's mu."""
+        m, n = len(cs), n_a + n_g
+        ls = links[rows[cs][:, None] + np.arange(n_a)[None, :]]  # (m, n_a)
+        st, grp = self.s_loc[ls], self.g_loc[ls]
+        mat = np.zeros((m, n, n))
+        mat[:, :n_a, :n_a] = -(st[:, :, None] == st[:, None, :]).astype(float)
+        item, i = np.repeat(np.arange(m), n_a), np.tile(np.arange(n_a), m)
+        mat[item, i, n_a + grp.ravel()] = self.r[ls].ravel()
+        mat[item, n_a + grp.ravel(), i] = 1.0
+        rhs = np.concatenate([self.others[self.s[ls]], np.ones((m, n_g))], axis=1)
+        sol = _stacked_solve(mat, rhs)
+        # a nearly singular system (a cycle of links at a tie) solves to noise: refused
+        resid = np.abs((mat @ sol[:, :, None])[:, :, 0] - rhs).max(axis=1)
+        good = np.isfinite(sol).all(axis=1) & ~(resid > 1e-9 * (1.0 + np.abs(rhs).max(axis=1)))
+        state[cs[~good]] = -1
+        ok[cs[good]] = True
+        bids[ls[good]] = sol[good, :n_a]
+        g_of = g_rows[cs[good]][:, None] + np.arange(n_g)[None, :]
+        mu[g_of] = sol[good, n_a:]
+
+
+def _stacked_solve(mat: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+    """Each system of the stack `mat` (m, n, n) with right side `rhs` (m, n) solved, NaN for a
+    singular one. numpy refuses a whole stack for one singular system; then those are found by
+    their LU factorisation's exactly zero pivot (`slogdet`'s sign 0, where LAPACK's solve
+    stops too) and the others solved. Each system is one LAPACK call, whatever the stack."""
+    try:
+        return np.linalg.solve(mat, rhs[:, :, None])[:, :, 0]
+    except np.linalg.LinAlgError:
+        pass
+    sign, _ = np.linalg.slogdet(mat)
+    sol = np.full(rhs.shape, np.nan)
+    good = np.flatnonzero(sign != 0)
+    try:
+        sol[good] = np.linalg.solve(mat[good], rhs[good][:, :, None])[:, :, 0]
+    except np.linalg.LinAlgError:  # not expected (the same factorisation): one at a time
+        for k in good.tolist():
+            try:
+                sol[k] = np.linalg.solve(mat[k : k + 1], rhs[k : k + 1, :, None])[0, :, 0]
+            except np.linalg.LinAlgError:
+                pass
+    return sol
+
+
+def _first_per(
+    values: np.ndarray, comp: np.ndarray, bounds: np.ndarray, lowest: bool
+) -> np.ndarray:
+    """Per component (its links `bounds[c]:bounds[c + 1]`, in order), the index of its first
+    lowest (`lowest`) or highest value."""
+    order = np.lexsort((values if lowest else -values, comp))  # stable: equals in link order
+    return order[bounds[:-1]]
 
 
 def _sparse_solve(
     st: np.ndarray, grp: np.ndarray, r: np.ndarray, rhs: np.ndarray, n_a: int, n_g: int
 ) -> np.ndarray | None:
-    """`_solve_on`'s system of a large group, sparse (None where it is singular)."""
+    """A large group's system, sparse (None where it is singular)."""
     import warnings
 
     from scipy.sparse import csc_matrix
