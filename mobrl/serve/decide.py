@@ -116,6 +116,8 @@ class MeasuredNetwork:
         from mobrl.envs.service import LinkState
 
         self.radio = radio
+        # C order, as the engine's arrays: sums over stations then add in the engine's order
+        power, conn = np.ascontiguousarray(power, dtype=float), np.ascontiguousarray(conn)
         self.conn = conn
         self.active = np.ones(power.shape[1], dtype=bool)
         self.bandwidth = bandwidth

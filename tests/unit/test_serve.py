@@ -236,18 +236,25 @@ def test_shipped_openapi_schema_is_the_generated_one() -> None:
     }  # fmt: skip
 
 
-def test_measured_arrays_give_the_envs_own_observations() -> None:
-    """A step's measurements (linear SNR, links, rates, loads) put in `MeasuredNetwork` give
-    the observation rows the env itself gives its UEs, to the bit."""
+@pytest.mark.parametrize(
+    "layout,obs,width", [("dense_urban", "topk_gain", 20), ("umi_dense", "topk_intent", 26)]
+)
+def test_measured_arrays_give_the_envs_own_observations(layout: str, obs: str, width: int) -> None:
+    """A step's measurements put in `MeasuredNetwork` give the observation rows the env
+    itself gives its UEs, to the bit: linear SNRs on mobile-env's model (dense_urban, UEs
+    arriving and leaving), received powers in mW under a layout's radio model (umi_dense: UMi
+    channels, shadowing, interference from the stations that serve, proportional fair; SINRs
+    with who transmits, every round's gains of `topk_intent` under interference); links,
+    rates in the model's unit and loads as the engine has them."""
     import mobrl
     from mobrl.envs.observations import handler_for, ue_columns
     from mobrl.envs.service import link_arrays
     from mobrl.envs.wrappers import find_core
     from mobrl.serve.decide import MeasuredNetwork, Radio
 
-    served = ServedPolicy.load("zoo:dense_urban", [])
-    radio = Radio.of_layout(served.env_config)
-    env = mobrl.parallel_env("dense_urban", obs="topk_gain")
+    radio = Radio.of_layout(ServedPolicy.load(f"zoo:{layout}", []).env_config)
+    assert radio.measured == ("snr_db" if layout == "dense_urban" else "rsrp_dbm")
+    env = mobrl.parallel_env(layout, obs=obs)
     try:
         observed, _ = env.reset(seed=3)
         for _ in range(12):
@@ -257,49 +264,17 @@ def test_measured_arrays_give_the_envs_own_observations() -> None:
         column = ue_columns(core)
         ues = [core.users[int(a.removeprefix("ue_"))] for a in env.agents]
         cols = [column[ue.ue_id] for ue in ues]
-        snr, conn = arrays["snr"][:, cols], arrays["conn"][:, cols]
+        heard = arrays["snr"] if radio.model is None else core.radio_service().rx
+        conn = arrays["conn"]
         bandwidth = np.array([core.stations[b].bw for b in sorted(core.stations)])
         rate = np.array([core.macro.get(ue, 0.0) for ue in ues])
-        load = arrays["conn"].sum(axis=1)
-        network = MeasuredNetwork(radio, snr, conn, bandwidth, rate, load)
-        rows = handler_for("topk_gain", "ma", 3).rows(network, np.arange(len(ues)))
-        assert rows.shape == (len(ues), 20)
-        assert np.array_equal(rows, np.stack([observed[a] for a in env.agents]))
-    finally:
-        env.close()
-
-
-def test_measured_powers_give_the_envs_own_observations_under_a_radio_model() -> None:
-    """Under a layout's radio model (umi_dense: UMi channels, shadowing, interference from
-    the stations that serve, proportional fair) a step's received powers, links, rates and
-    loads in `MeasuredNetwork` give the rows of `env.obs=topk_intent` the env gives its UEs
-    (SINRs with who transmits, every round's gains under interference), to the bit."""
-    import mobrl
-    from mobrl.envs.observations import handler_for, ue_columns
-    from mobrl.envs.service import link_arrays
-    from mobrl.envs.wrappers import find_core
-    from mobrl.serve.decide import MeasuredNetwork, Radio
-
-    served = ServedPolicy.load("zoo:umi_dense", [])
-    radio = Radio.of_layout(served.env_config)
-    assert radio.model is not None and radio.measured == "rsrp_dbm"
-    env = mobrl.parallel_env("umi_dense", obs="topk_intent")
-    try:
-        observed, _ = env.reset(seed=5)
-        for _ in range(6):
-            observed, *_ = env.step({a: (i % 4) for i, a in enumerate(env.agents)})
-        core = find_core(env.env)
-        column = ue_columns(core)
-        ues = [core.users[int(a.removeprefix("ue_"))] for a in env.agents]
-        cols = [column[ue.ue_id] for ue in ues]
-        conn = link_arrays(core)["conn"]
-        rx = core.radio_service().rx[:, cols]  # mW, as a UE's report in dBm gives them
-        bandwidth = np.array([core.stations[b].bw for b in sorted(core.stations)])
-        rate = np.array([core.macro.get(ue, 0.0) for ue in ues])  # Mbit/s, the model's unit
-        network = MeasuredNetwork(radio, rx, conn[:, cols], bandwidth, rate, conn.sum(axis=1))
-        assert network.link_state().radio is not None  # the coupled arithmetic
-        rows = handler_for("topk_intent", "ma", 3).rows(network, np.arange(len(ues)))
-        assert rows.shape == (len(ues), 26)
+        network = MeasuredNetwork(
+            radio, heard[:, cols], conn[:, cols], bandwidth, rate, conn.sum(axis=1)
+        )
+        # the coupled arithmetic under interference
+        assert (network.link_state().radio is None) == (radio.model is None)
+        rows = handler_for(obs, "ma", 3).rows(network, np.arange(len(ues)))
+        assert rows.shape == (len(ues), width)
         assert np.array_equal(rows, np.stack([observed[a] for a in env.agents]))
     finally:
         env.close()
