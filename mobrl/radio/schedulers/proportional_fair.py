@@ -227,14 +227,14 @@ class _Supports:
         self.n_comp = int(comp[-1]) + 1
         self.bounds = np.searchsorted(comp, np.arange(self.n_comp + 1))
         # per component its stations and UEs, each sorted, numbered one after the other
-        s_key, self.s = np.unique(comp * (int(st.max()) + 1) + st, return_inverse=True)
-        g_key, self.g = np.unique(comp * (int(grp.max()) + 1) + grp, return_inverse=True)
-        self.s_comp, self.g_comp = s_key // (int(st.max()) + 1), g_key // (int(grp.max()) + 1)
+        n_st, n_grp = int(st.max()) + 1, int(grp.max()) + 1
+        s_key, self.s = np.unique(comp * n_st + st, return_inverse=True)
+        g_key, self.g = np.unique(comp * n_grp + grp, return_inverse=True)
+        self.s_comp, self.g_comp = s_key // n_st, g_key // n_grp
         s_first = np.searchsorted(self.s_comp, np.arange(self.n_comp))
         g_first = np.searchsorted(self.g_comp, np.arange(self.n_comp))
         self.s_loc, self.g_loc = self.s - s_first[comp], self.g - g_first[comp]
-        stations = s_key % (int(st.max()) + 1)
-        self.others = price[stations] - np.bincount(self.s, weights=x, minlength=len(s_key))
+        self.others = price[s_key % n_st] - np.bincount(self.s, weights=x, minlength=len(s_key))
         self.active = self._forest(x)
 
     def _forest(self, x: np.ndarray) -> np.ndarray:
@@ -258,8 +258,9 @@ class _Supports:
         g, s = self.g.tolist(), (self.s + n_g).tolist()
         walk = cyclic[self.comp] & keep
         keep &= ~walk
-        for k in np.lexsort((-x, self.comp))[walk[np.lexsort((-x, self.comp))]].tolist():
-            a, b = root(g[k]), root(s[k])  # largest bid first; ties in link order
+        order = np.lexsort((-x, self.comp))  # largest bid first; ties in link order
+        for k in order[walk[order]].tolist():
+            a, b = root(g[k]), root(s[k])
             if a != b:
                 parent[a] = b
                 keep[k] = True
