@@ -128,7 +128,7 @@ class LinkBudget:
 
     @property
     def thermal(self) -> bool:
-        return self.header["channel"] != "okumura_hata"
+        return self.header["channel"] != "okumura_hata" and not self.header.get("own_class")
 
     @property
     def rate_key(self) -> str:
@@ -147,6 +147,8 @@ def link_budget(
     from mobrl import radio
     from mobrl.radio.links import RadioService, link_sinr
 
+    if own_channel(core):
+        return _own_channel_budget(core, x, y, transmitting)
     arrays = point_arrays(core, 1)
     cfg = arrays.cfg
     stations = _stations(core)
@@ -239,6 +241,84 @@ def link_budget(
         "rate_unit": "Mbit/s" if cfg.thermal else "bit/s (mobile-env's unit)",
     }
     return LinkBudget(header, rows, notes)
+
+
+def own_channel(core: Any) -> bool:
+    """Whether `core` computes its SNRs with a channel class its layout names (`classes:`),
+    which mobrl's arrays do not reimplement."""
+    from mobile_env.core.channels import OkumuraHata
+
+    return getattr(core, "_radio", None) is None and type(core.channel) is not OkumuraHata
+
+
+def _own_channel_budget(
+    core: Any, x: float, y: float, transmitting: str | list[int] | None
+) -> LinkBudget:
+    """`link_budget` through the layout's own channel class, with mobile-env's Channel API
+    as mobile-env's step calls it: `power_loss`, `snr` and `datarate` of a UE like the
+    layout's at (x, y)."""
+    import copy
+
+    if transmitting not in (None, "none"):
+        raise UserError(
+            f"--transmitting {_transmitting_text(transmitting)}: this layout computes SNRs "
+            "with its own channel class, in mobile-env's model without interference. Leave "
+            "--transmitting out."
+        )
+    ue = copy.copy(core.users[min(core.users)])
+    ue.x, ue.y = float(x), float(y)
+    stations = _stations(core)
+    channel = core.channel
+    loss = np.array([float(channel.power_loss(bs, ue)) for bs in stations])
+    snr = np.array([float(channel.snr(bs, ue)) for bs in stations])
+    rate = [float(channel.datarate(bs, ue, v)) for bs, v in zip(stations, snr.tolist())]
+    noise_dbm = float(_db(ue.noise))
+    rows = []
+    for b in np.argsort(-snr, kind="stable").tolist():
+        s = stations[b]
+        rows.append(
+            {
+                "station": int(s.bs_id), "transmits": False,
+                "distance_2d_m": float(np.hypot(s.x - ue.x, s.y - ue.y)),
+                "path_loss_db": float(loss[b]), "rx_power_dbm": float(s.tx_power - loss[b]),
+                "rx_power_mw": float(10 ** ((s.tx_power - loss[b]) / 10)),
+                "sinr_db": float(_db(snr[b])), "above_threshold": bool(snr[b] > ue.snr_threshold),
+                "rate_bit_s": rate[b], "tx_power_dbm": float(s.tx_power),
+                "frequency_mhz": float(s.frequency), "bs_height_m": float(s.height),
+                "bandwidth_hz": float(s.bw), "noise_dbm": noise_dbm,
+            }
+        )  # fmt: skip
+    cls = type(channel)
+    header = {
+        "x_m": float(x),
+        "y_m": float(y),
+        "seed": int(getattr(core, "seed", 0) or 0),
+        "channel": f"{cls.__module__}:{cls.__qualname__}",
+        "channel_source": " ".join((cls.__doc__ or "").split()).split(". ")[0].rstrip("."),
+        "own_class": True,
+        "shadowing": False,
+        "interference": "none",
+        "transmitting": "none",
+        "tx_power_dbm": _distinct([s.tx_power for s in stations]),
+        "frequency_mhz": _distinct([s.frequency for s in stations]),
+        "bs_height_m": _distinct([s.height for s in stations]),
+        "ue_height_m": float(ue.height),
+        "bandwidth_hz": _distinct([s.bw for s in stations]),
+        "noise_figure_db": None,
+        "noise_dbm": [noise_dbm],
+        "threshold_db": float(_db(ue.snr_threshold)),
+        "max_spectral_efficiency": None,
+        "rate_unit": "bit/s (mobile-env's unit)",
+    }
+    notes = [
+        "the layout's own channel class: path loss from its power_loss, the SNR from its snr "
+        "and the rate from its datarate, as mobile-env's step calls them"
+    ]
+    return LinkBudget(header, rows, notes)
+
+
+def _transmitting_text(choice: str | list[int]) -> str:
+    return choice if isinstance(choice, str) else ",".join(map(str, choice))
 
 
 def _transmitting_value(on: np.ndarray | None) -> str | list[int]:

@@ -143,9 +143,9 @@ def _budget_header(b: Any) -> list[str]:
         lines.append(f"noise: {noise}")
         lines.append(f"threshold: SINR {h['threshold_db']:g} dB; {capped}")
     else:
+        source = "the layout's own class" if h.get("own_class") else "mobile-env's default"
         lines.append(
-            f"channel: {h['channel']} (mobile-env's default: {h['channel_source']}), "
-            "no LOS state, no shadowing"
+            f"channel: {h['channel']} ({source}: {h['channel_source']}), no LOS state, no shadowing"
         )
         lines.append(f"carrier: {freq}, {heights}")
         noise_mw = 10 ** (h["noise_dbm"][0] / 10)
@@ -289,12 +289,22 @@ def _plot_target(out: Path, width_px: int, height_px: int) -> Path:
     return out
 
 
-def _coverage_depth(data: dict[str, Any]) -> Any:
+#: grid points per side of the coverage map under a layout's own channel class (each point a
+#: call of its `snr` per station)
+OWN_CHANNEL_POINTS = 150
+
+
+def _coverage_depth(data: dict[str, Any], core: Any) -> Any:
     """How many stations cover each point of a grid over the map (at most 600 x 600 points):
-    where a UE's SNR in mobile-env's channel exceeds its threshold."""
+    where a UE's SNR in mobile-env's channel (or the layout's own channel class) exceeds its
+    threshold."""
     import numpy as np
 
     from mobrl.envs import channel
+    from mobrl.scenarios.budget import own_channel
+
+    if own_channel(core):
+        return _own_channel_depth(data, core)
 
     w, h = data["width"], data["height"]
     ue = data["ues"]
@@ -327,7 +337,7 @@ def _draw_coverage(fig: Any, ax: Any, data: dict[str, Any], core: Any) -> None:
 
     from mobrl.envs.channel import isolines
 
-    in_range = _coverage_depth(data)
+    in_range = _coverage_depth(data, core)
     depth = ax.imshow(
         in_range, origin="lower", extent=(0, data["width"], 0, data["height"]), cmap="Blues",
         vmin=0, vmax=max(int(in_range.max()), 1), alpha=0.8, aspect="equal",
@@ -339,6 +349,25 @@ def _draw_coverage(fig: Any, ax: Any, data: dict[str, Any], core: Any) -> None:
     if len(data["stations"]) <= OUTLINED_STATIONS:
         for lx, ly in isolines(core, 0.0):
             ax.plot([*lx, lx[0]], [*ly, ly[0]], color="gray", linewidth=0.8)
+
+
+def _own_channel_depth(data: dict[str, Any], core: Any) -> Any:
+    """`_coverage_depth` through the layout's own channel class: its `snr` for a UE like the
+    layout's at each point of a coarser grid (OWN_CHANNEL_POINTS a side)."""
+    import copy
+
+    import numpy as np
+
+    ue = copy.copy(core.users[min(core.users)])
+    xs = np.linspace(0, data["width"], min(int(data["width"]) + 1, OWN_CHANNEL_POINTS))
+    ys = np.linspace(0, data["height"], min(int(data["height"]) + 1, OWN_CHANNEL_POINTS))
+    depth = np.zeros((len(ys), len(xs)), dtype=int)
+    for bs in core.stations.values():
+        for i, y in enumerate(ys.tolist()):
+            for j, x in enumerate(xs.tolist()):
+                ue.x, ue.y = x, y
+                depth[i, j] += core.channel.snr(bs, ue) > ue.snr_threshold
+    return depth
 
 
 def _draw_sinr_map(fig: Any, ax: Any, smap: Any) -> None:

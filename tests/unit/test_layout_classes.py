@@ -314,6 +314,46 @@ def test_the_example_layout_runs_its_channel_on_the_stock_engine(capsys) -> None
     ]
 
 
+def test_budget_and_plot_go_through_the_layouts_own_channel_class() -> None:
+    """`mobrl scenarios budget` and `plot` of the example read the layout's LogDistance, not
+    mobile-env's Okumura-Hata: its loss by hand, PL0 + 10 n log10(d / d0) between the
+    integer positions mobile-env's points hold (PL0 134.9 dB at 1 m, n 3.7)."""
+    import math
+
+    import numpy as np
+
+    from mobrl.scenarios import budget as lb
+    from mobrl.scenarios.commands import _coverage_depth
+
+    data = scenarios.load(EXAMPLE)
+    result = lb.budget_at(data, 50.0, 50.0)
+    assert result.header["channel"] == "logdistance:LogDistance"
+    assert result.header["own_class"] and not result.thermal
+    for row in result.rows:
+        s = data["stations"][row["station"]]
+        d = max(math.hypot(int(s["x"]) - 50, int(s["y"]) - 50), 1.0)
+        assert row["path_loss_db"] == pytest.approx(134.9 + 37.0 * math.log10(d), abs=1e-9)
+        snr = 10 ** ((30.0 - row["path_loss_db"]) / 10) / 1e-9
+        assert row["sinr_db"] == pytest.approx(10 * math.log10(snr), abs=1e-9)
+        assert row["rate_bit_s"] == pytest.approx(9e6 * math.log2(1 + snr) if snr > 2e-8 else 0)
+    with pytest.raises(UserError, match="its own channel class"):
+        lb.budget_at(data, 50.0, 50.0, transmitting="all")
+    # the coverage depth: where the class's SNR is above the threshold, at every grid point
+    core = mobile.make_mobile_core(data, "ma", "fast")
+    core.reset()
+    depth = _coverage_depth(data, core)
+    ys = np.linspace(0, 200, depth.shape[0])
+    xs = np.linspace(0, 200, depth.shape[1])
+    i, j = 40, 70
+    by_hand = sum(
+        134.9 + 37.0 * math.log10(max(math.hypot(int(s["x"]) - int(xs[j]),
+                                                 int(s["y"]) - int(ys[i])), 1.0))
+        < 30.0 - 10 * math.log10(2e-8 * 1e-9)
+        for s in data["stations"]
+    )  # fmt: skip
+    assert depth[i, j] == by_hand and depth.max() == 2
+
+
 def test_the_engine_notice_is_said_once_and_only_when_the_engine_switches(capsys) -> None:
     for _ in range(3):
         env_config_from(compose([f"scenario.path={EXAMPLE}"]))
