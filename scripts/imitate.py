@@ -111,23 +111,55 @@ class FeaturePolicy:
 # --- DAgger (mobrl.training.imitation's loop, with measurements) ---------------------------
 
 
-def dagger(layout: str, args: argparse.Namespace) -> dict[str, Any]:
-    """DAgger on one layout: the policy (as a ZooPolicy) and what training measured."""
-    from mobrl.evaluation.zoo import ZooPolicy
+class _Episodes:
+    """What the loop plays: `episode(seed, policy)` (rows, expert labels, actions played; the
+    expert plays when `policy` is None) and `policy_of(net)`, for UEs deciding at once
+    (`Collector`) or in sequence (`--sequential`)."""
 
-    cfg = env_config(layout, args.obs, args.topk)
-    k = int(cfg.get("topk") or args.topk)
-    collect = Collector(cfg, k, args.features)
+    def __init__(self, layout: str, args: argparse.Namespace):
+        self.sequential = args.sequential
+        self.cfg = env_config(layout, args.obs, args.topk)
+        if self.sequential:
+            self.cfg = {**self.cfg, "engine": "fast"}
+        self.k = int(self.cfg.get("topk") or args.topk)
+        self.features = args.features
+        self.collect = Collector(self.cfg, self.k, args.features)
+
+    def episode(self, seed: int, policy: Any = None, first: bool = False) -> tuple[Any, ...]:
+        if self.sequential:
+            return sequential_episode(self.cfg, self.k, seed, policy and policy.net)
+        return self.collect.episode(seed, learner=policy, count_outside=first)
+
+    def policy_of(self, net: Any) -> Any:
+        if self.sequential:
+            return SequentialPolicy(net, self.k)
+        from mobrl.evaluation.zoo import ZooPolicy
+
+        return FeaturePolicy(ZooPolicy(as_layers(net), self.cfg), self.k, self.features)
+
+    def outside(self) -> tuple[float, float]:
+        """The share of UE-steps, and of toggles, where the unrestricted oracle toggles a
+        station outside the slots (NaN in sequence: not counted)."""
+        c = self.collect
+        if self.sequential:
+            return float("nan"), float("nan")
+        return c.outside / max(c.ue_steps, 1), c.outside / max(c.toggles, 1)
+
+
+def dagger(layout: str, args: argparse.Namespace) -> dict[str, Any]:
+    """DAgger on one layout: the policy (a ZooPolicy, or in sequence a `SequentialPolicy`)
+    and what training measured."""
+    play = _Episodes(layout, args)
     start = time.perf_counter()
     seed = TRAIN_SEED
     xs, ys = [], []
     for _ in range(args.expert_episodes):
-        x, y, _ = collect.episode(seed, count_outside=True)
+        x, y, _ = play.episode(seed, first=True)
         xs.append(x)
         ys.append(y)
         seed += 1
     expert_s = time.perf_counter() - start
-    net = make_net(xs[0].shape[1], k + 1, args.hidden)
+    net = make_net(xs[0].shape[1], play.k + 1, args.hidden)
     policy = None
     history = []
     fit_s = 0.0
@@ -136,12 +168,12 @@ def dagger(layout: str, args: argparse.Namespace) -> dict[str, Any]:
         updates = args.updates * (3 if it == args.iterations else 1)
         train_acc = fit(net, np.concatenate(xs), np.concatenate(ys), updates, seed=it)
         fit_s += time.perf_counter() - t0
-        policy = FeaturePolicy(ZooPolicy(as_layers(net), cfg), k, args.features)
+        policy = play.policy_of(net)
         if it == args.iterations:
             break
         new = []
         for _ in range(args.episodes):
-            x, y, played = collect.episode(seed, learner=policy)
+            x, y, played = play.episode(seed, policy)
             xs.append(x)
             ys.append(y)
             new.append((played, y))
@@ -154,21 +186,22 @@ def dagger(layout: str, args: argparse.Namespace) -> dict[str, Any]:
     # accuracy on the policy's own states of validation episodes
     vy, vp = [], []
     for i in range(args.valid_episodes):
-        _, y, played = collect.episode(VALID_SEED + i, learner=policy)
+        _, y, played = play.episode(VALID_SEED + i, policy)
         vy.append(y)
         vp.append(played)
     x_all, y_all = np.concatenate(xs), np.concatenate(ys)
+    outside, of_toggles = play.outside()
     return {
         "layout": layout,
-        "cfg": cfg,
-        "k": k,
+        "cfg": play.cfg,
+        "k": play.k,
         "policy": policy,
         "net": net,
         "rows": len(y_all),
         "train_acc": accuracy(policy.actions(x_all), y_all),
         "valid_acc": accuracy(np.concatenate(vp), np.concatenate(vy)),
-        "outside": collect.outside / max(collect.ue_steps, 1),
-        "outside_of_toggles": collect.outside / max(collect.toggles, 1),
+        "outside": outside,
+        "outside_of_toggles": of_toggles,
         "history": history,
         "expert_s": expert_s,
         "fit_s": fit_s,
@@ -328,6 +361,13 @@ class SequentialPolicy:
     def reset(self, seed: int | None = None) -> None:
         pass
 
+    def actions(self, x: np.ndarray) -> np.ndarray:
+        """The network's most likely action of each row."""
+        import torch
+
+        with torch.no_grad():
+            return self.net(torch.as_tensor(x)).argmax(dim=1).numpy()
+
     def act(self, observation: Any, env: Any = None) -> Any:
         from mobrl.envs.wrappers import find_core
 
@@ -356,69 +396,6 @@ def sequential_episode(cfg: dict, k: int, seed: int, net: Any = None) -> tuple[A
     finally:
         env.close()
     return np.concatenate(xs), np.concatenate(ys), np.concatenate(played)
-
-
-def dagger_sequential(layout: str, args: argparse.Namespace) -> dict[str, Any]:
-    """`dagger` with UEs deciding in sequence: the same loop, episodes and fits."""
-    import torch
-
-    cfg = {**env_config(layout, args.obs, args.topk), "engine": "fast"}
-    k = int(cfg.get("topk") or args.topk)
-    start = time.perf_counter()
-    seed = TRAIN_SEED
-    xs, ys = [], []
-    for _ in range(args.expert_episodes):
-        x, y, _ = sequential_episode(cfg, k, seed)
-        xs.append(x)
-        ys.append(y)
-        seed += 1
-    expert_s = time.perf_counter() - start
-    net = make_net(xs[0].shape[1], k + 1, args.hidden)
-    history, fit_s = [], 0.0
-    for it in range(args.iterations + 1):
-        t0 = time.perf_counter()
-        updates = args.updates * (3 if it == args.iterations else 1)
-        train_acc = fit(net, np.concatenate(xs), np.concatenate(ys), updates, seed=it)
-        fit_s += time.perf_counter() - t0
-        if it == args.iterations:
-            break
-        new = []
-        for _ in range(args.episodes):
-            x, y, played = sequential_episode(cfg, k, seed, net)
-            xs.append(x)
-            ys.append(y)
-            new.append((played, y))
-            seed += 1
-        played = np.concatenate([p for p, _ in new])
-        labels = np.concatenate([y for _, y in new])
-        history.append({"iteration": it, "train_acc": train_acc, **accuracy(played, labels)})
-        print(f"  {layout} sequential DAgger {it}: {history[-1]}", flush=True)
-    train_s = time.perf_counter() - start
-    vy, vp = [], []
-    for i in range(args.valid_episodes):
-        _, y, played = sequential_episode(cfg, k, VALID_SEED + i, net)
-        vy.append(y)
-        vp.append(played)
-    x_all, y_all = np.concatenate(xs), np.concatenate(ys)
-    policy = SequentialPolicy(net, k)
-    with torch.no_grad():
-        fitted = net(torch.as_tensor(x_all)).argmax(dim=1).numpy()
-    return {
-        "layout": layout,
-        "cfg": cfg,
-        "k": k,
-        "policy": policy,
-        "net": net,
-        "rows": len(y_all),
-        "train_acc": accuracy(fitted, y_all),
-        "valid_acc": accuracy(np.concatenate(vp), np.concatenate(vy)),
-        "outside": float("nan"),
-        "outside_of_toggles": float("nan"),
-        "history": history,
-        "expert_s": expert_s,
-        "fit_s": fit_s,
-        "train_s": train_s,
-    }
 
 
 # --- evaluation through mobrl's own paired evaluation ---------------------------------------
@@ -509,7 +486,7 @@ def main() -> None:
     )
     table = []
     for layout in args.layouts.split(","):
-        r = dagger_sequential(layout, args) if args.sequential else dagger(layout, args)
+        r = dagger(layout, args)
         if args.diagnose and not args.sequential:
             found = diagnose(r, args.diagnose)
             total = sum(v[1] for v in found.values()) or 1.0
