@@ -232,8 +232,9 @@ class _Supports:
         g_key, self.g = np.unique(comp * n_grp + grp, return_inverse=True)
         self.s_comp, self.g_comp = s_key // n_st, g_key // n_grp
         s_first = np.searchsorted(self.s_comp, np.arange(self.n_comp))
-        g_first = np.searchsorted(self.g_comp, np.arange(self.n_comp))
-        self.s_loc, self.g_loc = self.s - s_first[comp], self.g - g_first[comp]
+        #: each component's UEs: g_bounds[c]:g_bounds[c + 1]
+        self.g_bounds = np.searchsorted(self.g_comp, np.arange(self.n_comp + 1))
+        self.s_loc, self.g_loc = self.s - s_first[comp], self.g - self.g_bounds[comp]
         self.others = price[s_key % n_st] - np.bincount(self.s, weights=x, minlength=len(s_key))
         self.active = self._forest(x)
 
@@ -304,7 +305,7 @@ class _Supports:
         in_try = np.zeros(self.n_comp, dtype=bool)
         in_try[pending] = True
         link = in_try[self.comp]
-        solved = self._systems(pending, state)  # (bids per link, mu per UE, ok per component)
+        solved = self._systems(in_try, state)  # (bids per link, mu per UE, ok per component)
         if solved is None:
             return
         bids, mu, ok = solved
@@ -335,22 +336,20 @@ class _Supports:
         out[take] = bids[take]
 
     def _systems(
-        self, pending: np.ndarray, state: np.ndarray
+        self, in_try: np.ndarray, state: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-        """Every pending component's system on its support: (bids per link, 0 off the
+        """Every trying component's system on its support: (bids per link, 0 off the
         support; mu per UE; whether it solved). A component with a UE without a link in use,
         or a singular system, fails (`state` -1)."""
-        in_try = np.zeros(self.n_comp, dtype=bool)
-        in_try[pending] = True
         act = self.active & in_try[self.comp]
         n_a = np.bincount(self.comp[act], minlength=self.n_comp)
-        n_g = np.bincount(self.g_comp, minlength=self.n_comp)
+        n_g = np.diff(self.g_bounds)
         used = np.bincount(self.g[act], minlength=len(self.g_comp))
         empty = np.zeros(self.n_comp, dtype=bool)
         np.logical_or.at(empty, self.g_comp, used == 0)
         failed = in_try & empty
         state[failed] = -1
-        todo = pending[~failed[pending]]
+        todo = np.flatnonzero(in_try & ~failed)
         if not todo.size:
             return None
         bids = np.zeros(len(self.r))
@@ -361,7 +360,6 @@ class _Supports:
         sparse = todo[size[todo] > _DENSE_UNKNOWNS]
         dense = todo[size[todo] <= _DENSE_UNKNOWNS]
         rows = np.searchsorted(self.comp[links], np.arange(self.n_comp + 1))
-        g_rows = np.searchsorted(self.g_comp, np.arange(self.n_comp + 1))
         for c in sparse.tolist():
             ls = links[rows[c] : rows[c + 1]]
             rhs = np.concatenate([self.others[self.s[ls]], np.ones(n_g[c])])
@@ -370,14 +368,14 @@ class _Supports:
                 state[c] = -1
                 continue
             bids[ls] = sol[: len(ls)]
-            mu[g_rows[c] : g_rows[c + 1]] = sol[len(ls) :]
+            mu[self.g_bounds[c] : self.g_bounds[c + 1]] = sol[len(ls) :]
             ok[c] = True
         if dense.size:
             # systems of one shape (links in use, UEs) stacked
             shape_key = n_a[dense] * (_DENSE_UNKNOWNS + 1) + n_g[dense]
             for key in np.unique(shape_key).tolist():
                 cs = dense[shape_key == key]
-                self._dense(cs, int(n_a[cs[0]]), int(n_g[cs[0]]), links, rows, g_rows,
+                self._dense(cs, int(n_a[cs[0]]), int(n_g[cs[0]]), links, rows,
                             bids, mu, ok, state)  # fmt: skip
         return bids, mu, ok
 
@@ -388,7 +386,6 @@ class _Supports:
         n_g: int,
         links: np.ndarray,
         rows: np.ndarray,
-        g_rows: np.ndarray,
         bids: np.ndarray,
         mu: np.ndarray,
         ok: np.ndarray,
@@ -413,7 +410,7 @@ class _Supports:
         state[cs[~good]] = -1
         ok[cs[good]] = True
         bids[ls[good]] = sol[good, :n_a]
-        g_of = g_rows[cs[good]][:, None] + np.arange(n_g)[None, :]
+        g_of = self.g_bounds[cs[good]][:, None] + np.arange(n_g)[None, :]
         mu[g_of] = sol[good, n_a:]
 
 
