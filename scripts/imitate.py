@@ -123,7 +123,7 @@ class _Episodes:
             self.cfg = {**self.cfg, "engine": "fast"}
         self.k = int(self.cfg.get("topk") or args.topk)
         self.features = args.features
-        self.collect = Collector(self.cfg, self.k, args.features)
+        self.collect = None if self.sequential else Collector(self.cfg, self.k, args.features)
 
     def episode(self, seed: int, policy: Any = None, first: bool = False) -> tuple[Any, ...]:
         if self.sequential:
@@ -141,7 +141,7 @@ class _Episodes:
         """The share of UE-steps, and of toggles, where the unrestricted oracle toggles a
         station outside the slots (NaN in sequence: not counted)."""
         c = self.collect
-        if self.sequential:
+        if c is None:
             return float("nan"), float("nan")
         return c.outside / max(c.ue_steps, 1), c.outside / max(c.toggles, 1)
 

@@ -17,7 +17,7 @@ from mobrl import radio
 from mobrl.envs import channel as hata
 from mobrl.radio.config import RadioConfig
 from mobrl.radio.fields import ShadowFields, StationFields
-from mobrl.radio.links import LinkModel, RadioService, reach_sinr
+from mobrl.radio.links import RadioService, reach_sinr
 
 #: the radio RNG's stream, apart from mobile-env's own draws of the same seed
 _STREAM = 38901
@@ -42,9 +42,7 @@ class RadioArrays:
         area: tuple[float, float],
     ) -> None:
         self.cfg = cfg
-        self.model = LinkModel(
-            cfg.interference, cfg.scheduler, cfg.joint_transmission, cfg.spectral_cap
-        )
+        self.model = cfg.link_model()
         self.channel = radio.channel(cfg.channel)
         n_bs, n_ue = len(stations), len(ues)
         self.shape = (n_bs, n_ue)
@@ -60,10 +58,8 @@ class RadioArrays:
         if cfg.thermal:
             self.bx = np.array([float(b.x) for b in stations])[:, None]
             self.by = np.array([float(b.y) for b in stations])[:, None]
-            noise_dbm = radio.thermal_noise_dbm(bw_hz, cfg.noise_figure_db)
-            self.noise = np.broadcast_to(10 ** (noise_dbm / 10), self.shape)
-            thr = 10 ** (cfg.sinr_threshold_db / 10)
-            self.thr = np.full((1, n_ue), thr)
+            self.noise = np.broadcast_to(cfg.noise_mw(bw_hz), self.shape)
+            self.thr = np.full((1, n_ue), cfg.sinr_threshold)
         else:  # mobile-env's Okumura-Hata on integer-truncated positions, its noise and threshold
             self.bx = np.array([float(int(b.x)) for b in stations])[:, None]
             self.by = np.array([float(int(b.y)) for b in stations])[:, None]

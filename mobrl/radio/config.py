@@ -76,6 +76,26 @@ class RadioConfig:
             return self.max_spectral_efficiency
         return MAX_SPECTRAL_EFFICIENCY if self.thermal else None
 
+    def link_model(self) -> Any:
+        """The parts of the model a step's service depends on (`mobrl.radio.links.LinkModel`)."""
+        from mobrl.radio.links import LinkModel
+
+        return LinkModel(
+            self.interference, self.scheduler, self.joint_transmission, self.spectral_cap
+        )
+
+    @property
+    def sinr_threshold(self) -> float:
+        """The thermal-noise channels' SINR threshold, linear."""
+        return 10 ** (self.sinr_threshold_db / 10)
+
+    def noise_mw(self, bandwidth_hz: Any) -> Any:
+        """The thermal-noise channels' noise (mW) over `bandwidth_hz`: thermal noise plus the
+        noise figure."""
+        from mobrl.radio.budget import thermal_noise_dbm
+
+        return 10 ** (thermal_noise_dbm(bandwidth_hz, self.noise_figure_db) / 10)
+
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 

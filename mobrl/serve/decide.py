@@ -27,6 +27,7 @@ import numpy as np
 from mobrl.serve.policy import BadRequest, ServedPolicy
 
 if TYPE_CHECKING:
+    from mobrl.radio.config import RadioConfig
     from mobrl.radio.links import LinkModel, RadioService
 
 
@@ -34,9 +35,9 @@ if TYPE_CHECKING:
 class Radio:
     """What the measurements do not carry, from the policy's layout: mobile-env's utility
     model, the UE threshold (linear SNR, or SINR under a radio model) and the stations'
-    bandwidth (None: they differ); under a layout's radio model also its `LinkModel` and its
-    noise: the noise figure (dB) under the thermal-noise channels (rates then in Mbit/s, the
-    unit the utility is scaled for there), else the UEs' noise (mW)."""
+    bandwidth (None: they differ); under a layout's radio model also the model (`config`, its
+    `LinkModel`) and, under mobile-env's Okumura-Hata, the UEs' noise (mW); under the
+    thermal-noise channels rates are in Mbit/s, the unit the utility is scaled for there."""
 
     lower: float
     upper: float
@@ -44,8 +45,8 @@ class Radio:
     idle: float
     threshold: float
     bandwidth: float | None
+    config: RadioConfig | None = None
     model: LinkModel | None = None
-    noise_figure_db: float | None = None
     ue_noise: float | None = None
 
     @classmethod
@@ -66,15 +67,10 @@ class Radio:
         finally:
             env.close()
         radio: dict[str, Any] = {}
-        if not cfg.is_stock:
-            from mobrl.radio.links import LinkModel
-
-            radio["model"] = LinkModel(
-                cfg.interference, cfg.scheduler, cfg.joint_transmission, cfg.spectral_cap
-            )
-            if cfg.thermal:  # as the engine: mobrl.envs.radio_engine.RadioArrays
-                radio["noise_figure_db"] = cfg.noise_figure_db
-                thresholds = {10 ** (cfg.sinr_threshold_db / 10)}
+        if not cfg.is_stock:  # as the engine: mobrl.envs.radio_engine.RadioArrays
+            radio.update(config=cfg, model=cfg.link_model())
+            if cfg.thermal:
+                thresholds = {cfg.sinr_threshold}
             else:
                 radio["ue_noise"] = min(noises)
         return cls(
@@ -90,7 +86,7 @@ class Radio:
     @property
     def rate_unit(self) -> float:
         """Bit/s per unit of the model's rates."""
-        return 1e6 if self.noise_figure_db is not None else 1.0
+        return 1e6 if self.config is not None and self.config.thermal else 1.0
 
     @property
     def measured(self) -> str:
@@ -176,13 +172,10 @@ def _service(radio: Radio, rx: np.ndarray, bandwidth: np.ndarray) -> RadioServic
     layout's noise and threshold, in the engine's operations."""
     from mobrl.radio.links import RadioService
 
-    assert radio.model is not None
+    assert radio.config is not None and radio.model is not None
     bw_hz = bandwidth.astype(float)[:, None]
-    if radio.noise_figure_db is not None:
-        from mobrl.radio.budget import thermal_noise_dbm
-
-        noise_dbm = thermal_noise_dbm(bw_hz, radio.noise_figure_db)
-        noise = np.broadcast_to(10 ** (noise_dbm / 10), rx.shape)
+    if radio.config.thermal:
+        noise = np.broadcast_to(radio.config.noise_mw(bw_hz), rx.shape)
         bw = bw_hz / 1e6
     else:
         noise, bw = np.full(rx.shape, radio.ue_noise), bw_hz
