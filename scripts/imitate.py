@@ -29,7 +29,8 @@ wall times (on a shared 2-core machine: read them as orders of magnitude). Usage
 
     python scripts/imitate.py [--layouts small,medium,large,dense_urban,highway] [--obs topk]
         [--topk 3] [--expert-episodes 8] [--iterations 4] [--episodes 4] [--eval-episodes 100]
-        [--updates 1500] [--features none|gain] [--diagnose 4] [--sequential] [--save DIR]
+        [--updates 1500] [--features none|gain] [--diagnose 4] [--decide in_turns]
+        [--save DIR]
 
 `--features gain` appends to each slot the change of the team's utility if the UE toggled that
 station alone, read from the core by the policy itself (what `env.obs=topk_gain` observes:
@@ -37,14 +38,10 @@ station alone, read from the core by the policy itself (what `env.obs=topk_gain`
 (`run.imitate` runs them inside `mobrl train`).
 `--diagnose N` breaks the policy's differences from the oracle down on N validation episodes.
 
-`--sequential` measures UEs deciding one group after another within each step, a central
-controller running the shared network UE group by UE group (as a sequence model decodes
-agents' actions, each given the ones before: Wen et al., "Multi-Agent Reinforcement Learning
-is a Sequence Modeling Problem", NeurIPS 2022): the groups share no slot station and go by
-each UE's best first-round gain; a group sees its observation, its slots' gains given the
-moves decided before it and the share of UEs decided, and the oracle's search given those
-moves labels it (`sequential_step`). Not an `env.obs` of mobrl's envs: the measurement of
-what deciding in sequence is worth.
+`--decide in_turns` plays the env with `env.decide=in_turns` (mobrl.envs.turns): UE groups
+that share no slot station act one after another within each step, each seeing its slots'
+gains given the moves before it, labelled by the oracle's search given those moves
+(`mobrl.training.imitation.TurnCollector`).
 """
 
 from __future__ import annotations
@@ -61,6 +58,7 @@ from mobrl.core import metrics as keys
 from mobrl.training.imitation import (
     TRAIN_SEED,
     Collector,
+    TurnCollector,
     accuracy,
     as_layers,
     fit,
@@ -73,14 +71,19 @@ from mobrl.training.imitation import (
 VALID_SEED = 2_000_000
 
 
-def env_config(layout: str, obs: str, topk: int | None = None) -> dict[str, Any]:
-    """The env `mobrl evaluate scenario=LAYOUT env.obs=OBS [env.topk=K]` plays."""
+def env_config(
+    layout: str, obs: str, topk: int | None = None, decide: str = "at_once"
+) -> dict[str, Any]:
+    """The env `mobrl evaluate scenario=LAYOUT env.obs=OBS [env.topk=K] [env.decide=D]`
+    plays."""
     from mobrl.envs.factory import env_config_from
     from mobrl.training.checks import validate_command_line
 
     args = [f"scenario={layout}", f"env.obs={obs}"]
     if topk is not None and obs != "mobile":
         args.append(f"env.topk={topk}")
+    if decide != "at_once":
+        args.append(f"env.decide={decide}")
     return env_config_from(validate_command_line(args))
 
 
@@ -114,41 +117,36 @@ class FeaturePolicy:
 class _Episodes:
     """What the loop plays: `episode(seed, policy)` (rows, expert labels, actions played; the
     expert plays when `policy` is None) and `policy_of(net)`, for UEs deciding at once
-    (`Collector`) or in sequence (`--sequential`)."""
+    (`Collector`) or in turns (`TurnCollector`, `--decide in_turns`)."""
 
     def __init__(self, layout: str, args: argparse.Namespace):
-        self.sequential = args.sequential
-        self.cfg = env_config(layout, args.obs, args.topk)
-        if self.sequential:
-            self.cfg = {**self.cfg, "engine": "fast"}
+        self.cfg = env_config(layout, args.obs, args.topk, args.decide)
         self.k = int(self.cfg.get("topk") or args.topk)
         self.features = args.features
-        self.collect = None if self.sequential else Collector(self.cfg, self.k, args.features)
+        if args.decide == "in_turns":
+            self.collect: Any = TurnCollector(self.cfg, self.k)
+        else:
+            self.collect = Collector(self.cfg, self.k, args.features)
 
     def episode(self, seed: int, policy: Any = None, first: bool = False) -> tuple[Any, ...]:
-        if self.sequential:
-            return sequential_episode(self.cfg, self.k, seed, policy and policy.net)
         return self.collect.episode(seed, learner=policy, count_outside=first)
 
     def policy_of(self, net: Any) -> Any:
-        if self.sequential:
-            return SequentialPolicy(net, self.k)
         from mobrl.evaluation.zoo import ZooPolicy
 
         return FeaturePolicy(ZooPolicy(as_layers(net), self.cfg), self.k, self.features)
 
     def outside(self) -> tuple[float, float]:
         """The share of UE-steps, and of toggles, where the unrestricted oracle toggles a
-        station outside the slots (NaN in sequence: not counted)."""
+        station outside the slots (NaN in turns: not counted)."""
         c = self.collect
-        if c is None:
+        if not isinstance(c, Collector):
             return float("nan"), float("nan")
         return c.outside / max(c.ue_steps, 1), c.outside / max(c.toggles, 1)
 
 
 def dagger(layout: str, args: argparse.Namespace) -> dict[str, Any]:
-    """DAgger on one layout: the policy (a ZooPolicy, or in sequence a `SequentialPolicy`)
-    and what training measured."""
+    """DAgger on one layout: the policy (a ZooPolicy) and what training measured."""
     play = _Episodes(layout, args)
     start = time.perf_counter()
     seed = TRAIN_SEED
@@ -262,142 +260,6 @@ def diagnose(result: dict[str, Any], episodes: int) -> dict[str, list[float]]:
     return out
 
 
-# --- UEs deciding in sequence (--sequential) -----------------------------------------------
-
-
-def _groups(order: np.ndarray, cols: np.ndarray, priority: np.ndarray) -> list[np.ndarray]:
-    """The UEs at `cols` in groups that share no slot station (`order`: `topk_slots`), each
-    UE in the first group it fits, UEs taken by descending `priority`."""
-    groups: list[list[int]] = []
-    used: list[set[int]] = []
-    for c in cols[np.argsort(-priority, kind="stable")].tolist():
-        mine = set(order[:, c][order[:, c] >= 0].tolist())
-        for group, taken in zip(groups, used):
-            if not mine & taken:
-                group.append(c)
-                taken |= mine
-                break
-        else:
-            groups.append([c])
-            used.append(mine)
-    return [np.array(g) for g in groups]
-
-
-def sequential_step(
-    core: Any, obs: dict[Any, np.ndarray], k: int, net: Any = None, label: bool = True
-) -> tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray], dict[Any, int]]:
-    """One step decided group by group (`_groups`, by each UE's best first-round gain): each
-    group's rows are its observation, its slots' gains given the moves decided before it
-    (`gains_given`) and the share of UEs decided; with `label`, the oracle's search given
-    those moves (the undecided UEs' slots, from greedy's move and from no change) labels
-    them. `net` decides (None: the labels). Per group its rows, labels and slot actions, and
-    each agent's slot action."""
-    import dataclasses
-
-    import torch
-
-    from mobrl.envs.observations import (
-        gains_given,
-        station_arrays,
-        topk_size,
-        topk_slots,
-        ue_columns,
-    )
-    from mobrl.envs.service import link_state, toggle
-    from mobrl.envs.wrappers import ue_id
-    from mobrl.evaluation.oracle import best_actions
-    from mobrl.evaluation.policies import GreedyPolicy
-
-    agents = list(obs)
-    column = ue_columns(core)
-    cols = np.array([column[ue_id(a)] for a in agents], dtype=int)
-    rows = dict(zip(cols.tolist(), np.stack(list(obs.values()))))
-    state = link_state(core)
-    order = topk_slots(station_arrays(core), k)
-    allowed = np.zeros(state.conn.shape, dtype=bool)
-    slot, ue = np.nonzero(order >= 0)
-    allowed[order[slot, ue], ue] = True
-    allowed &= state.reach
-    first = topk_size(k)  # the first round's gains follow topk's columns
-    priority = np.array([rows[c][first : first + k].max() for c in cols.tolist()])
-    greedy = GreedyPolicy().station_actions(core) if label else None
-    links = state.conn.copy()
-    decided = np.zeros(state.conn.shape[1], dtype=bool)
-    slots = np.zeros(state.conn.shape[1], dtype=np.int64)
-    xs, ys, acted = [], [], []
-    for group in _groups(order, cols, priority):
-        gains = gains_given(state, order, links, group, k).astype(np.float32)
-        done = np.full((len(group), 1), decided[cols].mean(), dtype=np.float32)
-        x = np.concatenate([np.stack([rows[c] for c in group.tolist()]), gains, done], axis=1)
-        if label:
-            given = dataclasses.replace(state, conn=links.copy())
-            acts = best_actions(given, [np.where(decided, 0, greedy)], allowed & ~decided)
-            match = (order == (acts - 1)[None, :]) & (acts > 0)[None, :]
-            y = np.where(match.any(axis=0), match.argmax(axis=0) + 1, 0)[group]
-            xs.append(x)
-            ys.append(y)
-        if net is None:
-            a = y
-        else:
-            with torch.no_grad():
-                a = net(torch.as_tensor(x)).argmax(dim=1).numpy()
-        slots[group] = a
-        acted.append(a)
-        moves = (a > 0) & (order[np.maximum(a - 1, 0), group] >= 0)
-        toggle(links, state.reach, order[a[moves] - 1, group[moves]], group[moves])
-        decided[group] = True
-    return xs, ys, acted, {a: int(slots[c]) for a, c in zip(agents, cols.tolist())}
-
-
-class SequentialPolicy:
-    """The network deciding each step in sequence (`sequential_step`), as a policy `play`
-    runs (it reads the env's core, as a network's controller would)."""
-
-    name = "trained"
-
-    def __init__(self, net: Any, k: int):
-        self.net, self.k = net, k
-
-    def reset(self, seed: int | None = None) -> None:
-        pass
-
-    def actions(self, x: np.ndarray) -> np.ndarray:
-        """The network's most likely action of each row."""
-        import torch
-
-        with torch.no_grad():
-            return self.net(torch.as_tensor(x)).argmax(dim=1).numpy()
-
-    def act(self, observation: Any, env: Any = None) -> Any:
-        from mobrl.envs.wrappers import find_core
-
-        return sequential_step(find_core(env), observation, self.k, self.net, label=False)[3]
-
-
-def sequential_episode(cfg: dict, k: int, seed: int, net: Any = None) -> tuple[Any, Any, Any]:
-    """Rows, oracle labels and the actions played (the labels unless `net` plays) of every
-    group of every step of episode `seed`."""
-    from mobrl.envs.wrappers import find_core
-    from mobrl.evaluation.rollout import episode_env
-
-    env = episode_env(cfg, seed)
-    core = find_core(env)
-    obs, _ = env.reset(seed=seed)
-    xs, ys, played = [], [], []
-    try:
-        while True:
-            x, y, acted, play = sequential_step(core, obs, k, net)
-            xs += x
-            ys += y
-            played += acted
-            obs, _, term, trunc, _ = env.step(play)
-            if term["__all__"] or trunc["__all__"] or not obs:
-                break
-    finally:
-        env.close()
-    return np.concatenate(xs), np.concatenate(ys), np.concatenate(played)
-
-
 # --- evaluation through mobrl's own paired evaluation ---------------------------------------
 
 
@@ -471,10 +333,11 @@ def main() -> None:
     )
     parser.add_argument("--no-full-oracle", action="store_true")
     parser.add_argument(
-        "--sequential",
-        action="store_true",
-        help="UEs decide in sequence within a step, groups sharing no slot station, each "
-        "seeing its slots' gains given the moves decided before it (sequential_step)",
+        "--decide",
+        choices=["at_once", "in_turns"],
+        default="at_once",
+        help="env.decide: in_turns, UE groups sharing no slot station act one after another "
+        "within a step, each seeing its slots' gains given the moves before it",
     )
     parser.add_argument("--save", type=Path, default=None, help="write each network as .npz")
     args = parser.parse_args()
@@ -487,7 +350,7 @@ def main() -> None:
     table = []
     for layout in args.layouts.split(","):
         r = dagger(layout, args)
-        if args.diagnose and not args.sequential:
+        if args.diagnose and args.decide == "at_once":
             found = diagnose(r, args.diagnose)
             total = sum(v[1] for v in found.values()) or 1.0
             for kind, (n, cost) in sorted(found.items()):

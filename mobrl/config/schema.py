@@ -67,6 +67,10 @@ class EnvConf:
     #: reward) or `marginal` (its contribution to the team's summed utility: a difference
     #: reward); see mobrl.envs.service
     reward: str = "mobile"
+    #: env=ma with a slot observation: `at_once` (every UE acts on the step's state) or
+    #: `in_turns` (UE groups that share no slot station act one after another within a step,
+    #: each observing its slots' gains given the moves before it); see mobrl.envs.turns
+    decide: str = "at_once"
 
 
 @dataclass

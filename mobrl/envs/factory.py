@@ -65,6 +65,12 @@ def resolve_sampler(env_config: dict[str, Any], requested: str) -> str | None:
     fits = kind_of(env_config).ue_slots(env_config)
     if fits is None or not is_multi_agent(env_config):
         return None
+    if requested == "ue_slots" and env_config.get("decide", "at_once") != "at_once":
+        raise UserError(
+            "env.sampler=ue_slots samples every UE each env step; with env.decide="
+            f"{env_config['decide']} one group of UEs acts per env step. Use env.sampler=auto "
+            "or multi_agent."
+        )
     if requested == "ue_slots" and not fits:
         raise UserError(
             f"env.sampler=ue_slots needs one shared policy (env.policies=shared), UEs present "

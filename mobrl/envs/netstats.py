@@ -223,6 +223,8 @@ class EpisodeRecorder:
         from mobrl.envs.wrappers import find_core, find_env
 
         self.core = find_core(env, env_index)
+        #: an env whose steps may be turns within one of the core's (`mid_step`)
+        self.env = find_env(env, lambda node: hasattr(node, "mid_step"), env_index)
         self.tracker: EpisodeTracker | None = None
         self.counter = find_env(env, lambda node: implements(node, EpisodeStats), env_index)
         self.counts: dict[str, float] = {}
@@ -241,6 +243,8 @@ class EpisodeRecorder:
         """Record the step the env just made (counts are read now: when an episode ends, the
         env may already have begun the next one)."""
         if self.core is not None:
+            if getattr(self.env, "mid_step", False):
+                return  # a turn within a step (mobrl.envs.turns): the core has not stepped
             if self.tracker is None:  # the episode's UEs, known once its env was reset
                 self.tracker = EpisodeTracker(self.core.NUM_STATIONS, sorted(self.core.users))
             self.tracker.record(*step_arrays(self.core, self.tracker.ue_ids))

@@ -6,11 +6,17 @@ from __future__ import annotations
 from ray.rllib.env.multi_agent_env import MultiAgentEnv
 
 from mobrl.envs.foreign import AECAdapter, ParallelAdapter, RLlibStyleAdapter
+from mobrl.envs.turns import UETurnsEnv
 from mobrl.envs.wrappers import UEAgentsEnv
 
 
 class MobileMultiAgentEnv(UEAgentsEnv, MultiAgentEnv):
     """`UEAgentsEnv` as an RLlib `MultiAgentEnv` (the behaviour is all `UEAgentsEnv`'s)."""
+
+
+class MobileTurnsEnv(UETurnsEnv, MultiAgentEnv):
+    """`UETurnsEnv` (env.decide=in_turns) as an RLlib `MultiAgentEnv` (turn-based: only the
+    acting group observes; the others' rewards wait for their next observation)."""
 
 
 class ForeignParallelEnv(ParallelAdapter, MultiAgentEnv):

@@ -156,8 +156,8 @@ class UESlotVectorEnv(gym.vector.VectorEnv):
 def applies(env_config: dict[str, Any]) -> bool:
     """Whether `env_config` can be sampled as UE slots: a mobile-env layout in `env=ma` on the
     fast engine, one policy shared by every UE, and every UE present for the whole episode."""
-    if env_config.get("mode") != "ma":
-        return False
+    if env_config.get("mode") != "ma" or env_config.get("decide", "at_once") != "at_once":
+        return False  # one agent, or UEs acting in turns (not every slot acts each step)
     if env_config.get("engine", "fast") != "fast" or not env_config.get("layout"):
         return False
     if len(set((env_config.get("policies") or {}).values())) != 1:

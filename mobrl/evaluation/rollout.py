@@ -49,18 +49,26 @@ def play(
 ) -> dict[str, float]:
     """Reset `env` (with `seed`) and play one episode of `policy` in it: the measures of
     `run_episode` (`env_config` names the policies whose returns count separately)."""
+    from mobrl.envs.turns import turn_env
     from mobrl.envs.wrappers import find_core
 
     core = find_core(env)
+    reads = getattr(policy, "reads_observation", True) is not False
     # a policy that reads the env's state (the baselines) spares the engine its observations
-    blind = getattr(policy, "reads_observation", True) is False and hasattr(core, "blind")
+    blind = not reads and hasattr(core, "blind")
+    # and decides every UE at once where UEs would act in turns (the same moves)
+    turns = turn_env(env) if not reads else None
     if blind:
         core.blind = True
+    if turns is not None:
+        turns.in_turns = False
     try:
         return _play(env, policy, env_config, seed, on_step, max_steps)
     finally:
         if blind:
             core.blind = False
+        if turns is not None:
+            turns.in_turns = True
 
 
 def _play(
@@ -71,9 +79,12 @@ def _play(
     on_step: Callable[[Any, float], None] | None,
     max_steps: int | None,
 ) -> dict[str, float]:
+    from mobrl.envs.turns import turn_env
+
     policy.reset(seed)
     obs, _ = env.reset(seed=seed)
     recorder = EpisodeRecorder(env)
+    turns = turn_env(env)  # UEs acting in turns: a step ends after the last turn
     # with several policies (e.g. the arena's explorer and chaser) each one's return counts
     mapping = (env_config or {}).get("policies") or {}
     policies = sorted(set(mapping.values()))
@@ -81,6 +92,8 @@ def _play(
     total, steps = 0.0, 0
     while True:
         obs, reward, terminated, truncated, _ = env.step(policy.act(obs, env))
+        if turns is not None and turns.mid_step:
+            continue
         steps += 1
         if isinstance(reward, dict):
             total += float(sum(reward.values()))

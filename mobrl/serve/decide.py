@@ -214,9 +214,20 @@ class Decider:
         k = int(config["topk"])
         handler = handler_for(config["obs"], "ma", k)
         rows = handler.rows(network, np.arange(len(ues)))
-        observations = dict(zip(ues, rows))
-        chosen = self.policy.act(observations, explore)
-        slots = np.array([chosen[ue] for ue in ues], dtype=np.int64)
+        names = list(ues)
+        if config.get("decide", "at_once") == "in_turns":
+            from mobrl.envs.turns import StepTurns
+
+            def turn(group: np.ndarray, extra: np.ndarray) -> np.ndarray:
+                acting = [names[c] for c in group.tolist()]
+                x = np.concatenate([rows[group], extra], axis=1)
+                chosen = self.policy.act(dict(zip(acting, x)), explore)
+                return np.array([chosen[ue] for ue in acting], dtype=np.int64)
+
+            slots = StepTurns(network, k, np.arange(len(ues))).play(turn)
+        else:
+            chosen = self.policy.act(dict(zip(names, rows)), explore)
+            slots = np.array([chosen[ue] for ue in ues], dtype=np.int64)
         toggles = topk_station_actions(network.topk_state(), slots, k)
         ids = [s.id for s in stations]
         return {ue: (ids[t - 1] if t > 0 else None) for ue, t in zip(ues, toggles.tolist())}

@@ -134,6 +134,90 @@ class Collector:
         return np.concatenate(xs), np.concatenate(ys), np.concatenate(played)
 
 
+#: experts whose labels in turns are their search given the moves before (`turn_labels`)
+TURN_SEARCHES = ("oracle", "oracle2")
+
+
+def turn_labels(core: Any, turns: Any, expert: Any, greedy: np.ndarray) -> np.ndarray:
+    """The slot labels of the group acting in `turns` (`mobrl.envs.turns.StepTurns`): with
+    `oracle` (`oracle2`) as the expert, its one-step (two-step) search over the undecided
+    UEs' slot stations with the links after the moves decided before, from no change and
+    from greedy's move of the undecided UEs (`greedy`, UE order); with another expert, its
+    own step actions as slot actions."""
+    import dataclasses
+
+    group = turns.group
+    if expert.name not in TURN_SEARCHES:
+        return slot_labels(core, expert.station_actions(core), turns.k)[0][group]
+    from mobrl.evaluation.oracle import best_actions, lookahead_actions
+
+    search = lookahead_actions if expert.name == "oracle2" else best_actions
+    given = dataclasses.replace(turns.state, conn=turns.links.copy())
+    start = np.where(turns.decided, 0, greedy)
+    acts = search(given, [start], turns.allowed() & ~turns.decided[None, :])
+    match = (turns.order == (acts - 1)[None, :]) & (acts > 0)[None, :]
+    return np.where(match.any(axis=0), match.argmax(axis=0) + 1, 0)[group]
+
+
+class TurnCollector:
+    """`Collector` for UEs acting in turns (`env.decide=in_turns`, mobrl.envs.turns): every
+    group's turn is labelled by `turn_labels`; the expert plays unless a learner does."""
+
+    def __init__(self, cfg: dict[str, Any], k: int, expert: str = "oracle"):
+        self.cfg = {**cfg, "engine": "fast"}
+        self.k, self.expert = k, expert
+
+    def episode(
+        self, seed: int, learner: Any = None, count_outside: bool = False
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Observations, expert labels and the actions played, for every UE of every turn
+        of episode `seed`."""
+        from mobrl.envs.turns import turn_env
+        from mobrl.envs.wrappers import find_core
+        from mobrl.evaluation.policies import BASELINES
+        from mobrl.evaluation.rollout import episode_env
+
+        env = episode_env(self.cfg, seed)
+        core, turning = find_core(env), turn_env(env)
+        expert, greedy = BASELINES[self.expert](), BASELINES["greedy"]()
+        expert.reset(seed)
+        if learner is not None:
+            learner.reset(seed)
+        obs, _ = env.reset(seed=seed)
+        xs, ys, played = [], [], []
+        moves, step = None, None
+        try:
+            while True:
+                turns = turning.turns
+                if obs and turns is not None and turns.groups:
+                    if step is not turns:  # greedy's move, once per step
+                        moves, step = greedy.station_actions(core), turns
+                    agents = list(obs)
+                    y = turn_labels(core, turns, expert, moves)
+                    if learner is None:
+                        actions = {a: int(v) for a, v in zip(agents, y)}
+                    else:
+                        actions = learner.act(obs, env)
+                    xs.append(np.stack(list(obs.values())))
+                    ys.append(y)
+                    played.append(np.array([actions[a] for a in agents]))
+                else:
+                    actions = {}
+                obs, _, term, trunc, _ = env.step(actions)
+                if term["__all__"] or trunc["__all__"]:
+                    break
+        finally:
+            env.close()
+        return np.concatenate(xs), np.concatenate(ys), np.concatenate(played)
+
+
+def collector(env_config: dict[str, Any], k: int, expert: str = "oracle") -> Any:
+    """The collector of `env_config`'s env: UEs deciding at once or in turns."""
+    if env_config.get("decide", "at_once") == "in_turns":
+        return TurnCollector(env_config, k, expert)
+    return Collector(env_config, k, expert=expert)
+
+
 # --- fitting -------------------------------------------------------------------------------
 
 
@@ -252,7 +336,7 @@ def dagger(
     from mobrl.scenarios.kinds.mobile import MobileSpec
 
     k = int(MobileSpec.of(env_config).topk)
-    collect = Collector(env_config, k, expert=expert)
+    collect = collector(env_config, k, expert)
     seed = TRAIN_SEED
     xs, ys = [], []
     for _ in range(episodes):

@@ -38,6 +38,8 @@ class MobileSpec:
     topk: int | None = None
     team_reward: float = 0.0
     reward: str = "mobile"
+    #: `env.decide`: at_once, or in_turns (mobrl.envs.turns)
+    decide: str = "at_once"
 
     @classmethod
     def from_config(cls, cfg: Any) -> MobileSpec:
@@ -52,7 +54,8 @@ class MobileSpec:
         reward = check_reward(cfg.env.get("reward", cls.reward), mode)
         classes.check_settings(layout, name, obs, reward, cfg.env.get("sampler", "auto"))
         engine = engine_for(layout, cfg.engine, name)
-        return cls(layout, mode, engine, obs, topk, team_reward, reward)
+        decide = check_decide(cfg.env.get("decide", cls.decide), mode, obs)
+        return cls(layout, mode, engine, obs, topk, team_reward, reward, decide)
 
     @classmethod
     def of(cls, env_config: dict[str, Any]) -> MobileSpec:
@@ -65,6 +68,7 @@ class MobileSpec:
             or (TOPK_DEFAULT if env_config.get("obs") in TOPK_OBSERVATIONS else None),
             team_reward=float(env_config.get("team_reward") or cls.team_reward),
             reward=env_config.get("reward") or cls.reward,
+            decide=env_config.get("decide") or cls.decide,
         )
 
     def fields(self) -> dict[str, Any]:
@@ -74,7 +78,10 @@ class MobileSpec:
         out["obs"] = self.obs
         if self.obs in TOPK_OBSERVATIONS:
             out["topk"] = self.topk
-        return {**out, "team_reward": self.team_reward, "reward": self.reward}
+        out = {**out, "team_reward": self.team_reward, "reward": self.reward}
+        if self.decide != MobileSpec.decide:
+            out["decide"] = self.decide  # env_configs deciding at once stay as they were
+        return out
 
     def on_layout(self, name: str) -> MobileSpec:
         """The same settings on the built-in or user layout `name`."""
@@ -130,6 +137,8 @@ class MobileKind(ScenarioKind):
         settings = {"env": spec.mode, "env.obs": spec.obs}
         if spec.obs in TOPK_OBSERVATIONS:
             settings["env.topk"] = str(spec.topk)
+        if spec.decide != MobileSpec.decide:
+            settings["env.decide"] = spec.decide
         return settings
 
     def cannot_play(
@@ -165,7 +174,12 @@ class MobileKind(ScenarioKind):
         core = spec.core(dict(env_config.get("kwargs") or {}), env_config.get("render_mode"))
         if spec.mode == "central":
             return core
-        if rllib:
+        if spec.decide == "in_turns":
+            if rllib:
+                from mobrl.envs.rllib_env import MobileTurnsEnv as UEEnv
+            else:
+                from mobrl.envs.turns import UETurnsEnv as UEEnv
+        elif rllib:
             from mobrl.envs.rllib_env import MobileMultiAgentEnv as UEEnv
         else:
             from mobrl.envs.wrappers import UEAgentsEnv as UEEnv
@@ -237,6 +251,22 @@ def check_obs(obs: str, mode: str = "ma") -> str:
             f"agent's observation grows with the UE count anyway. Use env=ma or env.obs=extended."
         )
     return obs
+
+
+def check_decide(decide: str, mode: str = "ma", obs: str = "topk") -> str:
+    """A known `env.decide` that applies to `env.mode` and `env.obs`, or a one-line error."""
+    from mobrl.core.errors import UserError, unknown_choice
+    from mobrl.envs.turns import DECIDE
+
+    if decide not in DECIDE:
+        raise unknown_choice("env.decide", str(decide), DECIDE, "Use env.decide=at_once.")
+    if decide == "in_turns" and (mode != "ma" or obs not in TOPK_OBSERVATIONS):
+        raise UserError(
+            f"env.decide=in_turns orders UE agents' slot actions: it needs env=ma and a slot "
+            f"observation, not env.mode={mode} env.obs={obs}. Use env=ma env.obs=topk_intent, "
+            "or env.decide=at_once."
+        )
+    return decide
 
 
 def check_reward(reward: str, mode: str = "ma") -> str:

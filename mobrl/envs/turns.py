@@ -1,0 +1,224 @@
+"""UEs deciding in turns within a step (`env.decide=in_turns`, env=ma with a slot observation).
+
+With `env.decide=at_once` (the default) every active UE observes the step's state and acts
+at the same time, so two UEs cannot know each other's move: under interference a station's
+UEs each gain nothing by leaving it alone while leaving together pays, and a UE that joins
+a station cannot know whether another one hands over. With `env.decide=in_turns` a step is
+played in turns, as a sequence model decodes agents' actions each given the ones before it
+(Wen et al., "Multi-Agent Reinforcement Learning is a Sequence Modeling Problem", NeurIPS
+2022), or as a network's controller would commit handovers one neighbourhood after another:
+
+- the step's active UEs are split into groups that share no slot station, each UE in the
+  first group it fits, UEs taken by their best single-toggle gain (`turn_groups`);
+- one group acts per env step: each UE of it observes its slot observation (computed once
+  at the step's start), then per slot the change of the team's summed utility if it toggled
+  that station given the moves of the groups before it (`gains_given`), then the share of
+  UEs already decided;
+- after the last group the step is played with every group's actions, and the rewards of
+  the step arrive (a UE's reward reaches its next observation, as RLlib's multi-agent
+  episodes carry rewards of agents that are not acting).
+
+The moves are those of UEs deciding at once, so the network's dynamics do not change: only
+what each UE knows when it acts. A policy that reads no observation (the baselines) plays
+the env at once (`play` switches `in_turns` off); so does the UE-slot sampler's test of
+whether it applies (`mobrl.envs.slots.applies`: it does not here).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from mobrl.envs.wrappers import UEAgentsEnv, ue_id
+
+#: `env.decide`: every UE at once, or groups in turns within a step
+DECIDE = ("at_once", "in_turns")
+
+
+def turn_groups(order: np.ndarray, cols: np.ndarray, priority: np.ndarray) -> list[np.ndarray]:
+    """The UEs at `cols` in groups that share no slot station (`order`: `topk_slots`, (k, UE)),
+    each UE in the first group it fits, UEs taken by descending `priority` (ties: `cols`'
+    order)."""
+    groups: list[list[int]] = []
+    used: list[set[int]] = []
+    for c in cols[np.argsort(-priority, kind="stable")].tolist():
+        mine = set(order[:, c][order[:, c] >= 0].tolist())
+        for group, taken in zip(groups, used):
+            if not mine & taken:
+                group.append(c)
+                taken |= mine
+                break
+        else:
+            groups.append([c])
+            used.append(mine)
+    return [np.array(g, dtype=int) for g in groups]
+
+
+class StepTurns:
+    """One step's turns on a core: the groups (`turn_groups`), the links after the moves
+    decided so far and each UE's slot action. `extra(group)` is what a group observes beyond
+    its slot observation; `decide(group, actions)` records its moves."""
+
+    def __init__(self, core: Any, k: int, cols: np.ndarray):
+        from mobrl.envs.observations import gains_given, station_arrays, topk_slots
+        from mobrl.envs.service import link_state
+
+        self.core, self.k = core, k
+        self.state = link_state(core)
+        self.order = topk_slots(station_arrays(core), k)
+        self.links = self.state.conn.copy()
+        n = self.state.conn.shape[1]
+        self.decided = np.zeros(n, dtype=bool)
+        self.slots = np.zeros(n, dtype=np.int64)
+        cols = np.asarray(cols, dtype=int)
+        first = gains_given(self.state, self.order, self.links, cols, k)
+        priority = first.max(axis=1) if first.size else np.zeros(len(cols))
+        self.groups = turn_groups(self.order, cols, priority) if len(cols) else []
+        self.turn = 0
+
+    @property
+    def group(self) -> np.ndarray:
+        """The UE columns acting in this turn."""
+        return self.groups[self.turn]
+
+    @property
+    def last(self) -> bool:
+        return self.turn == len(self.groups) - 1
+
+    def allowed(self) -> np.ndarray:
+        """(BS, UE) the stations each UE may toggle: its slot stations in range."""
+        allowed = np.zeros(self.state.conn.shape, dtype=bool)
+        slot, ue = np.nonzero(self.order >= 0)
+        allowed[self.order[slot, ue], ue] = True
+        return allowed & self.state.reach
+
+    def extra(self, group: np.ndarray) -> np.ndarray:
+        """(len(group), k + 1) float32: each slot's gain to the team given the moves decided
+        so far, and the share of the step's UEs decided."""
+        from mobrl.envs.observations import gains_given
+
+        gains = gains_given(self.state, self.order, self.links, group, self.k)
+        acting = np.concatenate(self.groups) if self.groups else group
+        done = np.full((len(group), 1), self.decided[acting].mean(), dtype=np.float64)
+        return np.concatenate([gains, done], axis=1).astype(np.float32)
+
+    def play(self, act: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> np.ndarray:
+        """Every turn at once, `act(group, extra)` giving each group's slot actions: the
+        step's slot actions of every UE (columns' order; 0 for UEs not acting)."""
+        while self.groups:
+            group = self.group
+            self.decide(group, act(group, self.extra(group)))
+            if self.last:
+                break
+            self.turn += 1
+        return self.slots.copy()
+
+    def decide(self, group: np.ndarray, actions: np.ndarray) -> None:
+        """Record the slot actions of `group` (0 keeps, j toggles slot j's station) and apply
+        them to the links the next groups see."""
+        from mobrl.envs.service import toggle
+
+        a = np.asarray(actions, dtype=np.int64)
+        self.slots[group] = a
+        moves = (a > 0) & (self.order[np.maximum(a - 1, 0), group] >= 0)
+        toggle(self.links, self.state.reach, self.order[a[moves] - 1, group[moves]], group[moves])
+        self.decided[group] = True
+
+
+def turn_space(space: gym.spaces.Box, k: int) -> gym.spaces.Box:
+    """A slot observation's space with a turn's k gains and decided share appended."""
+    low = np.concatenate([space.low, np.full(k, -np.inf), [0.0]]).astype(np.float32)
+    high = np.concatenate([space.high, np.full(k, np.inf), [1.0]]).astype(np.float32)
+    return gym.spaces.Box(low, high, dtype=np.float32)
+
+
+class UETurnsEnv(UEAgentsEnv):
+    """`UEAgentsEnv` with a step played in turns (`env.decide=in_turns`, see the module):
+    each env step one group of UEs observes and acts; the core steps after the last group.
+    `mid_step` tells whether the last env step only recorded a turn. With `in_turns` off
+    (set before `reset`) it is `UEAgentsEnv` itself, observations without the turn's
+    columns."""
+
+    def __init__(self, core: Any, team_reward: float = 0.0):
+        super().__init__(core, team_reward)
+        self.k = int(core.handler.topk)
+        self.observation_spaces = {
+            a: turn_space(s, self.k) for a, s in self.observation_spaces.items()
+        }
+        #: False: every UE decides at once (a policy that reads no observation plays so)
+        self.in_turns = True
+        #: whether the last `step` recorded a turn without stepping the core
+        self.mid_step = False
+        self.turns: StepTurns | None = None
+        self._rows: dict[str, np.ndarray] = {}
+        self._actions: dict[str, int] = {}
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        obs, info = super().reset(seed=seed, options=options)
+        self.mid_step = False
+        if not self.in_turns:
+            return obs, info
+        return self._begin(obs), info
+
+    def _begin(self, rows: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """Start a step's turns from the acting UEs' slot observations: the first group's."""
+        from mobrl.envs.observations import ue_columns
+
+        self._rows, self._actions = rows, {}
+        column = ue_columns(self.core)
+        cols = np.array([column[ue_id(a)] for a in rows], dtype=int)
+        self._agent_at = dict(zip(cols.tolist(), rows))
+        self.turns = StepTurns(self.core, self.k, cols)
+        return self._observe()
+
+    def _observe(self) -> dict[str, np.ndarray]:
+        turns = self.turns
+        if turns is None or not turns.groups:
+            return {}
+        group = turns.group
+        extra = turns.extra(group)
+        agents = [self._agent_at[c] for c in group.tolist()]
+        return {a: np.concatenate([self._rows[a], e]) for a, e in zip(agents, extra)}
+
+    def step(self, action_dict: dict[str, int]):
+        if not self.in_turns:
+            return super().step(action_dict)
+        turns = self.turns
+        if turns is not None and turns.groups:
+            group = turns.group
+            agents = [self._agent_at[c] for c in group.tolist()]
+            acts = np.array([int(action_dict.get(a, 0)) for a in agents], dtype=np.int64)
+            turns.decide(group, acts)
+            self._actions.update(zip(agents, acts.tolist()))
+            if not turns.last:
+                turns.turn += 1
+                self.mid_step = True
+                obs = self._observe()
+                flags = {a: False for a in obs}
+                return obs, {}, {**flags, "__all__": False}, {**flags, "__all__": False}, {}
+        self.mid_step = False
+        obs, rewards, terms, truncs, info = super().step(self._actions)
+        wide = {a: self._widen(o) for a, o in obs.items()}
+        if terms["__all__"] or truncs["__all__"]:
+            return wide, rewards, terms, truncs, info
+        ended = {a for a, t in truncs.items() if t and a != "__all__"}
+        live = {a: o for a, o in obs.items() if a not in ended}
+        out = {a: wide[a] for a in sorted(ended, key=self._rank.__getitem__)}
+        out.update(self._begin(live))
+        flags = {a: a in ended for a in out}
+        terms = {**{a: False for a in out}, "__all__": False}
+        return out, rewards, terms, {**flags, "__all__": False}, info
+
+    def _widen(self, row: np.ndarray) -> np.ndarray:
+        """A final (zero) observation in the turn's width."""
+        return np.concatenate([row, np.zeros(self.k + 1, dtype=row.dtype)])
+
+
+def turn_env(env: Any) -> UETurnsEnv | None:
+    """The `UETurnsEnv` behind `env` (wrappers), or None."""
+    from mobrl.envs.wrappers import find_env
+
+    return find_env(env, lambda node: isinstance(node, UETurnsEnv))

@@ -1,0 +1,152 @@
+"""`env.decide=in_turns` (mobrl.envs.turns): UE groups act one after another within a step,
+each observing its slots' gains given the moves before it; the network's dynamics are those
+of UEs deciding at once."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from mobrl.core.errors import UserError
+from mobrl.envs.factory import env_config_from
+from mobrl.training.checks import validate_command_line
+
+
+def _env(*args: str) -> dict:
+    return env_config_from(validate_command_line(list(args)))
+
+
+def test_groups_share_no_slot_station_and_go_by_priority() -> None:
+    from mobrl.envs.turns import turn_groups
+
+    # (k=2, UE): UE 0 and 1 share station 0, UE 2 hears 1 and 2, UE 3 station 2 only
+    order = np.array([[0, 0, 1, 2], [1, -1, 2, -1]])
+    cols = np.arange(4)
+    groups = turn_groups(order, cols, np.array([0.1, 0.5, 0.3, 0.2]))
+    assert [g.tolist() for g in groups] == [[1, 2], [3, 0]]
+    for g in groups:
+        stations = [s for c in g.tolist() for s in order[:, c].tolist() if s >= 0]
+        assert len(stations) == len(set(stations))
+    assert sorted(np.concatenate(groups).tolist()) == cols.tolist()
+
+
+class _SlotRule:
+    """Reads each UE's own slot observation only (its `topk_gain` gains): toggles the slot of
+    the largest positive gain. The same actions whether UEs act in turns or at once."""
+
+    name = "slot_rule"
+
+    def __init__(self, k: int, width: int):
+        self.k, self.width = k, width
+
+    def reset(self, seed: int | None = None) -> None:
+        pass
+
+    def act(self, observation: dict, env: object = None) -> dict:
+        out = {}
+        for agent, row in observation.items():
+            gains = row[self.width - self.k : self.width]
+            out[agent] = int(np.argmax(gains)) + 1 if gains.max() > 1e-9 else 0
+        return out
+
+
+@pytest.mark.parametrize("scenario", ["small", "umi_dense"])
+def test_turns_change_what_ues_know_not_the_network(scenario: str) -> None:
+    """A rule reading only the slot observation plays the same episode in turns as at once;
+    every turn observes the gains a toggle would bring given the moves before it, the team's
+    summed utility recomputed from the links (interference counted on umi_dense)."""
+    from mobrl.envs.observations import topk_size
+    from mobrl.envs.service import utility_sums
+    from mobrl.evaluation.rollout import episode_env, run_episode
+
+    at_once = _env(f"scenario={scenario}", "env.obs=topk_gain")
+    in_turns = _env(f"scenario={scenario}", "env.obs=topk_gain", "env.decide=in_turns")
+    assert in_turns["decide"] == "in_turns" and "decide" not in at_once
+    assert in_turns["sampler"] == "multi_agent"  # not every slot acts each env step
+    width = topk_size(3) + 3
+    rule = _SlotRule(3, width)
+    rows = [run_episode(c, rule, 7, max_steps=12) for c in (at_once, in_turns)]
+    assert rows[0] == rows[1]
+
+    env = episode_env(in_turns, 7)
+    obs, _ = env.reset(seed=7)
+    checked, turns_seen, steps = 0, 0, 0
+    while checked < 20 and steps < 30:
+        turns = env.turns
+        state, links = turns.state, turns.links.copy()
+        before = utility_sums(state, links[None])[0]
+        for agent, row in obs.items():
+            assert row.shape == env.observation_spaces[agent].shape
+            c = turns.group[list(obs).index(agent)]
+            assert row[-1] == pytest.approx(turns.decided[np.concatenate(turns.groups)].mean())
+            for j in range(3):
+                station = turns.order[j, c]
+                if station < 0 or not state.reach[station, c]:
+                    assert row[width + j] == 0.0
+                    continue
+                after = links.copy()
+                after[station, c] = ~after[station, c]
+                want = utility_sums(state, after[None])[0] - before
+                assert row[width + j] == pytest.approx(want, rel=1e-5, abs=1e-5)
+                checked += 1
+        obs, rewards, _, _, _ = env.step(rule.act(obs))
+        turns_seen += 1
+        if env.mid_step:
+            assert rewards == {}
+        else:
+            steps += 1
+    assert checked >= 20 and turns_seen > steps
+    env.close()
+
+
+def test_the_baselines_play_in_turns_envs_at_once() -> None:
+    from mobrl.evaluation.policies import BASELINES
+    from mobrl.evaluation.rollout import run_episode
+
+    at_once = _env("scenario=small", "env.obs=topk_gain")
+    in_turns = _env("scenario=small", "env.obs=topk_gain", "env.decide=in_turns")
+    for name in ("greedy", "oracle"):
+        rows = [run_episode(c, BASELINES[name](), 3, max_steps=20) for c in (at_once, in_turns)]
+        assert rows[0] == rows[1]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["env.obs=topk", "env.decide=sometimes"], "Use env.decide=at_once"),
+        (["env.obs=mobile", "env.decide=in_turns"], "needs env=ma and a slot observation"),
+        (["env=central", "env.decide=in_turns"], "needs env=ma and a slot observation"),
+    ],
+)
+def test_decide_where_it_applies_only(args: list[str], message: str) -> None:
+    with pytest.raises(UserError, match=message):
+        _env("scenario=small", *args)
+
+
+def test_turn_labels_search_given_the_moves_before() -> None:
+    """The oracle's labels in turns: the first group's are its search with nothing decided;
+    a group's labels never name a station out of its slots; the expert's episode in turns
+    scores at least greedy's."""
+    from mobrl.evaluation.policies import BASELINES
+    from mobrl.evaluation.rollout import run_episode
+    from mobrl.training.imitation import TurnCollector
+
+    in_turns = _env("scenario=small", "env.obs=topk_gain", "env.decide=in_turns")
+    x, y, played = TurnCollector(in_turns, 3).episode(1_000_000)
+    assert x.shape[1] == 5 * 3 + 2 + 3 + 3 + 1 and len(x) == len(y) == len(played)
+    assert (played == y).all() and ((0 <= y) & (y <= 3)).all() and (y > 0).any()
+
+    class Labels:
+        name, reads_observation = "labels", True
+
+        def reset(self, seed: int | None = None) -> None:
+            self.i = 0
+
+        def act(self, observation: dict, env: object = None) -> dict:
+            out = dict(zip(observation, y[self.i : self.i + len(observation)].tolist()))
+            self.i += len(observation)
+            return out
+
+    expert = run_episode(in_turns, Labels(), 1_000_000)
+    greedy = run_episode(in_turns, BASELINES["greedy"](), 1_000_000)
+    assert expert["ue/utility/mean"] >= greedy["ue/utility/mean"] - 1e-9
