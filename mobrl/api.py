@@ -41,6 +41,11 @@ def parallel_env(
             "not one. Use a layout from `mobrl scenarios list`."
         )
     env_config = env_config_from(cfg, render_mode=render_mode)
+    if env_config.get("decide", "at_once") != "at_once":
+        raise UserError(
+            "parallel_env steps every UE at once (PettingZoo's parallel API); "
+            f"env.decide={env_config['decide']} has UE groups act in turns. Drop env.decide."
+        )
     env_config["sampler"] = None  # one env, stepped by the caller
 
     def make(seed: int | None) -> Any:

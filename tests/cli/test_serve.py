@@ -407,8 +407,9 @@ def test_episodes_through_decide_are_evaluates_episodes(small: Server, tmp_path:
 
 def test_episodes_through_decide_under_interference_are_evaluates_episodes(tmp_path: Any) -> None:
     """The same closed loop for zoo:umi_dense (a radio model: UMi channels, interference,
-    proportional fair; env.obs=topk_intent): each UE reports the received power in dBm of
-    every station it hears, and the episode is the one `mobrl.evaluate` plays."""
+    proportional fair; env.obs=topk_intent; UEs deciding in turns, which the service plays
+    within each request): each UE reports the received power in dBm of every station it
+    hears, and the episode is the one `mobrl.evaluate` plays."""
     with serving("--checkpoint", "zoo:umi_dense") as server:
         with httpx.Client(base_url=server.url, timeout=30) as client:
 

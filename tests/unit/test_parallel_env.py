@@ -60,3 +60,5 @@ def test_same_seed_same_episode_and_bad_input_is_one_line() -> None:
         mobrl.parallel_env("smal")
     with pytest.raises(mobrl.UserError, match="env.obs"):
         mobrl.parallel_env("small", obs="top")
+    with pytest.raises(mobrl.UserError, match="Drop env.decide"):
+        mobrl.parallel_env("small", "env.decide=in_turns", obs="topk")

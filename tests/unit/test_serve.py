@@ -245,7 +245,8 @@ def test_measured_arrays_give_the_envs_own_observations(layout: str, obs: str, w
     arriving and leaving), received powers in mW under a layout's radio model (umi_dense: UMi
     channels, shadowing, interference from the stations that serve, proportional fair; SINRs
     with who transmits, every round's gains of `topk_intent` under interference); links,
-    rates in the model's unit and loads as the engine has them."""
+    rates in the model's unit and loads as the engine has them; and so the turns of UEs
+    deciding in turns."""
     import mobrl
     from mobrl.envs.observations import handler_for, ue_columns
     from mobrl.envs.service import link_arrays
@@ -276,6 +277,18 @@ def test_measured_arrays_give_the_envs_own_observations(layout: str, obs: str, w
         rows = handler_for(obs, "ma", 3).rows(network, np.arange(len(ues)))
         assert rows.shape == (len(ues), width)
         assert np.array_equal(rows, np.stack([observed[a] for a in env.agents]))
+        # in turns (env.decide=in_turns): the same groups, and each turn's gains to the bit
+        from mobrl.envs.turns import StepTurns
+
+        served, engine = StepTurns(network, 3, np.arange(len(ues))), StepTurns(core, 3, cols)
+        at = np.array(cols)
+        assert [at[g].tolist() for g in served.groups] == [g.tolist() for g in engine.groups]
+        for turn, group in enumerate(served.groups[:4]):
+            served.turn = engine.turn = turn
+            assert np.array_equal(served.extra(group), engine.extra(at[group]))
+            moves = (np.arange(len(group)) + turn) % 4
+            served.decide(group, moves)
+            engine.decide(at[group], moves)
     finally:
         env.close()
 

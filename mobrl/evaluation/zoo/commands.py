@@ -293,7 +293,9 @@ def _trained_on(meta: dict[str, Any], reward: str) -> str:
     """Where the policy learned and, when it serves another layout, which one."""
     trained = meta.get("trained_on") or meta["scenario"]
     where = trained if trained == meta["scenario"] else f"{trained}, acts on {meta['scenario']}"
-    return f"{where} (obs={meta['obs']}, reward={reward})"
+    decide = (meta.get("env_config") or {}).get("decide", "at_once")
+    turns = f", decide={decide}" if decide != "at_once" else ""
+    return f"{where} (obs={meta['obs']}{turns}, reward={reward})"
 
 
 def _closed(meta: dict[str, Any]) -> str:
