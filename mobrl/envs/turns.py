@@ -41,7 +41,7 @@ DECIDE = ("at_once", "in_turns")
 def turn_groups(order: np.ndarray, cols: np.ndarray, priority: np.ndarray) -> list[np.ndarray]:
     """The UEs at `cols` in groups that share no slot station (`order`: `topk_slots`, (k, UE)),
     each UE in the first group it fits, UEs taken by descending `priority` (ties: `cols`'
-    order)."""
+    order; callers list UEs by agent name, so that the env and /v1/decide agree)."""
     groups: list[list[int]] = []
     used: list[set[int]] = []
     for c in cols[np.argsort(-priority, kind="stable")].tolist():
@@ -169,8 +169,9 @@ class UETurnsEnv(UEAgentsEnv):
 
         self._rows, self._actions = rows, {}
         column = ue_columns(self.core)
-        cols = np.array([column[ue_id(a)] for a in rows], dtype=int)
-        self._agent_at = dict(zip(cols.tolist(), rows))
+        agents = sorted(rows)  # ties of priority go by name, as /v1/decide breaks them
+        cols = np.array([column[ue_id(a)] for a in agents], dtype=int)
+        self._agent_at = dict(zip(cols.tolist(), agents))
         self.turns = StepTurns(self.core, self.k, cols)
         return self._observe()
 

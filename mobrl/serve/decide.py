@@ -224,7 +224,8 @@ class Decider:
                 chosen = self.policy.act(dict(zip(acting, x)), explore)
                 return np.array([chosen[ue] for ue in acting], dtype=np.int64)
 
-            slots = StepTurns(network, k, np.arange(len(ues))).play(turn)
+            by_name = np.array(sorted(range(len(names)), key=names.__getitem__), dtype=int)
+            slots = StepTurns(network, k, by_name).play(turn)
         else:
             chosen = self.policy.act(dict(zip(names, rows)), explore)
             slots = np.array([chosen[ue] for ue in ues], dtype=np.int64)

@@ -310,6 +310,10 @@ def test_decide_serves_a_policy_of_a_radio_layout_from_received_powers() -> None
     assert set(decisions) == {"ue_0", "ue_1", "ue_2"}
     assert all(d in (None, "A", "B", "C") for d in decisions.values())
     assert decisions["ue_2"] in (None, "C")  # it hears C alone
+    # the UEs decide in turns; the turns do not depend on the order the request lists them
+    shuffled = {**body, "ues": dict(reversed(list(body["ues"].items())))}
+    again = client.post("/v1/decide", json=shuffled)
+    assert again.status_code == 200 and again.json()["decisions"] == decisions
     # SNRs are refused where the policy's model works from received powers, and back
     one_line_error(client.post("/v1/decide", json=decide_body()), 422, "gives no rsrp_dbm")
     small = client_of(ServedPolicy.load("zoo:small", []))
