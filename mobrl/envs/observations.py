@@ -316,9 +316,31 @@ def topk_station_actions(state: dict[str, Any], act: np.ndarray, k: int) -> np.n
     act = np.asarray(act, dtype=np.int64)
     if ((act < 0) | (act > k)).any():
         raise KeyError(int(act[(act < 0) | (act > k)][0]))
-    order = topk_slots(state, k)
+    return stations_of(topk_slots(state, k), act)
+
+
+def stations_of(order: np.ndarray, act: np.ndarray) -> np.ndarray:
+    """Slot actions (0 keeps, j toggles slot j) of the UEs of `order`'s columns ((k, UE)
+    `topk_slots`) as station actions (0 keeps, b + 1 toggles station b; 0 for an empty slot)."""
+    act = np.asarray(act, dtype=np.int64)
     picked = order[np.maximum(act - 1, 0), np.arange(len(act))]
     return np.where((act > 0) & (picked >= 0), picked + 1, 0)
+
+
+def slots_of(order: np.ndarray, actions: np.ndarray) -> np.ndarray:
+    """Station actions (0 keeps, b + 1 toggles station b) of the UEs of `order`'s columns as
+    slot actions: the slot that holds the station, 0 where no slot does (or keeping)."""
+    act = np.asarray(actions, dtype=np.int64)
+    match = (order == (act - 1)[None, :]) & (act > 0)[None, :]
+    return np.where(match.any(axis=0), match.argmax(axis=0) + 1, 0)
+
+
+def slot_mask(order: np.ndarray, stations: int) -> np.ndarray:
+    """(BS, UE) the stations in each UE's slots (`order`: (k, UE) `topk_slots`)."""
+    mask = np.zeros((stations, order.shape[1]), dtype=bool)
+    slot, ue = np.nonzero(order >= 0)
+    mask[order[slot, ue], ue] = True
+    return mask
 
 
 class TopKMAHandler(MComMAHandler):

@@ -66,14 +66,15 @@ class StepTurns:
         from mobrl.envs.observations import gains_given, station_arrays, topk_slots
         from mobrl.envs.service import link_state
 
-        self.core, self.k = core, k
+        self.k = k
         self.state = link_state(core)
         self.order = topk_slots(station_arrays(core), k)
         self.links = self.state.conn.copy()
         n = self.state.conn.shape[1]
         self.decided = np.zeros(n, dtype=bool)
         self.slots = np.zeros(n, dtype=np.int64)
-        cols = np.asarray(cols, dtype=int)
+        #: the step's acting UEs (columns)
+        self.cols = cols = np.asarray(cols, dtype=int)
         first = gains_given(self.state, self.order, self.links, cols, k)
         priority = first.max(axis=1) if first.size else np.zeros(len(cols))
         self.groups = turn_groups(self.order, cols, priority) if len(cols) else []
@@ -90,10 +91,9 @@ class StepTurns:
 
     def allowed(self) -> np.ndarray:
         """(BS, UE) the stations each UE may toggle: its slot stations in range."""
-        allowed = np.zeros(self.state.conn.shape, dtype=bool)
-        slot, ue = np.nonzero(self.order >= 0)
-        allowed[self.order[slot, ue], ue] = True
-        return allowed & self.state.reach
+        from mobrl.envs.observations import slot_mask
+
+        return slot_mask(self.order, self.state.conn.shape[0]) & self.state.reach
 
     def extra(self, group: np.ndarray) -> np.ndarray:
         """(len(group), k + 1) float32: each slot's gain to the team given the moves decided
@@ -101,8 +101,7 @@ class StepTurns:
         from mobrl.envs.observations import gains_given
 
         gains = gains_given(self.state, self.order, self.links, group, self.k)
-        acting = np.concatenate(self.groups) if self.groups else group
-        done = np.full((len(group), 1), self.decided[acting].mean(), dtype=np.float64)
+        done = np.full((len(group), 1), self.decided[self.cols].mean(), dtype=np.float64)
         return np.concatenate([gains, done], axis=1).astype(np.float32)
 
     def play(self, act: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> np.ndarray:
@@ -119,12 +118,13 @@ class StepTurns:
     def decide(self, group: np.ndarray, actions: np.ndarray) -> None:
         """Record the slot actions of `group` (0 keeps, j toggles slot j's station) and apply
         them to the links the next groups see."""
+        from mobrl.envs.observations import stations_of
         from mobrl.envs.service import toggle
 
-        a = np.asarray(actions, dtype=np.int64)
-        self.slots[group] = a
-        moves = (a > 0) & (self.order[np.maximum(a - 1, 0), group] >= 0)
-        toggle(self.links, self.state.reach, self.order[a[moves] - 1, group[moves]], group[moves])
+        self.slots[group] = actions
+        station = stations_of(self.order[:, group], actions)
+        on = station > 0
+        toggle(self.links, self.state.reach, station[on] - 1, group[on])
         self.decided[group] = True
 
 
@@ -155,6 +155,7 @@ class UETurnsEnv(UEAgentsEnv):
         self.turns: StepTurns | None = None
         self._rows: dict[str, np.ndarray] = {}
         self._actions: dict[str, int] = {}
+        self._agent_at: dict[int, str] = {}
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         obs, info = super().reset(seed=seed, options=options)

@@ -178,10 +178,6 @@ def toggleable(core: Any) -> np.ndarray | None:
     k = getattr(core.handler, "topk", None)
     if k is None:
         return None
-    from mobrl.envs.observations import station_arrays, topk_slots
+    from mobrl.envs.observations import slot_mask, station_arrays, topk_slots
 
-    order = topk_slots(station_arrays(core), k)
-    allowed = np.zeros((core.NUM_STATIONS, order.shape[1]), dtype=bool)
-    slot, ue = np.nonzero(order >= 0)
-    allowed[order[slot, ue], ue] = True
-    return allowed
+    return slot_mask(topk_slots(station_arrays(core), k), core.NUM_STATIONS)

@@ -63,14 +63,11 @@ def with_features(core: Any, obs: dict[Any, np.ndarray], k: int, extra: str) -> 
 def slot_labels(core: Any, station_actions: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     """Each UE's station action (UE order; 0 keep, b + 1 toggle b) as a slot action, and a
     mask of UEs whose toggle names a station outside their k slots (labelled 0)."""
-    from mobrl.envs.observations import station_arrays, topk_slots
+    from mobrl.envs.observations import slots_of, station_arrays, topk_slots
 
-    order = topk_slots(station_arrays(core), k)  # (k, UE)
     act = np.asarray(station_actions, dtype=np.int64)
-    match = (order == (act - 1)[None, :]) & (act > 0)[None, :]
-    found = match.any(axis=0)
-    slots = np.where(found, match.argmax(axis=0) + 1, 0)
-    return slots, (act > 0) & ~found
+    slots = slots_of(topk_slots(station_arrays(core), k), act)
+    return slots, (act > 0) & (slots == 0)
 
 
 class Collector:
@@ -146,6 +143,8 @@ def turn_labels(core: Any, turns: Any, expert: Any, greedy: np.ndarray) -> np.nd
     own step actions as slot actions."""
     import dataclasses
 
+    from mobrl.envs.observations import slots_of
+
     group = turns.group
     if expert.name not in TURN_SEARCHES:
         return slot_labels(core, expert.station_actions(core), turns.k)[0][group]
@@ -155,8 +154,7 @@ def turn_labels(core: Any, turns: Any, expert: Any, greedy: np.ndarray) -> np.nd
     given = dataclasses.replace(turns.state, conn=turns.links.copy())
     start = np.where(turns.decided, 0, greedy)
     acts = search(given, [start], turns.allowed() & ~turns.decided[None, :])
-    match = (turns.order == (acts - 1)[None, :]) & (acts > 0)[None, :]
-    return np.where(match.any(axis=0), match.argmax(axis=0) + 1, 0)[group]
+    return slots_of(turns.order, acts)[group]
 
 
 class TurnCollector:

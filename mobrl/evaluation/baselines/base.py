@@ -86,14 +86,13 @@ class PerUEBaseline(Baseline):
         """Every UE's `env.obs=topk` slot action (UE order) for its station action `actions`:
         the slot that holds the station, else 0 (noop), or where `slot_frees` the slot of the
         weakest link the UE holds in its slots."""
-        from mobrl.envs.observations import station_arrays, topk_slots
+        from mobrl.envs.observations import slots_of, station_arrays, topk_slots
 
         state = station_arrays(core)
         order = topk_slots(state, k)  # (k, UE) station of each slot, -1: none
         acting = actions > 0
-        match = (order == (actions - 1)[None, :]) & acting[None, :]
-        found = match.any(axis=0)
-        slots = np.where(found, match.argmax(axis=0) + 1, 0)
+        slots = slots_of(order, actions)
+        found = slots > 0
         frees = self.slot_frees(core, actions)
         if not frees.any():
             return slots

@@ -253,7 +253,7 @@ def check_obs(obs: str, mode: str = "ma") -> str:
     return obs
 
 
-def check_decide(decide: str, mode: str = "ma", obs: str = "topk") -> str:
+def check_decide(decide: str, mode: str, obs: str) -> str:
     """A known `env.decide` that applies to `env.mode` and `env.obs`, or a one-line error."""
     from mobrl.core.errors import UserError, unknown_choice
     from mobrl.envs.turns import DECIDE
