@@ -140,7 +140,7 @@ class _Episodes:
         """The share of UE-steps, and of toggles, where the unrestricted oracle toggles a
         station outside the slots (NaN in turns: not counted)."""
         c = self.collect
-        if not isinstance(c, Collector):
+        if isinstance(c, TurnCollector):
             return float("nan"), float("nan")
         return c.outside / max(c.ue_steps, 1), c.outside / max(c.toggles, 1)
 

@@ -57,17 +57,18 @@ def play(
     # a policy that reads the env's state (the baselines) spares the engine its observations
     blind = not reads and hasattr(core, "blind")
     # and decides every UE at once where UEs would act in turns (the same moves)
-    turns = turn_env(env) if not reads else None
+    turns = turn_env(env)
+    at_once = turns is not None and not reads
     if blind:
         core.blind = True
-    if turns is not None:
+    if at_once:
         turns.in_turns = False
     try:
-        return _play(env, policy, env_config, seed, on_step, max_steps)
+        return _play(env, policy, env_config, seed, on_step, max_steps, turns)
     finally:
         if blind:
             core.blind = False
-        if turns is not None:
+        if at_once:
             turns.in_turns = True
 
 
@@ -78,13 +79,11 @@ def _play(
     seed: int | None,
     on_step: Callable[[Any, float], None] | None,
     max_steps: int | None,
+    turns: Any,
 ) -> dict[str, float]:
-    from mobrl.envs.turns import turn_env
-
     policy.reset(seed)
     obs, _ = env.reset(seed=seed)
     recorder = EpisodeRecorder(env)
-    turns = turn_env(env)  # UEs acting in turns: a step ends after the last turn
     # with several policies (e.g. the arena's explorer and chaser) each one's return counts
     mapping = (env_config or {}).get("policies") or {}
     policies = sorted(set(mapping.values()))
@@ -93,7 +92,7 @@ def _play(
     while True:
         obs, reward, terminated, truncated, _ = env.step(policy.act(obs, env))
         if turns is not None and turns.mid_step:
-            continue
+            continue  # UEs acting in turns: a step ends after the last turn
         steps += 1
         if isinstance(reward, dict):
             total += float(sum(reward.values()))

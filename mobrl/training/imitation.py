@@ -71,7 +71,12 @@ def slot_labels(core: Any, station_actions: np.ndarray, k: int) -> tuple[np.ndar
 
 
 class Collector:
-    """Episodes on the fast engine in which the expert labels every active UE's observation."""
+    """Episodes on the fast engine in which the expert labels every active UE's observation
+    (`TurnCollector`: every turn's, with UEs deciding in turns)."""
+
+    #: whether a step without observations ends the episode (UEs deciding at once: no UE is
+    #: active any more)
+    ends_when_empty = True
 
     def __init__(self, cfg: dict[str, Any], k: int, extra: str = "none", expert: str = "oracle"):
         self.cfg = {**cfg, "engine": "fast"}
@@ -84,51 +89,67 @@ class Collector:
         self, seed: int, learner: Any = None, count_outside: bool = False
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Observations, expert slot labels and the actions played, for every active UE-step
-        of episode `seed`; the expert plays unless `learner` is given."""
-        from mobrl.envs.observations import ue_columns
-        from mobrl.envs.service import link_state
-        from mobrl.envs.wrappers import find_core, ue_id
-        from mobrl.evaluation.oracle import StepSearch
+        (or turn) of episode `seed`; the expert plays unless `learner` is given."""
+        from mobrl.envs.wrappers import find_core
         from mobrl.evaluation.policies import BASELINES
         from mobrl.evaluation.rollout import episode_env
 
         env = episode_env(self.cfg, seed)
         core = find_core(env)
-        expert, greedy = BASELINES[self.expert](), BASELINES["greedy"]()
+        expert = BASELINES[self.expert]()
         expert.reset(seed)
-        free = StepSearch() if count_outside else None
+        self._start(count_outside)
         if learner is not None:
             learner.reset(seed)
         obs, _ = env.reset(seed=seed)
         xs, ys, played = [], [], []
         try:
             while True:
-                agents = list(obs)
-                column = ue_columns(core)
-                cols = np.array([column[ue_id(a)] for a in agents], dtype=int)
-                labels, _ = slot_labels(core, expert.station_actions(core), self.k)
-                if free is not None:
-                    move = greedy.station_actions(core)
-                    unrestricted = free.decide_state(link_state(core), move, None)
-                    _, out = slot_labels(core, unrestricted, self.k)
-                    self.outside += int(out[cols].sum())
-                    self.toggles += int((unrestricted[cols] > 0).sum())
-                    self.ue_steps += len(cols)
-                x = with_features(core, obs, self.k, self.extra)
-                y = labels[cols]
-                if learner is None:
-                    actions = {a: int(v) for a, v in zip(agents, y)}
-                else:
-                    actions = learner.act(obs, env)
-                xs.append(x)
-                ys.append(y)
-                played.append(np.array([actions[a] for a in agents]))
+                found = self._rows(env, core, obs, expert) if obs else None
+                actions: dict[Any, int] = {}
+                if found is not None:
+                    (x, y), agents = found, list(obs)
+                    if learner is None:
+                        actions = {a: int(v) for a, v in zip(agents, y)}
+                    else:
+                        actions = learner.act(obs, env)
+                    xs.append(x)
+                    ys.append(y)
+                    played.append(np.array([actions[a] for a in agents]))
                 obs, _, term, trunc, _ = env.step(actions)
-                if term["__all__"] or trunc["__all__"] or not obs:
+                if term["__all__"] or trunc["__all__"] or (self.ends_when_empty and not obs):
                     break
         finally:
             env.close()
         return np.concatenate(xs), np.concatenate(ys), np.concatenate(played)
+
+    def _start(self, count_outside: bool) -> None:
+        from mobrl.evaluation.oracle import StepSearch
+        from mobrl.evaluation.policies import BASELINES
+
+        self._free = StepSearch() if count_outside else None
+        self._greedy = BASELINES["greedy"]()
+
+    def _rows(
+        self, env: Any, core: Any, obs: dict[Any, np.ndarray], expert: Any
+    ) -> tuple[np.ndarray, np.ndarray] | None:
+        """The rows the policy learns from this env step and the expert's labels (None: no
+        one acts)."""
+        from mobrl.envs.observations import ue_columns
+        from mobrl.envs.service import link_state
+        from mobrl.envs.wrappers import ue_id
+
+        column = ue_columns(core)
+        cols = np.array([column[ue_id(a)] for a in obs], dtype=int)
+        labels, _ = slot_labels(core, expert.station_actions(core), self.k)
+        if self._free is not None:
+            move = self._greedy.station_actions(core)
+            unrestricted = self._free.decide_state(link_state(core), move, None)
+            _, out = slot_labels(core, unrestricted, self.k)
+            self.outside += int(out[cols].sum())
+            self.toggles += int((unrestricted[cols] > 0).sum())
+            self.ue_steps += len(cols)
+        return with_features(core, obs, self.k, self.extra), labels[cols]
 
 
 #: experts whose labels in turns are their search given the moves before (`turn_labels`)
@@ -157,56 +178,30 @@ def turn_labels(core: Any, turns: Any, expert: Any, greedy: np.ndarray) -> np.nd
     return slots_of(turns.order, acts)[group]
 
 
-class TurnCollector:
+class TurnCollector(Collector):
     """`Collector` for UEs acting in turns (`env.decide=in_turns`, mobrl.envs.turns): every
-    group's turn is labelled by `turn_labels`; the expert plays unless a learner does."""
+    group's turn is labelled by `turn_labels` (the unrestricted oracle is not counted)."""
+
+    ends_when_empty = False  # a step without acting UEs is played on
 
     def __init__(self, cfg: dict[str, Any], k: int, expert: str = "oracle"):
-        self.cfg = {**cfg, "engine": "fast"}
-        self.k, self.expert = k, expert
+        super().__init__(cfg, k, expert=expert)
 
-    def episode(
-        self, seed: int, learner: Any = None, count_outside: bool = False
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Observations, expert labels and the actions played, for every UE of every turn
-        of episode `seed`."""
+    def _start(self, count_outside: bool) -> None:
+        super()._start(False)
+        self._moves, self._step = None, None
+
+    def _rows(
+        self, env: Any, core: Any, obs: dict[Any, np.ndarray], expert: Any
+    ) -> tuple[np.ndarray, np.ndarray] | None:
         from mobrl.envs.turns import turn_env
-        from mobrl.envs.wrappers import find_core
-        from mobrl.evaluation.policies import BASELINES
-        from mobrl.evaluation.rollout import episode_env
 
-        env = episode_env(self.cfg, seed)
-        core, turning = find_core(env), turn_env(env)
-        expert, greedy = BASELINES[self.expert](), BASELINES["greedy"]()
-        expert.reset(seed)
-        if learner is not None:
-            learner.reset(seed)
-        obs, _ = env.reset(seed=seed)
-        xs, ys, played = [], [], []
-        moves, step = None, None
-        try:
-            while True:
-                turns = turning.turns
-                if obs and turns is not None and turns.groups:
-                    if step is not turns:  # greedy's move, once per step
-                        moves, step = greedy.station_actions(core), turns
-                    agents = list(obs)
-                    y = turn_labels(core, turns, expert, moves)
-                    if learner is None:
-                        actions = {a: int(v) for a, v in zip(agents, y)}
-                    else:
-                        actions = learner.act(obs, env)
-                    xs.append(np.stack(list(obs.values())))
-                    ys.append(y)
-                    played.append(np.array([actions[a] for a in agents]))
-                else:
-                    actions = {}
-                obs, _, term, trunc, _ = env.step(actions)
-                if term["__all__"] or trunc["__all__"]:
-                    break
-        finally:
-            env.close()
-        return np.concatenate(xs), np.concatenate(ys), np.concatenate(played)
+        turns = turn_env(env).turns
+        if turns is None or not turns.groups:
+            return None
+        if self._step is not turns:  # greedy's move, once per step
+            self._moves, self._step = self._greedy.station_actions(core), turns
+        return np.stack(list(obs.values())), turn_labels(core, turns, expert, self._moves)
 
 
 def collector(env_config: dict[str, Any], k: int, expert: str = "oracle") -> Any:
