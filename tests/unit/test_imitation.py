@@ -95,3 +95,34 @@ def test_the_algorithm_imitates_at_init_but_not_when_resumed() -> None:
     plain = validate_command_line(["scenario=small", "env.obs=topk_gain", "run=smoke"])
     off = build_algorithm_config(plain, factory.ENV_NAME, factory.env_config_from(plain))
     assert off.callbacks_on_algorithm_init is None
+
+
+def test_module_logits_are_the_modules_action_logits_with_gradients_on_the_actor_only() -> None:
+    """`ModuleLogits` runs PPO's actor encoder and `pi` head alone: the logits RLlib's
+    `forward_train` gives, gradients reaching the actor's weights and not the critic's."""
+    import gymnasium as gym
+    import torch
+    from ray.rllib.algorithms.ppo.torch.default_ppo_torch_rl_module import (
+        DefaultPPOTorchRLModule,
+    )
+    from ray.rllib.core.columns import Columns
+    from ray.rllib.core.rl_module.rl_module import RLModuleSpec
+
+    from mobrl.training.imitation import ModuleLogits
+
+    torch.manual_seed(0)
+    module = RLModuleSpec(
+        module_class=DefaultPPOTorchRLModule,
+        observation_space=gym.spaces.Box(-1.0, 1.0, (7,), np.float32),
+        action_space=gym.spaces.Discrete(4),
+        model_config={"fcnet_hiddens": [16, 16], "vf_share_layers": False},
+    ).build()
+    logits = ModuleLogits(module)
+    assert logits.actor is not None
+    x = torch.randn(5, 7)
+    want = module.forward_train({Columns.OBS: x})[Columns.ACTION_DIST_INPUTS]
+    got = logits(x)
+    torch.testing.assert_close(got, want)
+    got.sum().backward()
+    assert module.pi.net.mlp[0].weight.grad is not None
+    assert all(p.grad is None for p in module.encoder.critic_encoder.parameters())
