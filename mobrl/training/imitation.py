@@ -23,6 +23,8 @@ goes on as usual. Episodes use seeds 1,000,000+ (those of `mobrl train`), never 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -335,10 +337,42 @@ def dagger(
     log: Any = None,
 ) -> dict[str, Any]:
     """DAgger into `net` (a logits callable with `parameters`, e.g. `ModuleLogits`) on the
-    env of `env_config` (a slot observation; played on the fast engine): what it measured."""
+    env of `env_config` (a slot observation; played on the fast engine), with torch on one
+    thread meanwhile (`one_torch_thread`): what it measured."""
     from mobrl.scenarios.kinds.mobile import MobileSpec
 
-    k = int(MobileSpec.of(env_config).topk)
+    with one_torch_thread():
+        return _dagger(
+            net, env_config, MobileSpec.of(env_config), expert, episodes, rounds, updates, log
+        )
+
+
+@contextmanager
+def one_torch_thread() -> Iterator[None]:
+    """Torch on one thread for the block: a fit's minibatches of 256 through a small MLP gain
+    nothing from a second thread and, while Ray's processes or another job use the other
+    core, run several times slower with two (`scripts/bench_imitation_fit.py`)."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _dagger(
+    net: Any,
+    env_config: dict[str, Any],
+    spec: Any,
+    expert: str,
+    episodes: int,
+    rounds: int,
+    updates: int,
+    log: Any,
+) -> dict[str, Any]:
+    k = int(spec.topk)
     collect = collector(env_config, k, expert)
     seed = TRAIN_SEED
     xs, ys = [], []

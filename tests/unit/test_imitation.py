@@ -22,7 +22,9 @@ def test_dagger_imitates_the_oracle_on_small_after_a_tiny_budget() -> None:
     torch.manual_seed(0)
     env_config = _env()
     net = make_net(5 * 3 + 2 + 3, 4, [64, 64])
+    threads = torch.get_num_threads()
     found = dagger(net, env_config, "oracle", episodes=2, rounds=1, updates=300)
+    assert torch.get_num_threads() == threads  # fitted on one thread, then given back
     assert found["rows"] > 0 and len(found["history"]) == 1
     assert found["train_acc"] > 0.85
     # on an unseen episode, in the states the policy itself reaches
@@ -126,3 +128,19 @@ def test_module_logits_are_the_modules_action_logits_with_gradients_on_the_actor
     got.sum().backward()
     assert module.pi.net.mlp[0].weight.grad is not None
     assert all(p.grad is None for p in module.encoder.critic_encoder.parameters())
+
+
+def test_one_torch_thread_gives_the_threads_back_even_on_error() -> None:
+    import torch
+
+    from mobrl.training.imitation import one_torch_thread
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        with pytest.raises(RuntimeError), one_torch_thread():
+            assert torch.get_num_threads() == 1
+            raise RuntimeError("inside")
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)
