@@ -70,6 +70,7 @@ def main() -> None:
     y = rng.integers(0, 4, 100_000)
     m = module(args.obs, hidden)
     every = torch.get_num_threads()
+    fit(ModuleLogits(m), x, y, 100)  # warm-up: the first minibatches pay torch's start-up
     print("| other core | torch threads | path | ms per minibatch |\n|---|---:|---|---:|")
     for loaded in (False, True):
         stop = mp.Event()
