@@ -288,9 +288,8 @@ class ModuleLogits:
     def __init__(self, module: Any):
         self.module = module
         encoder = getattr(module, "encoder", None)
-        self.actor = getattr(encoder, "actor_encoder", None)
-        if getattr(module, "pi", None) is None:
-            self.actor = None
+        has_pi = getattr(module, "pi", None) is not None
+        self.actor = getattr(encoder, "actor_encoder", None) if has_pi else None
 
     def parameters(self) -> Any:
         return self.module.parameters()
@@ -327,26 +326,6 @@ class GreedyActor:
         return {a: int(c) for a, c in zip(observation, self.actions(x))}
 
 
-def dagger(
-    net: Any,
-    env_config: dict[str, Any],
-    expert: str = "oracle",
-    episodes: int = 4,
-    rounds: int = 4,
-    updates: int = 1500,
-    log: Any = None,
-) -> dict[str, Any]:
-    """DAgger into `net` (a logits callable with `parameters`, e.g. `ModuleLogits`) on the
-    env of `env_config` (a slot observation; played on the fast engine), with torch on one
-    thread meanwhile (`one_torch_thread`): what it measured."""
-    from mobrl.scenarios.kinds.mobile import MobileSpec
-
-    with one_torch_thread():
-        return _dagger(
-            net, env_config, MobileSpec.of(env_config), expert, episodes, rounds, updates, log
-        )
-
-
 @contextmanager
 def one_torch_thread() -> Iterator[None]:
     """Torch on one thread for the block: a fit's minibatches of 256 through a small MLP gain
@@ -362,17 +341,22 @@ def one_torch_thread() -> Iterator[None]:
         torch.set_num_threads(threads)
 
 
-def _dagger(
+@one_torch_thread()
+def dagger(
     net: Any,
     env_config: dict[str, Any],
-    spec: Any,
-    expert: str,
-    episodes: int,
-    rounds: int,
-    updates: int,
-    log: Any,
+    expert: str = "oracle",
+    episodes: int = 4,
+    rounds: int = 4,
+    updates: int = 1500,
+    log: Any = None,
 ) -> dict[str, Any]:
-    k = int(spec.topk)
+    """DAgger into `net` (a logits callable with `parameters`, e.g. `ModuleLogits`) on the
+    env of `env_config` (a slot observation; played on the fast engine), with torch on one
+    thread meanwhile (`one_torch_thread`): what it measured."""
+    from mobrl.scenarios.kinds.mobile import MobileSpec
+
+    k = int(MobileSpec.of(env_config).topk)
     collect = collector(env_config, k, expert)
     seed = TRAIN_SEED
     xs, ys = [], []
