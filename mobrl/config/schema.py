@@ -71,6 +71,9 @@ class EnvConf:
     #: `in_turns` (UE groups that share no slot station act one after another within a step,
     #: each observing its slots' gains given the moves before it); see mobrl.envs.turns
     decide: str = "at_once"
+    #: with `in_turns`: how often the groups take their turns within a step (2: each group
+    #: may revise its move once every group has decided); see mobrl.envs.turns
+    turn_rounds: int = 1
 
 
 @dataclass

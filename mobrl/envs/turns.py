@@ -18,6 +18,13 @@ played in turns, as a sequence model decodes agents' actions each given the ones
   the step arrive (a UE's reward reaches its next observation, as RLlib's multi-agent
   episodes carry rewards of agents that are not acting).
 
+With `env.turn_rounds=2` (or more) the groups take their turns again once every group has
+decided: in a later round each group observes its slots' gains given every other UE's move
+of the step so far (its own undone) and may keep, undo or change its move, as a controller
+would let a neighbourhood revise after its neighbours committed. A move that pays only
+together with a later group's move can then be made once that move is known. The turn's
+observation carries one more column, the round (0 first, 1 last).
+
 The moves are those of UEs deciding at once, so the network's dynamics do not change: only
 what each UE knows when it acts. A policy that reads no observation (the baselines) plays
 the env at once (`play` switches `in_turns` off); so does the UE-slot sampler's test of
@@ -36,6 +43,8 @@ from mobrl.envs.wrappers import UEAgentsEnv, ue_id
 
 #: `env.decide`: every UE at once, or groups in turns within a step
 DECIDE = ("at_once", "in_turns")
+#: `env.turn_rounds` above this is refused: each round adds a turn per group to every step
+MAX_ROUNDS = 4
 
 
 def turn_groups(order: np.ndarray, cols: np.ndarray, priority: np.ndarray) -> list[np.ndarray]:
@@ -58,11 +67,12 @@ def turn_groups(order: np.ndarray, cols: np.ndarray, priority: np.ndarray) -> li
 
 
 class StepTurns:
-    """One step's turns on a core: the groups (`turn_groups`), the links after the moves
-    decided so far and each UE's slot action. `extra(group)` is what a group observes beyond
-    its slot observation; `decide(group, actions)` records its moves."""
+    """One step's turns on a core: the groups (`turn_groups`), played `rounds` times, the
+    links after the moves decided so far and each UE's slot action. `extra(group)` is what a
+    group observes beyond its slot observation; `decide(group, actions)` records its moves
+    (in a later round, in place of its earlier ones); `advance()` moves to the next turn."""
 
-    def __init__(self, core: Any, k: int, cols: np.ndarray):
+    def __init__(self, core: Any, k: int, cols: np.ndarray, rounds: int = 1):
         from mobrl.envs.observations import gains_given, station_arrays, topk_slots
         from mobrl.envs.service import link_state
 
@@ -78,7 +88,8 @@ class StepTurns:
         first = gains_given(self.state, self.order, self.links, cols, k)
         priority = first.max(axis=1) if first.size else np.zeros(len(cols))
         self.groups = turn_groups(self.order, cols, priority) if len(cols) else []
-        self.turn = 0
+        self.rounds = rounds
+        self.turn = self.round = 0
 
     @property
     def group(self) -> np.ndarray:
@@ -87,7 +98,16 @@ class StepTurns:
 
     @property
     def last(self) -> bool:
-        return self.turn == len(self.groups) - 1
+        """Whether this is the step's last turn (the last group's in the last round)."""
+        return self.round == self.rounds - 1 and self.turn == len(self.groups) - 1
+
+    def advance(self) -> None:
+        """On to the next turn: the next group, or the first group of the next round (whose
+        UEs have not decided in it yet)."""
+        self.turn += 1
+        if self.turn == len(self.groups):
+            self.turn, self.round = 0, self.round + 1
+            self.decided[:] = False
 
     def allowed(self) -> np.ndarray:
         """(BS, UE) the stations each UE may toggle: its slot stations in range."""
@@ -96,13 +116,16 @@ class StepTurns:
         return slot_mask(self.order, self.state.conn.shape[0]) & self.state.reach
 
     def extra(self, group: np.ndarray) -> np.ndarray:
-        """(len(group), k + 1) float32: each slot's gain to the team given the moves decided
-        so far, and the share of the step's UEs decided."""
+        """(len(group), `extra_width(k, rounds)`) float32: each slot's gain to the team given
+        the moves decided so far (the group's own earlier moves undone), the share of the
+        step's UEs decided in this round and, with several rounds, the round (0 to 1)."""
         from mobrl.envs.observations import gains_given
 
         gains = gains_given(self.state, self.order, self.links, group, self.k)
-        done = np.full((len(group), 1), self.decided[self.cols].mean(), dtype=np.float64)
-        return np.concatenate([gains, done], axis=1).astype(np.float32)
+        columns = [gains, np.full((len(group), 1), self.decided[self.cols].mean())]
+        if self.rounds > 1:
+            columns.append(np.full((len(group), 1), self.round / (self.rounds - 1)))
+        return np.concatenate(columns, axis=1).astype(np.float32)
 
     def play(self, act: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> np.ndarray:
         """Every turn at once, `act(group, extra)` giving each group's slot actions: the
@@ -112,41 +135,52 @@ class StepTurns:
             self.decide(group, act(group, self.extra(group)))
             if self.last:
                 break
-            self.turn += 1
+            self.advance()
         return self.slots.copy()
 
     def decide(self, group: np.ndarray, actions: np.ndarray) -> None:
         """Record the slot actions of `group` (0 keeps, j toggles slot j's station) and apply
-        them to the links the next groups see."""
+        them, in place of the group's earlier moves of the step, to the links the next turns
+        see."""
         from mobrl.envs.observations import stations_of
         from mobrl.envs.service import toggle
 
         self.slots[group] = actions
+        self.links[:, group] = self.state.conn[:, group]
         station = stations_of(self.order[:, group], actions)
         on = station > 0
         toggle(self.links, self.state.reach, station[on] - 1, group[on])
         self.decided[group] = True
 
 
-def turn_space(space: gym.spaces.Box, k: int) -> gym.spaces.Box:
-    """A slot observation's space with a turn's k gains and decided share appended."""
-    low = np.concatenate([space.low, np.full(k, -np.inf), [0.0]]).astype(np.float32)
-    high = np.concatenate([space.high, np.full(k, np.inf), [1.0]]).astype(np.float32)
-    return gym.spaces.Box(low, high, dtype=np.float32)
+def extra_width(k: int, rounds: int = 1) -> int:
+    """The columns a turn appends to the slot observation (`StepTurns.extra`)."""
+    return k + 1 + (rounds > 1)
+
+
+def turn_space(space: gym.spaces.Box, k: int, rounds: int = 1) -> gym.spaces.Box:
+    """A slot observation's space with a turn's k gains, decided share and (with several
+    rounds) round appended."""
+    shares = extra_width(k, rounds) - k
+    low = np.concatenate([space.low, np.full(k, -np.inf), np.zeros(shares)])
+    high = np.concatenate([space.high, np.full(k, np.inf), np.ones(shares)])
+    return gym.spaces.Box(low.astype(np.float32), high.astype(np.float32), dtype=np.float32)
 
 
 class UETurnsEnv(UEAgentsEnv):
     """`UEAgentsEnv` with a step played in turns (`env.decide=in_turns`, see the module):
-    each env step one group of UEs observes and acts; the core steps after the last group.
+    each env step one group of UEs observes and acts; the core steps after the last turn.
     `mid_step` tells whether the last env step only recorded a turn. With `in_turns` off
     (set before `reset`) it is `UEAgentsEnv` itself, observations without the turn's
     columns."""
 
-    def __init__(self, core: Any, team_reward: float = 0.0):
+    def __init__(self, core: Any, team_reward: float = 0.0, rounds: int = 1):
         super().__init__(core, team_reward)
         self.k = int(core.handler.topk)
+        #: `env.turn_rounds`: how often the groups take their turns within a step
+        self.rounds = int(rounds)
         self.observation_spaces = {
-            a: turn_space(s, self.k) for a, s in self.observation_spaces.items()
+            a: turn_space(s, self.k, self.rounds) for a, s in self.observation_spaces.items()
         }
         #: False: every UE decides at once (a policy that reads no observation plays so)
         self.in_turns = True
@@ -173,7 +207,7 @@ class UETurnsEnv(UEAgentsEnv):
         agents = sorted(rows)  # ties of priority go by name, as /v1/decide breaks them
         cols = np.array([column[ue_id(a)] for a in agents], dtype=int)
         self._agent_at = dict(zip(cols.tolist(), agents))
-        self.turns = StepTurns(self.core, self.k, cols)
+        self.turns = StepTurns(self.core, self.k, cols, self.rounds)
         return self._observe()
 
     def _observe(self) -> dict[str, np.ndarray]:
@@ -196,7 +230,7 @@ class UETurnsEnv(UEAgentsEnv):
             turns.decide(group, acts)
             self._actions.update(zip(agents, acts.tolist()))
             if not turns.last:
-                turns.turn += 1
+                turns.advance()
                 self.mid_step = True
                 obs = self._observe()
                 flags = {a: False for a in obs}
@@ -216,7 +250,7 @@ class UETurnsEnv(UEAgentsEnv):
 
     def _widen(self, row: np.ndarray) -> np.ndarray:
         """A final (zero) observation in the turn's width."""
-        return np.concatenate([row, np.zeros(self.k + 1, dtype=row.dtype)])
+        return np.concatenate([row, np.zeros(extra_width(self.k, self.rounds), row.dtype)])
 
 
 def turn_env(env: Any) -> UETurnsEnv | None:

@@ -225,7 +225,8 @@ class Decider:
                 return np.array([chosen[ue] for ue in acting], dtype=np.int64)
 
             by_name = np.array(sorted(range(len(names)), key=names.__getitem__), dtype=int)
-            slots = StepTurns(network, k, by_name).play(turn)
+            rounds = int(config.get("turn_rounds") or 1)
+            slots = StepTurns(network, k, by_name, rounds).play(turn)
         else:
             chosen = self.policy.act(dict(zip(names, rows)), explore)
             slots = np.array([chosen[ue] for ue in ues], dtype=np.int64)

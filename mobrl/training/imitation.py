@@ -159,14 +159,16 @@ TURN_SEARCHES = ("oracle", "oracle2")
 
 
 def turn_labels(core: Any, turns: Any, expert: Any, greedy: np.ndarray) -> np.ndarray:
-    """The slot labels of the group acting in `turns` (`mobrl.envs.turns.StepTurns`): with
-    `oracle` (`oracle2`) as the expert, its one-step (two-step) search over the undecided
-    UEs' slot stations with the links after the moves decided before, from no change and
-    from greedy's move of the undecided UEs (`greedy`, UE order); with another expert, its
-    own step actions as slot actions."""
+    """The slot labels of the group acting in `turns` (`mobrl.envs.turns.StepTurns`). With
+    `oracle` (`oracle2`) as the expert, its one-step (two-step) search: in the first round
+    over the undecided UEs' slot stations with the links after the moves decided before,
+    from no change and from greedy's move of the undecided UEs (`greedy`, UE order); in a
+    later round over the group's alone, with every other UE's move of the step so far, from
+    no change and from the group's moves of before. With another expert, its own step
+    actions as slot actions."""
     import dataclasses
 
-    from mobrl.envs.observations import slots_of
+    from mobrl.envs.observations import slots_of, stations_of
 
     group = turns.group
     if expert.name not in TURN_SEARCHES:
@@ -174,9 +176,18 @@ def turn_labels(core: Any, turns: Any, expert: Any, greedy: np.ndarray) -> np.nd
     from mobrl.evaluation.oracle import best_actions, lookahead_actions
 
     search = lookahead_actions if expert.name == "oracle2" else best_actions
-    given = dataclasses.replace(turns.state, conn=turns.links.copy())
-    start = np.where(turns.decided, 0, greedy)
-    acts = search(given, [start], turns.allowed() & ~turns.decided[None, :])
+    links = turns.links.copy()
+    if turns.round == 0:
+        searched = ~turns.decided
+        start = np.where(turns.decided, 0, greedy)
+    else:  # a revision: the group's best reply to every other UE's move
+        searched = np.zeros_like(turns.decided)
+        searched[group] = True
+        links[:, group] = turns.state.conn[:, group]
+        start = np.zeros_like(greedy)
+        start[group] = stations_of(turns.order[:, group], turns.slots[group])
+    given = dataclasses.replace(turns.state, conn=links)
+    acts = search(given, [start], turns.allowed() & searched[None, :])
     return slots_of(turns.order, acts)[group]
 
 
@@ -353,43 +364,50 @@ def dagger(
 ) -> dict[str, Any]:
     """DAgger into `net` (a logits callable with `parameters`, e.g. `ModuleLogits`) on the
     env of `env_config` (a slot observation; played on the fast engine), with torch on one
-    thread meanwhile (`one_torch_thread`): what it measured."""
+    thread meanwhile (`one_torch_thread`) and the labelled episodes counted on a progress
+    display: what it measured."""
+    from mobrl.core.console import make_console, progress
     from mobrl.scenarios.kinds.mobile import MobileSpec
 
     k = int(MobileSpec.of(env_config).topk)
     collect = collector(env_config, k, expert)
     seed = TRAIN_SEED
     xs, ys = [], []
-    for _ in range(episodes):
-        x, y, _ = collect.episode(seed)
-        xs.append(x)
-        ys.append(y)
-        seed += 1
-    history = []
-    actor = GreedyActor(net)
-    train_acc = 0.0
-    for it in range(rounds + 1):
-        n = updates * (3 if it == rounds else 1)
-        train_acc = fit(net, np.concatenate(xs), np.concatenate(ys), n, seed=it)
-        if it == rounds:
-            break
-        played, labels = [], []
+    with progress(make_console()) as bar:
+        total = episodes * (rounds + 1)
+        task = bar.add_task(f"imitation: {total} episodes labelled by {expert}", total=total)
         for _ in range(episodes):
-            x, y, p = collect.episode(seed, learner=actor)
+            x, y, _ = collect.episode(seed)
             xs.append(x)
             ys.append(y)
-            played.append(p)
-            labels.append(y)
             seed += 1
-        history.append(
-            {
-                "round": it,
-                "train_acc": train_acc,
-                **accuracy(*map(np.concatenate, (played, labels))),
-            }
-        )
-        if log is not None:
-            log(f"imitation round {it}: {history[-1]}")
+            bar.advance(task)
+        history = []
+        actor = GreedyActor(net)
+        train_acc = 0.0
+        for it in range(rounds + 1):
+            n = updates * (3 if it == rounds else 1)
+            train_acc = fit(net, np.concatenate(xs), np.concatenate(ys), n, seed=it)
+            if it == rounds:
+                break
+            played, labels = [], []
+            for _ in range(episodes):
+                x, y, p = collect.episode(seed, learner=actor)
+                xs.append(x)
+                ys.append(y)
+                played.append(p)
+                labels.append(y)
+                seed += 1
+                bar.advance(task)
+            history.append(
+                {
+                    "round": it,
+                    "train_acc": train_acc,
+                    **accuracy(*map(np.concatenate, (played, labels))),
+                }
+            )
+            if log is not None:
+                log(f"imitation round {it}: {history[-1]}")
     return {"rows": int(sum(len(y) for y in ys)), "train_acc": train_acc, "history": history}
 
 

@@ -14,7 +14,7 @@ def _env(obs: str = "topk_gain") -> dict:
     return env_config_from(validate_command_line(["scenario=small", f"env.obs={obs}"]))
 
 
-def test_dagger_imitates_the_oracle_on_small_after_a_tiny_budget() -> None:
+def test_dagger_imitates_the_oracle_on_small_after_a_tiny_budget(capsys) -> None:
     import torch
 
     from mobrl.training.imitation import Collector, GreedyActor, accuracy, dagger, make_net
@@ -27,6 +27,9 @@ def test_dagger_imitates_the_oracle_on_small_after_a_tiny_budget() -> None:
     assert torch.get_num_threads() == threads  # fitted on one thread, then given back
     assert found["rows"] > 0 and len(found["history"]) == 1
     assert found["train_acc"] > 0.85
+    # in a log, its labelled episodes counted as they go: the last line says all 4 are done
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[-1].startswith("imitation: 4 episodes labelled by oracle: 4/4 (100%)"), lines
     # on an unseen episode, in the states the policy itself reaches
     _, labels, played = Collector(env_config, 3).episode(1_500_000, learner=GreedyActor(net))
     acc = accuracy(played, labels)

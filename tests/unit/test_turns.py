@@ -61,12 +61,15 @@ def test_turns_change_what_ues_know_not_the_network(scenario: str) -> None:
 
     at_once = _env(f"scenario={scenario}", "env.obs=topk_gain")
     in_turns = _env(f"scenario={scenario}", "env.obs=topk_gain", "env.decide=in_turns")
+    twice = _env(f"scenario={scenario}", "env.obs=topk_gain", "env.decide=in_turns",
+                 "env.turn_rounds=2")  # fmt: skip
     assert in_turns["decide"] == "in_turns" and "decide" not in at_once
+    assert "turn_rounds" not in in_turns and twice["turn_rounds"] == 2
     assert in_turns["sampler"] == "multi_agent"  # not every slot acts each env step
     width = topk_size(3) + 3
     rule = _SlotRule(3, width)
-    rows = [run_episode(c, rule, 7, max_steps=12) for c in (at_once, in_turns)]
-    assert rows[0] == rows[1]
+    rows = [run_episode(c, rule, 7, max_steps=12) for c in (at_once, in_turns, twice)]
+    assert rows[0] == rows[1] == rows[2]  # a move made again in a later round replaces itself
 
     env = episode_env(in_turns, 7)
     obs, _ = env.reset(seed=7)
@@ -116,6 +119,10 @@ def test_the_baselines_play_in_turns_envs_at_once() -> None:
         (["env.obs=topk", "env.decide=sometimes"], "Use env.decide=at_once"),
         (["env.obs=mobile", "env.decide=in_turns"], "needs env=ma and a slot observation"),
         (["env=central", "env.decide=in_turns"], "needs env=ma and a slot observation"),
+        (["env.obs=topk", "env.turn_rounds=2"], "Add env.decide=in_turns"),
+        (["env.obs=topk", "env.decide=in_turns", "env.turn_rounds=0"], "env.turn_rounds=0 is"),
+        (["env.obs=topk", "env.decide=in_turns", "env.turn_rounds=9"], "from 1 to 4"),
+        (["env.obs=topk", "env.decide=in_turns", "env.turn_rounds=1.5"], "env.turn_rounds=1.5"),
     ],
 )
 def test_decide_where_it_applies_only(args: list[str], message: str) -> None:
@@ -150,3 +157,66 @@ def test_turn_labels_search_given_the_moves_before() -> None:
     expert = run_episode(in_turns, Labels(), 1_000_000)
     greedy = run_episode(in_turns, BASELINES["greedy"](), 1_000_000)
     assert expert["ue/utility/mean"] >= greedy["ue/utility/mean"] - 1e-9
+
+
+def test_a_later_round_revises_each_move_given_every_other_ues() -> None:
+    """With env.turn_rounds=2 every group takes a second turn once all have decided: its
+    gains are the team's utility change of toggling given every other UE's move of the step
+    (its own undone), its round column is 1, its new move replaces its first, and the core
+    steps once, after the last group's second turn. The oracle's label there is the group's
+    best reply: at least as good as its first moves and as keeping."""
+    from mobrl.envs.service import utility_sums
+    from mobrl.envs.turns import extra_width
+    from mobrl.evaluation.policies import BASELINES
+    from mobrl.evaluation.rollout import episode_env
+    from mobrl.training.imitation import turn_labels
+
+    config = _env("scenario=umi_dense", "env.obs=topk_gain", "env.decide=in_turns",
+                  "env.turn_rounds=2")  # fmt: skip
+    assert extra_width(3, 2) == 5
+    env = episode_env(config, 11)
+    obs, _ = env.reset(seed=11)
+    width = env.observation_spaces[next(iter(obs))].shape[0]
+    oracle = BASELINES["oracle"]()
+    step, checked, revised = 0, 0, 0
+    while step < 2:
+        turns = env.turns
+        state, group = turns.state, turns.group
+        rows = np.stack(list(obs.values()))
+        assert rows.shape[1] == width and (rows[:, -1] == turns.round).all()
+        if turns.round == 1:
+            for i, c in enumerate(group.tolist()):
+                others = turns.links.copy()
+                others[:, c] = state.conn[:, c]
+                before = utility_sums(state, others[None])[0]
+                for j in range(3):
+                    station = turns.order[j, c]
+                    if station < 0 or not state.reach[station, c]:
+                        continue
+                    after = others.copy()
+                    after[station, c] = ~after[station, c]
+                    want = utility_sums(state, after[None])[0] - before
+                    assert rows[i, width - 5 + j] == pytest.approx(want, rel=1e-6, abs=1e-9)
+                    checked += 1
+            labels = turn_labels(env.core, turns, oracle, np.zeros(state.conn.shape[1], int))
+            first = utility_sums(state, turns.links[None])[0]
+            revision = turns.links.copy()
+            turns_copy = [turns.links.copy(), turns.slots.copy(), turns.decided.copy()]
+            turns.decide(group, labels)
+            assert utility_sums(state, turns.links[None])[0] >= first - 1e-9
+            turns.links, turns.slots, turns.decided = turns_copy
+            assert np.array_equal(turns.links, revision)
+            # a UE that toggled a station and toggles nothing now keeps its links
+            moves = np.zeros(len(group), dtype=np.int64)
+            obs, rewards, *_ = env.step(dict(zip(obs, moves.tolist())))
+            assert np.array_equal(turns.links[:, group], state.conn[:, group])
+            revised += 1
+        else:
+            obs, rewards, *_ = env.step({a: 1 for a in obs})
+        if not env.mid_step:
+            assert turns.round == 1 and turns.last
+            step += 1
+        else:
+            assert rewards == {}
+    assert checked >= 10 and revised >= 2
+    env.close()

@@ -40,6 +40,8 @@ class MobileSpec:
     reward: str = "mobile"
     #: `env.decide`: at_once, or in_turns (mobrl.envs.turns)
     decide: str = "at_once"
+    #: `env.turn_rounds`: with in_turns, how often the groups take their turns in a step
+    turn_rounds: int = 1
 
     @classmethod
     def from_config(cls, cfg: Any) -> MobileSpec:
@@ -55,7 +57,8 @@ class MobileSpec:
         classes.check_settings(layout, name, obs, reward, cfg.env.get("sampler", "auto"))
         engine = engine_for(layout, cfg.engine, name)
         decide = check_decide(cfg.env.get("decide", cls.decide), mode, obs)
-        return cls(layout, mode, engine, obs, topk, team_reward, reward, decide)
+        rounds = check_turn_rounds(cfg.env.get("turn_rounds", cls.turn_rounds), decide)
+        return cls(layout, mode, engine, obs, topk, team_reward, reward, decide, rounds)
 
     @classmethod
     def of(cls, env_config: dict[str, Any]) -> MobileSpec:
@@ -69,6 +72,7 @@ class MobileSpec:
             team_reward=float(env_config.get("team_reward") or cls.team_reward),
             reward=env_config.get("reward") or cls.reward,
             decide=env_config.get("decide") or cls.decide,
+            turn_rounds=int(env_config.get("turn_rounds") or cls.turn_rounds),
         )
 
     def fields(self) -> dict[str, Any]:
@@ -81,6 +85,8 @@ class MobileSpec:
         out = {**out, "team_reward": self.team_reward, "reward": self.reward}
         if self.decide != MobileSpec.decide:
             out["decide"] = self.decide  # env_configs deciding at once stay as they were
+        if self.turn_rounds != MobileSpec.turn_rounds:
+            out["turn_rounds"] = self.turn_rounds
         return out
 
     def on_layout(self, name: str) -> MobileSpec:
@@ -139,6 +145,8 @@ class MobileKind(ScenarioKind):
             settings["env.topk"] = str(spec.topk)
         if spec.decide != MobileSpec.decide:
             settings["env.decide"] = spec.decide
+        if spec.turn_rounds != MobileSpec.turn_rounds:
+            settings["env.turn_rounds"] = str(spec.turn_rounds)
         return settings
 
     def cannot_play(
@@ -184,6 +192,8 @@ class MobileKind(ScenarioKind):
         else:
             from mobrl.envs.wrappers import UEAgentsEnv as UEEnv
 
+        if spec.decide == "in_turns":
+            return UEEnv(core, team_reward=spec.team_reward, rounds=spec.turn_rounds)
         return UEEnv(core, team_reward=spec.team_reward)
 
     def action_space(self, cfg: Any) -> str:
@@ -267,6 +277,25 @@ def check_decide(decide: str, mode: str, obs: str) -> str:
             "or env.decide=at_once."
         )
     return decide
+
+
+def check_turn_rounds(rounds: Any, decide: str) -> int:
+    """A whole `env.turn_rounds` from 1 to `MAX_ROUNDS`, above 1 only with in_turns, or a
+    one-line error."""
+    from mobrl.core.errors import UserError
+    from mobrl.envs.turns import MAX_ROUNDS
+
+    if isinstance(rounds, bool) or not isinstance(rounds, int) or not 1 <= rounds <= MAX_ROUNDS:
+        raise UserError(
+            f"env.turn_rounds={rounds} is not a whole number from 1 to {MAX_ROUNDS}: how often "
+            "the UE groups take their turns in a step. Use env.turn_rounds=2."
+        )
+    if rounds > 1 and decide != "in_turns":
+        raise UserError(
+            f"env.turn_rounds={rounds} repeats the turns of UE groups, but env.decide={decide} "
+            "plays no turns. Add env.decide=in_turns, or use env.turn_rounds=1."
+        )
+    return rounds
 
 
 def check_reward(reward: str, mode: str = "ma") -> str:
