@@ -23,7 +23,9 @@ decided: in a later round each group observes its slots' gains given every other
 of the step so far (its own undone) and may keep, undo or change its move, as a controller
 would let a neighbourhood revise after its neighbours committed. A move that pays only
 together with a later group's move can then be made once that move is known. The turn's
-observation carries one more column, the round (0 first, 1 last).
+observation carries one more column, the round (0 first, 1 last), and its gains g as
+sign(g) ln(1 + |g| / 10^-4) (`signed_log`), so that a network tells a small gain from none
+(in one round they stay as they were, for the policies trained so).
 
 The moves are those of UEs deciding at once, so the network's dynamics do not change: only
 what each UE knows when it acts. A policy that reads no observation (the baselines) plays
@@ -45,6 +47,15 @@ from mobrl.envs.wrappers import UEAgentsEnv, ue_id
 DECIDE = ("at_once", "in_turns")
 #: `env.turn_rounds` above this is refused: each round adds a turn per group to every step
 MAX_ROUNDS = 4
+#: with several rounds a turn observes its gains g as sign(g) ln(1 + |g| / GAIN_SCALE): a
+#: revision's gains are often 1e-4 of the team's summed utility, which a tanh network reads
+#: as 0 unless they are scaled
+GAIN_SCALE = 1e-4
+
+
+def signed_log(gains: np.ndarray) -> np.ndarray:
+    """`gains` on the signed log scale of a turn with several rounds (`GAIN_SCALE`)."""
+    return np.sign(gains) * np.log1p(np.abs(gains) / GAIN_SCALE)
 
 
 def turn_groups(order: np.ndarray, cols: np.ndarray, priority: np.ndarray) -> list[np.ndarray]:
@@ -117,11 +128,14 @@ class StepTurns:
 
     def extra(self, group: np.ndarray) -> np.ndarray:
         """(len(group), `extra_width(k, rounds)`) float32: each slot's gain to the team given
-        the moves decided so far (the group's own earlier moves undone), the share of the
-        step's UEs decided in this round and, with several rounds, the round (0 to 1)."""
+        the moves decided so far (the group's own earlier moves undone; with several rounds
+        on the `signed_log` scale), the share of the step's UEs decided in this round and,
+        with several rounds, the round (0 to 1)."""
         from mobrl.envs.observations import gains_given
 
         gains = gains_given(self.state, self.order, self.links, group, self.k)
+        if self.rounds > 1:
+            gains = signed_log(gains)
         columns = [gains, np.full((len(group), 1), self.decided[self.cols].mean())]
         if self.rounds > 1:
             columns.append(np.full((len(group), 1), self.round / (self.rounds - 1)))

@@ -162,11 +162,11 @@ def test_turn_labels_search_given_the_moves_before() -> None:
 def test_a_later_round_revises_each_move_given_every_other_ues() -> None:
     """With env.turn_rounds=2 every group takes a second turn once all have decided: its
     gains are the team's utility change of toggling given every other UE's move of the step
-    (its own undone), its round column is 1, its new move replaces its first, and the core
+    (its own undone; on the signed log scale), its round column is 1, its new move replaces its first, and the core
     steps once, after the last group's second turn. The oracle's label there is the group's
     best reply: at least as good as its first moves and as keeping."""
     from mobrl.envs.service import utility_sums
-    from mobrl.envs.turns import extra_width
+    from mobrl.envs.turns import extra_width, signed_log
     from mobrl.evaluation.policies import BASELINES
     from mobrl.evaluation.rollout import episode_env
     from mobrl.training.imitation import turn_labels
@@ -174,6 +174,9 @@ def test_a_later_round_revises_each_move_given_every_other_ues() -> None:
     config = _env("scenario=umi_dense", "env.obs=topk_gain", "env.decide=in_turns",
                   "env.turn_rounds=2")  # fmt: skip
     assert extra_width(3, 2) == 5
+    # sign(g) ln(1 + |g| / 1e-4), by hand
+    scaled = signed_log(np.array([1e-4, -9e-4, 0.0]))
+    assert scaled == pytest.approx([np.log(2.0), -np.log(10.0), 0.0], rel=1e-12)
     env = episode_env(config, 11)
     obs, _ = env.reset(seed=11)
     width = env.observation_spaces[next(iter(obs))].shape[0]
@@ -195,8 +198,8 @@ def test_a_later_round_revises_each_move_given_every_other_ues() -> None:
                         continue
                     after = others.copy()
                     after[station, c] = ~after[station, c]
-                    want = utility_sums(state, after[None])[0] - before
-                    assert rows[i, width - 5 + j] == pytest.approx(want, rel=1e-6, abs=1e-9)
+                    want = signed_log(utility_sums(state, after[None])[0] - before)
+                    assert rows[i, width - 5 + j] == pytest.approx(want, rel=1e-5, abs=1e-5)
                     checked += 1
             labels = turn_labels(env.core, turns, oracle, np.zeros(state.conn.shape[1], int))
             first = utility_sums(state, turns.links[None])[0]
