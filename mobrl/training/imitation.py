@@ -156,38 +156,34 @@ class Collector:
 
 #: experts whose labels in turns are their search given the moves before (`turn_labels`)
 TURN_SEARCHES = ("oracle", "oracle2")
+#: a later round's label toggles only for a gain to the team above this (float noise below)
+GAIN_EPS = 1e-12
 
 
 def turn_labels(core: Any, turns: Any, expert: Any, greedy: np.ndarray) -> np.ndarray:
     """The slot labels of the group acting in `turns` (`mobrl.envs.turns.StepTurns`). With
-    `oracle` (`oracle2`) as the expert, its one-step (two-step) search: in the first round
+    `oracle` (`oracle2`) as the expert: in the first round its one-step (two-step) search
     over the undecided UEs' slot stations with the links after the moves decided before,
     from no change and from greedy's move of the undecided UEs (`greedy`, UE order); in a
-    later round over the group's alone, with every other UE's move of the step so far, from
-    no change and from the group's moves of before. With another expert, its own step
-    actions as slot actions."""
+    later round each UE's best reply to every other UE's move of the step so far (the slot
+    of the largest positive gain the turn observes, or keeping). With another expert, its
+    own step actions as slot actions."""
     import dataclasses
 
-    from mobrl.envs.observations import slots_of, stations_of
+    from mobrl.envs.observations import gains_given, slots_of
 
     group = turns.group
     if expert.name not in TURN_SEARCHES:
         return slot_labels(core, expert.station_actions(core), turns.k)[0][group]
+    if turns.round > 0:
+        gains = gains_given(turns.state, turns.order, turns.links, group, turns.k)
+        return np.where(gains.max(axis=1) > GAIN_EPS, gains.argmax(axis=1) + 1, 0)
     from mobrl.evaluation.oracle import best_actions, lookahead_actions
 
     search = lookahead_actions if expert.name == "oracle2" else best_actions
-    links = turns.links.copy()
-    if turns.round == 0:
-        searched = ~turns.decided
-        start = np.where(turns.decided, 0, greedy)
-    else:  # a revision: the group's best reply to every other UE's move
-        searched = np.zeros_like(turns.decided)
-        searched[group] = True
-        links[:, group] = turns.state.conn[:, group]
-        start = np.zeros_like(greedy)
-        start[group] = stations_of(turns.order[:, group], turns.slots[group])
-    given = dataclasses.replace(turns.state, conn=links)
-    acts = search(given, [start], turns.allowed() & searched[None, :])
+    given = dataclasses.replace(turns.state, conn=turns.links.copy())
+    start = np.where(turns.decided, 0, greedy)
+    acts = search(given, [start], turns.allowed() & ~turns.decided[None, :])
     return slots_of(turns.order, acts)[group]
 
 

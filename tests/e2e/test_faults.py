@@ -52,9 +52,12 @@ def test_a_crashed_trial_is_retried_from_its_latest_checkpoint(tmp_path: Path) -
     assert made(run_dir) == ["trial_exit-0"]
     assert not summary["failed"]
     # the process died after iteration 2, before reporting it: iteration 1's checkpoint was
-    # restored, so iteration 2 ran again and nothing else did
-    assert [i for i, _ in _iterations(run_dir)] == [1, 2, 3, 4]
-    assert [s for _, s in _iterations(run_dir)] == [200, 400, 600, 800]
+    # restored, so iteration 2 ran again and nothing else did. Tune copies result.json back
+    # from the trial's storage when it restores a trial; a copy taken before iteration 1's
+    # row was written leaves that row out, so the rows after the restore settle it
+    rows = _iterations(run_dir)
+    assert rows[-3:] == [(2, 400), (3, 600), (4, 800)]
+    assert rows[:-3] in ([], [(1, 200)])
 
 
 def test_a_crashed_trial_without_retries_fails_the_run_with_its_error(tmp_path: Path) -> None:

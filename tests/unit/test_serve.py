@@ -280,15 +280,20 @@ def test_measured_arrays_give_the_envs_own_observations(layout: str, obs: str, w
         # in turns (env.decide=in_turns): the same groups, and each turn's gains to the bit
         from mobrl.envs.turns import StepTurns
 
-        served, engine = StepTurns(network, 3, np.arange(len(ues))), StepTurns(core, 3, cols)
+        # (with env.turn_rounds=2 every group's turn again, given all the others' moves)
+        served = StepTurns(network, 3, np.arange(len(ues)), rounds=2)
+        engine = StepTurns(core, 3, cols, rounds=2)
         at = np.array(cols)
         assert [at[g].tolist() for g in served.groups] == [g.tolist() for g in engine.groups]
-        for turn, group in enumerate(served.groups[:4]):
-            served.turn = engine.turn = turn
+        for turn in range(len(served.groups) + 3):
+            group = served.group
             assert np.array_equal(served.extra(group), engine.extra(at[group]))
             moves = (np.arange(len(group)) + turn) % 4
             served.decide(group, moves)
             engine.decide(at[group], moves)
+            served.advance()
+            engine.advance()
+        assert served.round == engine.round == 1
     finally:
         env.close()
 

@@ -162,9 +162,9 @@ def test_turn_labels_search_given_the_moves_before() -> None:
 def test_a_later_round_revises_each_move_given_every_other_ues() -> None:
     """With env.turn_rounds=2 every group takes a second turn once all have decided: its
     gains are the team's utility change of toggling given every other UE's move of the step
-    (its own undone; on the signed log scale), its round column is 1, its new move replaces its first, and the core
-    steps once, after the last group's second turn. The oracle's label there is the group's
-    best reply: at least as good as its first moves and as keeping."""
+    (its own undone; on the signed log scale), its round column is 1, its new move replaces
+    its first, and the core steps once, after the last group's second turn. The oracle's
+    label there is each UE's best reply to the others' moves, which the turn's gains tell."""
     from mobrl.envs.service import utility_sums
     from mobrl.envs.turns import extra_width, signed_log
     from mobrl.evaluation.policies import BASELINES
@@ -181,7 +181,7 @@ def test_a_later_round_revises_each_move_given_every_other_ues() -> None:
     obs, _ = env.reset(seed=11)
     width = env.observation_spaces[next(iter(obs))].shape[0]
     oracle = BASELINES["oracle"]()
-    step, checked, revised = 0, 0, 0
+    step, checked, revised, away = 0, 0, 0, 0
     while step < 2:
         turns = env.turns
         state, group = turns.state, turns.group
@@ -201,19 +201,17 @@ def test_a_later_round_revises_each_move_given_every_other_ues() -> None:
                     want = signed_log(utility_sums(state, after[None])[0] - before)
                     assert rows[i, width - 5 + j] == pytest.approx(want, rel=1e-5, abs=1e-5)
                     checked += 1
+            # the oracle's label: each UE's best reply, the slot of its largest positive gain
             labels = turn_labels(env.core, turns, oracle, np.zeros(state.conn.shape[1], int))
-            first = utility_sums(state, turns.links[None])[0]
-            revision = turns.links.copy()
-            turns_copy = [turns.links.copy(), turns.slots.copy(), turns.decided.copy()]
-            turns.decide(group, labels)
-            assert utility_sums(state, turns.links[None])[0] >= first - 1e-9
-            turns.links, turns.slots, turns.decided = turns_copy
-            assert np.array_equal(turns.links, revision)
+            gains = rows[:, width - 5 : width - 2]
+            assert labels.tolist() == np.where(gains.max(1) > 1e-6, gains.argmax(1) + 1, 0).tolist()
+            other = int((labels != 1).sum())  # every UE toggled its slot 1 in round 1
             # a UE that toggled a station and toggles nothing now keeps its links
             moves = np.zeros(len(group), dtype=np.int64)
             obs, rewards, *_ = env.step(dict(zip(obs, moves.tolist())))
             assert np.array_equal(turns.links[:, group], state.conn[:, group])
             revised += 1
+            away += other
         else:
             obs, rewards, *_ = env.step({a: 1 for a in obs})
         if not env.mid_step:
@@ -221,5 +219,5 @@ def test_a_later_round_revises_each_move_given_every_other_ues() -> None:
             step += 1
         else:
             assert rewards == {}
-    assert checked >= 10 and revised >= 2
+    assert checked >= 10 and revised >= 2 and away > 0  # some labels revise the first move
     env.close()
