@@ -101,6 +101,8 @@ class StepTurns:
         self.groups = turn_groups(self.order, cols, priority) if len(cols) else []
         self.rounds = rounds
         self.turn = self.round = 0
+        #: `gains`' last (group, gains), until the next move changes the links
+        self._gains: tuple[bytes, np.ndarray] | None = None
 
     @property
     def group(self) -> np.ndarray:
@@ -126,19 +128,25 @@ class StepTurns:
 
         return slot_mask(self.order, self.state.conn.shape[0]) & self.state.reach
 
-    def extra(self, group: np.ndarray) -> np.ndarray:
-        """(len(group), `extra_width(k, rounds)`) float32: each slot's gain to the team given
-        the moves decided so far (the group's own earlier moves undone; with several rounds
-        on the `signed_log` scale), the share of the step's UEs decided in this round and,
-        with several rounds, the round (0 to 1)."""
+    def gains(self, group: np.ndarray) -> np.ndarray:
+        """(len(group), k) each slot's gain to the team given the moves decided so far (the
+        group's own earlier moves undone); computed once between two moves (the turn's
+        observation and `run.imitate`'s label of a later round both read it)."""
         from mobrl.envs.observations import gains_given
 
-        gains = gains_given(self.state, self.order, self.links, group, self.k)
+        key = group.tobytes()
+        if self._gains is None or self._gains[0] != key:
+            self._gains = (key, gains_given(self.state, self.order, self.links, group, self.k))
+        return self._gains[1]
+
+    def extra(self, group: np.ndarray) -> np.ndarray:
+        """(len(group), `extra_width(k, rounds)`) float32: the group's `gains` (with several
+        rounds on the `signed_log` scale), the share of the step's UEs decided in this round
+        and, with several rounds, the round (0 to 1)."""
+        gains, done = self.gains(group), np.full((len(group), 1), self.decided[self.cols].mean())
+        columns = [gains, done]
         if self.rounds > 1:
-            gains = signed_log(gains)
-        columns = [gains, np.full((len(group), 1), self.decided[self.cols].mean())]
-        if self.rounds > 1:
-            columns.append(np.full((len(group), 1), self.round / (self.rounds - 1)))
+            columns = [signed_log(gains), done, np.full_like(done, self.round / (self.rounds - 1))]
         return np.concatenate(columns, axis=1).astype(np.float32)
 
     def play(self, act: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> np.ndarray:
@@ -160,6 +168,7 @@ class StepTurns:
         from mobrl.envs.service import toggle
 
         self.slots[group] = actions
+        self._gains = None
         self.links[:, group] = self.state.conn[:, group]
         station = stations_of(self.order[:, group], actions)
         on = station > 0

@@ -170,13 +170,13 @@ def turn_labels(core: Any, turns: Any, expert: Any, greedy: np.ndarray) -> np.nd
     own step actions as slot actions."""
     import dataclasses
 
-    from mobrl.envs.observations import gains_given, slots_of
+    from mobrl.envs.observations import slots_of
 
     group = turns.group
     if expert.name not in TURN_SEARCHES:
         return slot_labels(core, expert.station_actions(core), turns.k)[0][group]
-    if turns.round > 0:
-        gains = gains_given(turns.state, turns.order, turns.links, group, turns.k)
+    if turns.round > 0:  # the gains the turn observed, not computed again
+        gains = turns.gains(group)
         return np.where(gains.max(axis=1) > GAIN_EPS, gains.argmax(axis=1) + 1, 0)
     from mobrl.evaluation.oracle import best_actions, lookahead_actions
 
