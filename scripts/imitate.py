@@ -152,7 +152,7 @@ def dagger(layout: str, args: argparse.Namespace) -> dict[str, Any]:
     seed = TRAIN_SEED
     xs, ys = [], []
     for _ in range(args.expert_episodes):
-        x, y, _ = play.episode(seed, first=True)
+        x, y, *_ = play.episode(seed, first=True)
         xs.append(x)
         ys.append(y)
         seed += 1
@@ -171,7 +171,7 @@ def dagger(layout: str, args: argparse.Namespace) -> dict[str, Any]:
             break
         new = []
         for _ in range(args.episodes):
-            x, y, played = play.episode(seed, policy)
+            x, y, played, _ = play.episode(seed, policy)
             xs.append(x)
             ys.append(y)
             new.append((played, y))
@@ -184,7 +184,7 @@ def dagger(layout: str, args: argparse.Namespace) -> dict[str, Any]:
     # accuracy on the policy's own states of validation episodes
     vy, vp = [], []
     for i in range(args.valid_episodes):
-        _, y, played = play.episode(VALID_SEED + i, policy)
+        _, y, played, _ = play.episode(VALID_SEED + i, policy)
         vy.append(y)
         vp.append(played)
     x_all, y_all = np.concatenate(xs), np.concatenate(ys)

@@ -196,6 +196,9 @@ class ImitateConf:
     rounds: int = 4
     #: minibatches of 256 per fit (the last fit: 3x)
     updates: int = 1500
+    #: with env.turn_rounds > 1: the weight in a fit of a later round's row whose label
+    #: changes the UE's earlier move of the step (1: every row alike)
+    revisions: float = 1.0
 
 
 @dataclass

@@ -10,7 +10,8 @@ On a mobile-env layout with env=ma and a slot observation (`env.obs=topk` or `to
    in slot j);
 2. the policy (the RLModule's acting path: its actor encoder and `pi` head) is fit to every
    label so far: cross-entropy on its action logits, Adam, `run.imitate.updates` minibatches
-   of 256, carrying on from its weights;
+   of 256 (with UEs in turns over several rounds, a row revising an earlier move drawn
+   `run.imitate.revisions` times as often), carrying on from its weights;
 3. `run.imitate.rounds` times, the policy plays `run.imitate.episodes` episodes
    deterministically while the expert labels each state it reaches (DAgger), and is fit again
    on all labels (the last fit: 3x the updates).
@@ -25,7 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -72,6 +73,19 @@ def slot_labels(core: Any, station_actions: np.ndarray, k: int) -> tuple[np.ndar
     return slots, (act > 0) & (slots == 0)
 
 
+class Labelled(NamedTuple):
+    """A labelled episode (`Collector.episode`): a row per active UE-step (or turn)."""
+
+    #: the observations
+    x: np.ndarray
+    #: the expert's slot labels
+    y: np.ndarray
+    #: the slot actions played (the expert's, or the learner's)
+    played: np.ndarray
+    #: rows of a later round of turns whose label changes the UE's earlier move of the step
+    revised: np.ndarray
+
+
 class Collector:
     """Episodes on the fast engine in which the expert labels every active UE's observation
     (`TurnCollector`: every turn's, with UEs deciding in turns)."""
@@ -87,11 +101,10 @@ class Collector:
         self.toggles = 0  # UE-steps where the unrestricted oracle toggles at all
         self.ue_steps = 0
 
-    def episode(
-        self, seed: int, learner: Any = None, count_outside: bool = False
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Observations, expert slot labels and the actions played, for every active UE-step
-        (or turn) of episode `seed`; the expert plays unless `learner` is given."""
+    def episode(self, seed: int, learner: Any = None, count_outside: bool = False) -> Labelled:
+        """Observations, expert slot labels, the actions played and which rows revise an
+        earlier move, for every active UE-step (or turn) of episode `seed`; the expert plays
+        unless `learner` is given."""
         from mobrl.envs.wrappers import find_core
         from mobrl.evaluation.policies import BASELINES
         from mobrl.evaluation.rollout import episode_env
@@ -104,26 +117,27 @@ class Collector:
         if learner is not None:
             learner.reset(seed)
         obs, _ = env.reset(seed=seed)
-        xs, ys, played = [], [], []
+        xs, ys, played, revised = [], [], [], []
         try:
             while True:
                 found = self._rows(env, core, obs, expert) if obs else None
                 actions: dict[Any, int] = {}
                 if found is not None:
-                    (x, y), agents = found, list(obs)
+                    (x, y, r), agents = found, list(obs)
                     if learner is None:
                         actions = {a: int(v) for a, v in zip(agents, y)}
                     else:
                         actions = learner.act(obs, env)
                     xs.append(x)
                     ys.append(y)
+                    revised.append(r)
                     played.append(np.array([actions[a] for a in agents]))
                 obs, _, term, trunc, _ = env.step(actions)
                 if term["__all__"] or trunc["__all__"] or (self.ends_when_empty and not obs):
                     break
         finally:
             env.close()
-        return np.concatenate(xs), np.concatenate(ys), np.concatenate(played)
+        return Labelled(*map(np.concatenate, (xs, ys, played, revised)))
 
     def _start(self, count_outside: bool) -> None:
         from mobrl.evaluation.oracle import StepSearch
@@ -134,9 +148,9 @@ class Collector:
 
     def _rows(
         self, env: Any, core: Any, obs: dict[Any, np.ndarray], expert: Any
-    ) -> tuple[np.ndarray, np.ndarray] | None:
-        """The rows the policy learns from this env step and the expert's labels (None: no
-        one acts)."""
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """The rows the policy learns from this env step, the expert's labels and which of
+        them revise an earlier move (`Labelled.revised`; None: no one acts)."""
         from mobrl.envs.observations import ue_columns
         from mobrl.envs.service import link_state
         from mobrl.envs.wrappers import ue_id
@@ -151,7 +165,11 @@ class Collector:
             self.outside += int(out[cols].sum())
             self.toggles += int((unrestricted[cols] > 0).sum())
             self.ue_steps += len(cols)
-        return with_features(core, obs, self.k, self.extra), labels[cols]
+        return (
+            with_features(core, obs, self.k, self.extra),
+            labels[cols],
+            np.zeros(len(cols), dtype=bool),
+        )
 
 
 #: experts whose labels in turns are their search given the moves before (`turn_labels`)
@@ -210,7 +228,9 @@ class TurnCollector(Collector):
             return None
         if self._step is not turns:  # greedy's move, once per step
             self._moves, self._step = self._greedy.station_actions(core), turns
-        return np.stack(list(obs.values())), turn_labels(core, turns, expert, self._moves)
+        labels = turn_labels(core, turns, expert, self._moves)
+        revised = (labels != turns.slots[turns.group]) & (turns.round > 0)
+        return np.stack(list(obs.values())), labels, revised
 
 
 def collector(env_config: dict[str, Any], k: int, expert: str = "oracle") -> Any:
@@ -235,10 +255,18 @@ def make_net(n_in: int, n_out: int, hidden: list[int]) -> Any:
     return torch.nn.Sequential(*layers)
 
 
-def fit(net: Any, x: np.ndarray, y: np.ndarray, updates: int, seed: int = 0) -> float:
-    """`updates` Adam steps of cross-entropy on minibatches of 256 drawn from (x, y); `net`
-    maps observations to logits (a torch module or callable with `parameters`) and carries on
-    from its weights. The final training accuracy."""
+def fit(
+    net: Any,
+    x: np.ndarray,
+    y: np.ndarray,
+    updates: int,
+    seed: int = 0,
+    weight: np.ndarray | None = None,
+) -> float:
+    """`updates` Adam steps of cross-entropy on minibatches of 256 drawn from (x, y), rows
+    drawn in proportion to `weight` (None: uniformly); `net` maps observations to logits (a
+    torch module or callable with `parameters`) and carries on from its weights. The final
+    training accuracy (every row alike)."""
     import torch
 
     torch.manual_seed(seed)
@@ -247,8 +275,10 @@ def fit(net: Any, x: np.ndarray, y: np.ndarray, updates: int, seed: int = 0) -> 
     xt = torch.as_tensor(x, dtype=torch.float32)
     yt = torch.as_tensor(y, dtype=torch.int64)
     n = len(xt)
+    uniform = weight is None or bool(np.all(weight == weight[0]))
+    wt = None if uniform else torch.as_tensor(weight, dtype=torch.float64)
     for _ in range(updates):
-        idx = torch.randint(n, (BATCH,))
+        idx = torch.randint(n, (BATCH,)) if wt is None else torch.multinomial(wt, BATCH, True)
         loss = torch.nn.functional.cross_entropy(net(xt[idx]), yt[idx])
         opt.zero_grad()
         loss.backward()
@@ -272,17 +302,20 @@ def as_layers(net: Any) -> list[tuple[str, Any]]:
     return out
 
 
-def accuracy(pred: np.ndarray, y: np.ndarray) -> dict[str, float]:
-    """Agreement overall, on the expert's toggles (recall) and on the policy's toggles."""
+def accuracy(pred: np.ndarray, y: np.ndarray, revised: np.ndarray | None = None) -> dict:
+    """Agreement overall, on the expert's toggles (recall) and on the policy's toggles; with
+    `revised` (`Labelled.revised`) given, also on the rows that revise an earlier move."""
     import math
 
+    def agree(mask: np.ndarray) -> float:
+        return float((pred[mask] == y[mask]).mean()) if mask.any() else math.nan
+
     tog, mine = y > 0, pred > 0
-    return {
-        "all": float((pred == y).mean()),
-        "toggles": float((pred[tog] == y[tog]).mean()) if tog.any() else math.nan,
-        "own": float((pred[mine] == y[mine]).mean()) if mine.any() else math.nan,
-        "toggle_share": float(tog.mean()),
-    }
+    out = {"all": agree(np.ones(len(y), bool)), "toggles": agree(tog), "own": agree(mine)}
+    out["toggle_share"] = float(tog.mean())
+    if revised is not None:
+        out.update(revisions=agree(revised), revision_share=float(revised.mean()))
+    return out
 
 
 class ModuleLogits:
@@ -357,25 +390,27 @@ def dagger(
     rounds: int = 4,
     updates: int = 1500,
     log: Any = None,
+    revisions: float = 1.0,
 ) -> dict[str, Any]:
     """DAgger into `net` (a logits callable with `parameters`, e.g. `ModuleLogits`) on the
     env of `env_config` (a slot observation; played on the fast engine), with torch on one
     thread meanwhile (`one_torch_thread`) and the labelled episodes counted on a progress
-    display: what it measured."""
+    display: what it measured. A row that revises an earlier move of its step (UEs in turns
+    with several rounds, `Labelled.revised`) weighs `revisions` in each fit: such rows are a
+    few in a hundred of a later round's, and a network fit to all rows alike learns to repeat
+    its first move."""
     from mobrl.core.console import make_console, progress
     from mobrl.scenarios.kinds.mobile import MobileSpec
 
     k = int(MobileSpec.of(env_config).topk)
     collect = collector(env_config, k, expert)
     seed = TRAIN_SEED
-    xs, ys = [], []
+    data: list[Labelled] = []
     with progress(make_console()) as bar:
         total = episodes * (rounds + 1)
         task = bar.add_task(f"imitation: {total} episodes labelled by {expert}", total=total)
         for _ in range(episodes):
-            x, y, _ = collect.episode(seed)
-            xs.append(x)
-            ys.append(y)
+            data.append(collect.episode(seed))
             seed += 1
             bar.advance(task)
         history = []
@@ -383,28 +418,21 @@ def dagger(
         train_acc = 0.0
         for it in range(rounds + 1):
             n = updates * (3 if it == rounds else 1)
-            train_acc = fit(net, np.concatenate(xs), np.concatenate(ys), n, seed=it)
+            x, y, _, revised = map(np.concatenate, zip(*data))
+            train_acc = fit(net, x, y, n, seed=it, weight=np.where(revised, revisions, 1.0))
             if it == rounds:
                 break
-            played, labels = [], []
+            played = []
             for _ in range(episodes):
-                x, y, p = collect.episode(seed, learner=actor)
-                xs.append(x)
-                ys.append(y)
-                played.append(p)
-                labels.append(y)
+                played.append(collect.episode(seed, learner=actor))
                 seed += 1
                 bar.advance(task)
-            history.append(
-                {
-                    "round": it,
-                    "train_acc": train_acc,
-                    **accuracy(*map(np.concatenate, (played, labels))),
-                }
-            )
+            data += played
+            _, labels, acts, revised = map(np.concatenate, zip(*played))
+            history.append({"round": it, "train_acc": train_acc, **accuracy(acts, labels, revised)})
             if log is not None:
                 log(f"imitation round {it}: {history[-1]}")
-    return {"rows": int(sum(len(y) for y in ys)), "train_acc": train_acc, "history": history}
+    return {"rows": int(sum(len(d.y) for d in data)), "train_acc": train_acc, "history": history}
 
 
 def pretrain(
@@ -430,6 +458,7 @@ def pretrain(
                     int(settings["episodes"]),
                     int(settings["rounds"]),
                     int(settings["updates"]),
+                    revisions=float(settings.get("revisions", 1.0)),
                 )
         return out
 
@@ -506,5 +535,10 @@ def check_imitate(cfg: Any) -> None:
     for key in ("episodes", "updates"):
         if int(settings[key]) < 1:
             raise UserError(f"run.imitate.{key} must be >= 1, got {settings[key]}.")
+    if not float(settings.get("revisions", 1.0)) >= 1:
+        raise UserError(
+            f"run.imitate.revisions (a revised move's weight in a fit) must be >= 1, got "
+            f"{settings.revisions}. Use run.imitate.revisions=1 (every row alike)."
+        )
     if int(settings.rounds) < 0:
         raise UserError(f"run.imitate.rounds must be >= 0, got {settings.rounds}.")

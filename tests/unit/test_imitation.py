@@ -31,7 +31,7 @@ def test_dagger_imitates_the_oracle_on_small_after_a_tiny_budget(capsys) -> None
     lines = capsys.readouterr().out.splitlines()
     assert lines[-1].startswith("imitation: 4 episodes labelled by oracle: 4/4 (100%)"), lines
     # on an unseen episode, in the states the policy itself reaches
-    _, labels, played = Collector(env_config, 3).episode(1_500_000, learner=GreedyActor(net))
+    _, labels, played, _ = Collector(env_config, 3).episode(1_500_000, learner=GreedyActor(net))
     acc = accuracy(played, labels)
     assert acc["all"] > 0.85, acc
 
@@ -64,6 +64,7 @@ def test_gain_features_are_topk_gains_last_columns() -> None:
         (["algo=dqn"], "Use algo=ppo"),
         (["run.resources.num_learners=1"], "run.resources.num_learners=0"),
         (["run.imitate.episodes=0"], "run.imitate.episodes must be >= 1"),
+        (["run.imitate.revisions=0.5"], r"run.imitate.revisions \(a revised move's weight"),
     ],
 )
 def test_imitate_where_it_applies_only(overrides: list[str], message: str) -> None:
@@ -147,3 +148,21 @@ def test_one_torch_thread_gives_the_threads_back_even_on_error() -> None:
         assert torch.get_num_threads() == 2
     finally:
         torch.set_num_threads(before)
+
+
+def test_a_fit_draws_rows_in_proportion_to_their_weight() -> None:
+    """Rows alike but for their labels: fit uniformly, the network says the majority's label;
+    with the minority weighing 100 each, it says theirs (as run.imitate.revisions weighs the
+    rows that revise a move)."""
+    import torch
+
+    from mobrl.training.imitation import fit, make_net
+
+    x = np.ones((100, 3), dtype=np.float32)
+    y = np.where(np.arange(100) < 90, 0, 1)
+    for weight, want in ((None, 0), (np.where(y == 1, 100.0, 1.0), 1)):
+        torch.manual_seed(0)
+        net = make_net(3, 2, [8])
+        fit(net, x, y, 200, weight=weight)
+        with torch.no_grad():
+            assert int(net(torch.ones(1, 3)).argmax()) == want

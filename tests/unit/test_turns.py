@@ -139,7 +139,8 @@ def test_turn_labels_search_given_the_moves_before() -> None:
     from mobrl.training.imitation import TurnCollector
 
     in_turns = _env("scenario=small", "env.obs=topk_gain", "env.decide=in_turns")
-    x, y, played = TurnCollector(in_turns, 3).episode(1_000_000)
+    x, y, played, revised = TurnCollector(in_turns, 3).episode(1_000_000)
+    assert not revised.any()  # one round: no move is revised
     assert x.shape[1] == 5 * 3 + 2 + 3 + 3 + 1 and len(x) == len(y) == len(played)
     assert (played == y).all() and ((0 <= y) & (y <= 3)).all() and (y > 0).any()
 
@@ -221,3 +222,37 @@ def test_a_later_round_revises_each_move_given_every_other_ues() -> None:
             assert rewards == {}
     assert checked >= 10 and revised >= 2 and away > 0  # some labels revise the first move
     env.close()
+
+
+def test_run_imitate_finds_the_rows_that_revise_a_move() -> None:
+    """In two rounds, a row is a revision (`Labelled.revised`, weighed by
+    run.imitate.revisions) exactly where a second turn's label changes the UE's first move of
+    the step: replaying the moves played turn by turn finds the same rows. A learner that
+    toggles its first slot in every turn is revised often; the expert, in one round, never."""
+    from mobrl.evaluation.rollout import episode_env
+    from mobrl.training.imitation import TurnCollector
+
+    class FirstSlot:
+        def reset(self, seed: int | None = None) -> None:
+            pass
+
+        def act(self, observation: dict, env: object = None) -> dict:
+            return {a: 1 for a in observation}
+
+    config = _env("scenario=small", "env.obs=topk_gain", "env.decide=in_turns",
+                  "env.turn_rounds=2")  # fmt: skip
+    x, y, played, revised = TurnCollector(config, 3).episode(1_000_003, learner=FirstSlot())
+    assert (played == 1).all() and (x[revised, -1] == 1).all()
+    env = episode_env(config, 1_000_003)
+    obs, _ = env.reset(seed=1_000_003)
+    want, i = [], 0
+    while obs:
+        turns, n = env.turns, len(obs)
+        first = turns.slots[turns.group]
+        want += ((y[i : i + n] != first) & (turns.round == 1)).tolist()
+        obs, _, term, trunc, _ = env.step(dict(zip(obs, played[i : i + n].tolist())))
+        i += n
+        if term["__all__"] or trunc["__all__"]:
+            break
+    env.close()
+    assert i == len(y) and revised.tolist() == want and revised.sum() > 10
