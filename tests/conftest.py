@@ -50,14 +50,18 @@ def mobrl_cli():
 
 
 def ray_process_count() -> int:
-    """How many Ray clusters' core processes (GCS servers, raylets) run on this machine."""
+    """How many core processes (GCS servers, raylets) of Ray clusters this test process or
+    its children started run (those of their Ray temp dir, `pytest_configure`'s: a Ray the
+    machine runs for something else, or another pytest-xdist worker's, is not counted)."""
+    mine = os.environ["RAY_TMPDIR"].encode()
     count = 0
     for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
         try:
-            first = cmdline.read_bytes().split(b"\0")[0]
+            parts = cmdline.read_bytes().split(b"\0")
         except OSError:
             continue
-        count += first.endswith((b"gcs_server", b"raylet"))
+        if parts[0].endswith((b"gcs_server", b"raylet")):
+            count += any(mine in part for part in parts)
     return count
 
 
@@ -65,6 +69,23 @@ def ray_process_count() -> int:
 #: the e2e tier (real Ray and RLlib) follow it (pyproject's testpaths keep that order)
 FAST_TIER = "tests/unit/"
 _session: pytest.Session | None = None
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Ray's files (sessions, sockets, the address a local `ray start` leaves) in a temp dir
+    of this process's own, which every `mobrl` process a test runs inherits: the tests of
+    two pytest-xdist workers start Ray side by side without joining or counting each other's
+    clusters. Short, under /tmp: Ray's socket paths must stay under 108 characters."""
+    import tempfile
+
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+    os.environ["RAY_TMPDIR"] = tempfile.mkdtemp(prefix=f"mobrl-ray-{worker}-", dir="/tmp")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    import shutil
+
+    shutil.rmtree(os.environ.get("RAY_TMPDIR", "/nonexistent"), ignore_errors=True)
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
