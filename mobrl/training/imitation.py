@@ -397,8 +397,7 @@ def dagger(
     thread meanwhile (`one_torch_thread`) and the labelled episodes counted on a progress
     display: what it measured. A row that revises an earlier move of its step (UEs in turns
     with several rounds, `Labelled.revised`) weighs `revisions` in each fit: such rows are a
-    few in a hundred of a later round's, and a network fit to all rows alike learns to repeat
-    its first move."""
+    few in a thousand of a later round's (docs/zoo.md)."""
     from mobrl.core.console import make_console, progress
     from mobrl.scenarios.kinds.mobile import MobileSpec
 
