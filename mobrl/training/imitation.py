@@ -429,9 +429,24 @@ def dagger(
             data += played
             _, labels, acts, revised = map(np.concatenate, zip(*played))
             history.append({"round": it, "train_acc": train_acc, **accuracy(acts, labels, revised)})
+            line = round_line(history[-1], rounds, episodes)
+            bar.console.print(line, highlight=False)
             if log is not None:
-                log(f"imitation round {it}: {history[-1]}")
+                log(line)
     return {"rows": int(sum(len(d.y) for d in data)), "train_acc": train_acc, "history": history}
+
+
+def round_line(found: dict[str, Any], rounds: int, episodes: int) -> str:
+    """One DAgger round in words: the fit's accuracy on the rows so far, then how often the
+    policy's own moves in the round's episodes agreed with the expert's labels."""
+    line = (
+        f"imitation round {found['round'] + 1} of {rounds}: fit {found['train_acc']:.3f}; "
+        f"in its own {episodes} episodes the policy agrees with the expert on "
+        f"{found['all']:.3f} of moves, {found['toggles']:.3f} of the expert's toggles"
+    )
+    if found.get("revision_share"):
+        line += f", {found['revisions']:.3f} of revisions"
+    return line
 
 
 def pretrain(

@@ -27,9 +27,15 @@ def test_dagger_imitates_the_oracle_on_small_after_a_tiny_budget(capsys) -> None
     assert torch.get_num_threads() == threads  # fitted on one thread, then given back
     assert found["rows"] > 0 and len(found["history"]) == 1
     assert found["train_acc"] > 0.85
-    # in a log, its labelled episodes counted as they go: the last line says all 4 are done
+    # in a log, its labelled episodes counted as they go, the last count saying all 4 are
+    # done; then the round's agreement in words, with the measured numbers
     lines = capsys.readouterr().out.splitlines()
-    assert lines[-1].startswith("imitation: 4 episodes labelled by oracle: 4/4 (100%)"), lines
+    counts = [line for line in lines if line.startswith("imitation: 4 episodes")]
+    assert counts[-1].startswith("imitation: 4 episodes labelled by oracle: 4/4 (100%)"), lines
+    said = [line for line in lines if line.startswith("imitation round 1 of 1: fit ")]
+    seen = found["history"][0]
+    assert len(said) == 1 and f"fit {seen['train_acc']:.3f};" in said[0], lines
+    assert f"on {seen['all']:.3f} of moves, {seen['toggles']:.3f} of the expert's" in said[0]
     # on an unseen episode, in the states the policy itself reaches
     _, labels, played, _ = Collector(env_config, 3).episode(1_500_000, learner=GreedyActor(net))
     acc = accuracy(played, labels)
