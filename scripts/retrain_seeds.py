@@ -12,7 +12,11 @@ the smallest and the largest share. Usage:
     python scripts/retrain_seeds.py --scenario uma19 --preset ppo/uma19/ma_imitate
         [--seeds 1,2,3,4,5] [--iterations 5] [--episodes 100]
         [--baselines greedy,greedy_rsrp,greedy_fill,a3,deepcomp_dynamic,oracle2]
-        [--json FILE] [--keep]
+        [--override KEY=VALUE ...] [--json FILE] [--keep]
+
+`--override` (repeatable) adds a training override to every run, e.g. `--override
+env.turn_rounds=2` to retrain a variant of the preset, or `--override run.eval.interval=0` to
+skip the evaluation during training (its time is not counted anyway).
 
 Run dirs and evaluations go to a temporary folder (`--keep`: ./retrain_seeds/, kept).
 """
@@ -58,6 +62,7 @@ def one_seed(args: argparse.Namespace, seed: int, work: Path) -> dict[str, Any]:
     ]  # fmt: skip
     if args.iterations:
         train.append(f"run.stop.iterations={args.iterations}")
+    train += args.override
     mobrl(train, work)
     evaluation = work / f"eval_{seed}"
     mobrl(
@@ -106,14 +111,19 @@ def main() -> None:
     parser.add_argument(
         "--baselines", default="greedy,greedy_rsrp,greedy_fill,a3,deepcomp_dynamic,oracle2"
     )
+    parser.add_argument(
+        "--override", action="append", default=[], help="a training override, KEY=VALUE"
+    )
     parser.add_argument("--json", type=Path, help="also write the rows here")
     parser.add_argument("--keep", action="store_true", help="keep run dirs in ./retrain_seeds")
     args = parser.parse_args()
     seeds = [int(s) for s in args.seeds.split(",")]
     work = Path("retrain_seeds").absolute() if args.keep else Path(tempfile.mkdtemp())
     work.mkdir(exist_ok=True)
+    extra = f" with {' '.join(args.override)}" if args.override else ""
     print(
-        f"{args.preset} on {args.scenario}: seeds {args.seeds}, {args.episodes} held-out episodes\n"
+        f"{args.preset}{extra} on {args.scenario}: seeds {args.seeds}, {args.episodes} held-out "
+        "episodes\n"
     )
     print(
         "| seed | gap closed | UE utility − greedy | − best rule | connected − greedy | "
