@@ -389,7 +389,6 @@ def dagger(
     episodes: int = 4,
     rounds: int = 4,
     updates: int = 1500,
-    log: Any = None,
     revisions: float = 1.0,
 ) -> dict[str, Any]:
     """DAgger into `net` (a logits callable with `parameters`, e.g. `ModuleLogits`) on the
@@ -429,10 +428,7 @@ def dagger(
             data += played
             _, labels, acts, revised = map(np.concatenate, zip(*played))
             history.append({"round": it, "train_acc": train_acc, **accuracy(acts, labels, revised)})
-            line = round_line(history[-1], rounds, episodes)
-            bar.console.print(line, highlight=False)
-            if log is not None:
-                log(line)
+            bar.console.print(round_line(history[-1], rounds, episodes), highlight=False)
     return {"rows": int(sum(len(d.y) for d in data)), "train_acc": train_acc, "history": history}
 
 
