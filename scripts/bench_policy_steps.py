@@ -1,0 +1,82 @@
+"""What a zoo policy's own steps cost on a layout with interference, and why, measured in one run.
+
+Plays a zoo entry (default `zoo:umi_dense`, UEs deciding in turns) on a layout it is carried
+to as `mobrl evaluate --checkpoint zoo:NAME scenario=LAYOUT` carries it (default
+`city_interference`: 100 stations, 1,000 UEs), deterministically, and prints per step the
+wall time of the env's step (the observation's scoring of every candidate move included),
+the links up, the UEs holding several links and the largest group of stations they join.
+Proportional fair couples every station of such a group (a UE with several links splits its
+budget by the stations' prices), so each candidate move touching the group is rescored on
+all of its links (`mobrl.radio.local`): the step's cost grows with that group. Then, at the
+last state, every UE's every single toggle and its leaving all links are scored as
+`scripts/bench_local.py` does, for the time per candidate. Usage:
+
+    python scripts/bench_policy_steps.py [--entry umi_dense] [--layout city_interference] [--steps 8]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+
+
+def station_groups(conn: np.ndarray) -> tuple[int, int]:
+    """UEs with several links and the stations in the largest group they join (stations
+    joined through a UE linked to both)."""
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    n_bs, n_ue = conn.shape
+    lb, lu = np.nonzero(conn)
+    graph = coo_matrix((np.ones(len(lb)), (lb, n_bs + lu)), shape=(n_bs + n_ue,) * 2)
+    _, label = connected_components(graph, directed=False)
+    return int((conn.sum(axis=0) > 1).sum()), int(np.bincount(label[:n_bs]).max())
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--entry", default="umi_dense")
+    parser.add_argument("--layout", default="city_interference")
+    parser.add_argument("--steps", type=int, default=8)
+    args = parser.parse_args()
+    from bench_local import candidates
+
+    from mobrl.envs.service import column_changes, link_state
+    from mobrl.envs.wrappers import find_core
+    from mobrl.evaluation.matrix import transfer_env
+    from mobrl.evaluation.rollout import episode_env
+    from mobrl.evaluation.zoo import entries_dir, entry, load_layers, logits
+
+    source = entry(args.entry)
+    env = episode_env(transfer_env(source["env_config"], args.layout), 0)
+    layers = load_layers(entries_dir() / f"{args.entry}.npz")
+    core = find_core(env)
+    obs, _ = env.reset(seed=0)
+    print(f"zoo:{args.entry} on {args.layout}, seed 0\n")
+    print("| step | env step s | links up | UEs with several links | largest station group |")
+    print("|---:|---:|---:|---:|---:|")
+    started, at = time.perf_counter(), core.time
+    while core.time < args.steps:
+        acts = logits(layers, np.stack(list(obs.values()))).argmax(axis=1) if obs else []
+        obs, _, term, trunc, _ = env.step(dict(zip(obs, np.asarray(acts).tolist())))
+        if core.time != at:
+            multi, group = station_groups(link_state(core).conn)
+            links = int(link_state(core).conn.sum())
+            spent = time.perf_counter() - started
+            print(f"| {int(core.time)} | {spent:.2f} | {links} | {multi} | {group} |", flush=True)
+            started, at = time.perf_counter(), core.time
+        if term["__all__"] or trunc["__all__"]:
+            break
+    state = link_state(core)
+    ues, cols = candidates(state)
+    start = time.perf_counter()
+    column_changes(state, state.conn, ues, cols)
+    per = (time.perf_counter() - start) / len(ues)
+    print(f"\nlast state: {len(ues)} candidates scored, {1e3 * per:.3f} ms per candidate")
+    env.close()
+
+
+if __name__ == "__main__":
+    main()
