@@ -9,9 +9,12 @@ Proportional fair couples every station of such a group (a UE with several links
 budget by the stations' prices), so each candidate move touching the group is rescored on
 all of its links (`mobrl.radio.local`): the step's cost grows with that group. Then, at the
 last state, every UE's every single toggle and its leaving all links are scored as
-`scripts/bench_local.py` does, for the time per candidate. Usage:
+`scripts/bench_local.py` does, for the time per candidate. `--rule NAME` plays a rule of
+`mobrl evaluate --baselines` instead (e.g. `greedy_fill`, which keeps a second link only where
+it pays for its interference), every UE deciding at once. Usage:
 
-    python scripts/bench_policy_steps.py [--entry umi_dense] [--layout city_interference] [--steps 8]
+    python scripts/bench_policy_steps.py [--entry umi_dense | --rule greedy_fill]
+        [--layout city_interference] [--steps 8]
 """
 
 from __future__ import annotations
@@ -38,44 +41,76 @@ def station_groups(conn: np.ndarray) -> tuple[int, int]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--entry", default="umi_dense")
+    parser.add_argument("--rule", help="a rule to play instead of the entry")
     parser.add_argument("--layout", default="city_interference")
     parser.add_argument("--steps", type=int, default=8)
     args = parser.parse_args()
     from bench_local import candidates
 
     from mobrl.envs.service import column_changes, link_state
+
+    print("| step | env step s | links up | UEs with several links | largest station group |")
+    if args.rule:
+        core, played = _play_rule(args), f"the rule {args.rule}"
+    else:
+        core, played = _play_entry(args), f"zoo:{args.entry}"
+    state = link_state(core)
+    ues, cols = candidates(state)
+    start = time.perf_counter()
+    column_changes(state, state.conn, ues, cols)
+    per = (time.perf_counter() - start) / len(ues)
+    print(f"\n{played} on {args.layout}, seed 0, last state: {len(ues)} candidates scored, "
+          f"{1e3 * per:.3f} ms per candidate")  # fmt: skip
+
+
+def _row(core, spent: float) -> None:
+    from mobrl.envs.service import link_state
+
+    conn = link_state(core).conn
+    multi, group = station_groups(conn)
+    print(f"| {int(core.time)} | {spent:.2f} | {int(conn.sum())} | {multi} | {group} |", flush=True)
+
+
+def _play_entry(args):
+    """The zoo entry carried to the layout, deterministic; the core at the end."""
     from mobrl.envs.wrappers import find_core
     from mobrl.evaluation.matrix import transfer_env
     from mobrl.evaluation.rollout import episode_env
     from mobrl.evaluation.zoo import entries_dir, entry, load_layers, logits
 
-    source = entry(args.entry)
-    env = episode_env(transfer_env(source["env_config"], args.layout), 0)
+    env = episode_env(transfer_env(entry(args.entry)["env_config"], args.layout), 0)
     layers = load_layers(entries_dir() / f"{args.entry}.npz")
     core = find_core(env)
     obs, _ = env.reset(seed=0)
-    print(f"zoo:{args.entry} on {args.layout}, seed 0\n")
-    print("| step | env step s | links up | UEs with several links | largest station group |")
     print("|---:|---:|---:|---:|---:|")
     started, at = time.perf_counter(), core.time
     while core.time < args.steps:
         acts = logits(layers, np.stack(list(obs.values()))).argmax(axis=1) if obs else []
         obs, _, term, trunc, _ = env.step(dict(zip(obs, np.asarray(acts).tolist())))
         if core.time != at:
-            multi, group = station_groups(link_state(core).conn)
-            links = int(link_state(core).conn.sum())
-            spent = time.perf_counter() - started
-            print(f"| {int(core.time)} | {spent:.2f} | {links} | {multi} | {group} |", flush=True)
+            _row(core, time.perf_counter() - started)
             started, at = time.perf_counter(), core.time
         if term["__all__"] or trunc["__all__"]:
             break
-    state = link_state(core)
-    ues, cols = candidates(state)
-    start = time.perf_counter()
-    column_changes(state, state.conn, ues, cols)
-    per = (time.perf_counter() - start) / len(ues)
-    print(f"\nlast state: {len(ues)} candidates scored, {1e3 * per:.3f} ms per candidate")
     env.close()
+    return core
+
+
+def _play_rule(args):
+    """The rule's station actions on the layout's core; the core at the end."""
+    from mobrl.evaluation.policies import make_baseline
+    from mobrl.scenarios.kinds.mobile import make_mobile_core
+
+    core = make_mobile_core(args.layout, "central", "fast", {"seed": 0})
+    core.reset()
+    rule = make_baseline(args.rule)
+    rule.reset(0)
+    print("|---:|---:|---:|---:|---:|")
+    for _ in range(args.steps):
+        started = time.perf_counter()
+        core.step(rule.station_actions(core))
+        _row(core, time.perf_counter() - started)
+    return core
 
 
 if __name__ == "__main__":

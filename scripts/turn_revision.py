@@ -1,13 +1,16 @@
-"""What a second round of turns can add to a zoo entry that decides in turns.
+"""What later rounds of turns add to a zoo entry that decides in turns, and what its labels reach.
 
-The entry (zoo:umi_dense or zoo:uma19, trained with one round) is played with
-`env.turn_rounds=2`: its network decides the first round as it was trained, and in the second
-round each UE's best reply to every other UE's move of the step decides (the slot of the
-largest positive gain its turn observes, or keeping; what `run.imitate` labels a second
-round with). Against the entry in one round, greedy and `oracle2` on the same seeds, with
-the share of the greedy -> oracle2 gap in mean UE utility each closes. Usage:
+The entry (e.g. zoo:umi_dense) plays as it was trained, and again with `--rounds` rounds
+(at least 2): its network decides the first round (a one-round entry sees its observation as
+it was trained: raw gains, no round column), and in every later round each UE's best reply to
+every other UE's move of the step decides (the slot of the largest positive gain its turn
+observes, or keeping; what `run.imitate` labels a later round with). With `--expert`, the
+imitation's expert also plays its own labels in every turn (the first round: `oracle`'s search
+over the undecided UEs given the moves before; later rounds: the best reply), which is what a
+perfect imitation would play. Against greedy and `oracle2` on the same seeds, with the share of
+the greedy -> oracle2 gap in mean UE utility each closes. Usage:
 
-    python scripts/turn_revision.py [--entry umi_dense] [--episodes 20] [--first-seed 0]
+    python scripts/turn_revision.py [--entry umi_dense] [--rounds 2] [--expert] [--episodes 20]
 """
 
 from __future__ import annotations
@@ -17,35 +20,76 @@ import argparse
 import numpy as np
 
 
+def best_replies(env: object) -> np.ndarray:
+    """Each UE of the acting group: the slot of the largest positive gain its turn observes
+    given every other move of the step so far, or keeping (0)."""
+    from mobrl.envs.turns import turn_env
+    from mobrl.training.imitation import GAIN_EPS
+
+    turns = turn_env(env).turns
+    gains = turns.gains(turns.group)
+    return np.where(gains.max(axis=1) > GAIN_EPS, gains.argmax(axis=1) + 1, 0)
+
+
 class RevisedEntry:
-    """A zoo entry trained in one round of turns, playing an env of two rounds: its network
-    in the first (the observation as it was trained: raw gains, no round column), each UE's
-    best reply in the second."""
+    """A zoo entry's network in the first round of turns, each UE's best reply in the later
+    ones."""
 
     name, reads_observation = "revised", True
 
-    def __init__(self, entry: str, k: int):
+    def __init__(self, entry: str, k: int, one_round: bool):
         from mobrl.evaluation.zoo import ZooPolicy
 
-        self.net, self.k = ZooPolicy.load(f"zoo:{entry}"), k
+        self.net, self.k, self.one_round = ZooPolicy.load(f"zoo:{entry}"), k, one_round
 
     def reset(self, seed: int | None = None) -> None:
         self.net.reset(seed)
 
     def act(self, observation: dict, env: object = None) -> dict:
-        from mobrl.envs.turns import GAIN_SCALE
+        from mobrl.envs.turns import GAIN_SCALE, turn_env
 
         agents = list(observation)
-        rows = np.stack([observation[a] for a in agents])
-        k = self.k
-        scaled = rows[:, -(k + 2) : -2].astype(np.float64)
-        gains = np.sign(scaled) * np.expm1(np.abs(scaled)) * GAIN_SCALE
-        if rows[0, -1] > 0:  # the second round: each UE's best reply
-            chosen = np.where(gains.max(axis=1) > 0, gains.argmax(axis=1) + 1, 0)
-        else:
+        if not agents:
+            return {}
+        if turn_env(env).turns.round > 0:
+            chosen = best_replies(env)
+        elif self.one_round:  # the observation it was trained on: raw gains, no round column
+            k = self.k
+            rows = np.stack([observation[a] for a in agents])
+            scaled = rows[:, -(k + 2) : -2].astype(np.float64)
+            gains = np.sign(scaled) * np.expm1(np.abs(scaled)) * GAIN_SCALE
             first = np.concatenate([rows[:, : -(k + 2)], gains, rows[:, -2:-1]], axis=1)
             chosen = self.net.actions(first.astype(np.float32))
+        else:
+            chosen = self.net.actions(np.stack([observation[a] for a in agents]))
         return {a: int(c) for a, c in zip(agents, chosen)}
+
+
+class ExpertLabels:
+    """The imitation's expert playing its own turn labels (`mobrl.training.imitation.
+    turn_labels` with `oracle`)."""
+
+    name, reads_observation = "expert", True
+
+    def reset(self, seed: int | None = None) -> None:
+        from mobrl.evaluation.policies import make_baseline
+
+        self.expert, self.greedy = make_baseline("oracle"), make_baseline("greedy")
+        self.expert.reset(seed)
+        self._step, self._moves = None, None
+
+    def act(self, observation: dict, env: object = None) -> dict:
+        from mobrl.envs.turns import turn_env
+        from mobrl.envs.wrappers import find_core
+        from mobrl.training.imitation import turn_labels
+
+        if not observation:
+            return {}
+        core, turns = find_core(env), turn_env(env).turns
+        if self._step is not turns:  # greedy's move, once per step
+            self._moves, self._step = self.greedy.station_actions(core), turns
+        labels = turn_labels(core, turns, self.expert, self._moves)
+        return {a: int(v) for a, v in zip(observation, labels)}
 
 
 def main() -> None:
@@ -56,20 +100,28 @@ def main() -> None:
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--entry", default="umi_dense")
+    parser.add_argument("--rounds", type=int, default=2, help="rounds of turns (at least 2)")
+    parser.add_argument("--expert", action="store_true", help="also play the expert's labels")
     parser.add_argument("--episodes", type=int, default=20)
     parser.add_argument("--first-seed", type=int, default=0)
     args = parser.parse_args()
     config = zoo.entry(args.entry)["env_config"]
-    if config.get("decide") != "in_turns" or int(config.get("turn_rounds") or 1) != 1:
-        parser.error(f"zoo:{args.entry} does not decide in one round of turns")
-    twice = {**config, "turn_rounds": 2}
+    if config.get("decide") != "in_turns":
+        parser.error(f"zoo:{args.entry} does not decide in turns")
+    if args.rounds < 2:
+        parser.error(f"--rounds {args.rounds}: give at least 2 (the first is the entry's)")
+    trained = int(config.get("turn_rounds") or 1)
+    more = {**config, "turn_rounds": args.rounds}
     seeds = range(args.first_seed, args.first_seed + args.episodes)
+    k = int(config["topk"])
     plays = {
-        "entry, one round": (config, zoo.ZooPolicy.load(f"zoo:{args.entry}")),
-        "entry, then best replies": (twice, RevisedEntry(args.entry, int(config["topk"]))),
+        "entry": (config, zoo.ZooPolicy.load(f"zoo:{args.entry}")),
+        "entry, then best replies": (more, RevisedEntry(args.entry, k, trained == 1)),
         "greedy": (config, make_baseline("greedy")),
         "oracle2": (config, make_baseline("oracle2")),
     }
+    if args.expert:
+        plays["expert's labels"] = ({**config, "turn_rounds": max(trained, 2)}, ExpertLabels())
     keys = [k for k in EPISODE_METRICS if k.startswith(("ue/utility", "network/connected"))]
     found: dict[str, np.ndarray] = {}
     for name, (env_config, policy) in plays.items():
@@ -84,9 +136,9 @@ def main() -> None:
         closed = (values[:, util].mean() - found["greedy"][:, util].mean()) / gap
         cells = "".join(f"{v:>28.4f}" for v in values.mean(axis=0))
         print(f"{name:<26}{cells}{closed:>12.1%}")
-    diff = found["entry, then best replies"][:, util] - found["entry, one round"][:, util]
+    diff = found["entry, then best replies"][:, util] - found["entry"][:, util]
     ci = 1.96 * diff.std(ddof=1) / np.sqrt(len(diff))
-    print(f"\nsecond round - one round, mean UE utility, paired: {diff.mean():+.4f} +- {ci:.4f}")
+    print(f"\nbest replies - entry, mean UE utility, paired: {diff.mean():+.4f} +- {ci:.4f}")
 
 
 if __name__ == "__main__":
