@@ -8,9 +8,14 @@ observes, or keeping; what `run.imitate` labels a later round with). With `--exp
 imitation's expert also plays its own labels in every turn (the first round: `oracle`'s search
 over the undecided UEs given the moves before; later rounds: the best reply), which is what a
 perfect imitation would play. Against greedy and `oracle2` on the same seeds, with the share of
-the greedy -> oracle2 gap in mean UE utility each closes. Usage:
+the greedy -> oracle2 gap in mean UE utility each closes. With `--mistakes`, instead, the entry
+(of several rounds) plays its own episodes while the expert labels every turn, as in
+`run.imitate`'s DAgger rounds, and the disagreements of each round are counted: in the first
+round, how many are the turn's best reply to the moves before it where the label is not.
+Usage:
 
-    python scripts/turn_revision.py [--entry umi_dense] [--rounds 2] [--expert] [--episodes 20]
+    python scripts/turn_revision.py [--entry umi_dense] [--rounds 2] [--expert] [--mistakes]
+        [--episodes 20]
 """
 
 from __future__ import annotations
@@ -92,6 +97,39 @@ class ExpertLabels:
         return {a: int(v) for a, v in zip(observation, labels)}
 
 
+def mistakes(entry: str, config: dict, seeds: range) -> None:
+    """The entry's disagreements with the expert's labels in its own episodes, per round."""
+    from mobrl.evaluation.zoo import ZooPolicy
+    from mobrl.training.imitation import collector
+
+    k = int(config["topk"])
+    found = [collector(config, k).episode(s, learner=ZooPolicy.load(f"zoo:{entry}")) for s in seeds]
+    x, label, played, _ = map(np.concatenate, zip(*found))
+    gains = x[:, -(k + 2) : -2]  # the turn's gains (signed log scale: the same signs and order)
+    reply = np.where(gains.max(axis=1) > 0, gains.argmax(axis=1) + 1, 0)
+    print(f"\nzoo:{entry} in its own {len(seeds)} episodes, labelled by the expert:")
+    print("| round | UE turns | disagree | label toggles, entry does not | both toggle, other"
+          " slots | entry toggles, label does not | entry plays the best reply, label does not |")  # fmt: skip
+    print("|---:|---:|---:|---:|---:|---:|---:|")
+    for r, value in enumerate(np.unique(x[:, -1])):
+        mine = x[:, -1] == value
+        wrong = mine & (played != label)
+        counts = [
+            int((wrong & (played == 0)).sum()),
+            int((wrong & (played > 0) & (label > 0)).sum()),
+            int((wrong & (label == 0)).sum()),
+            int((wrong & (played == reply) & (label != reply)).sum()),
+        ]
+        print(
+            f"| {r + 1} | {int(mine.sum())} | {int(wrong.sum())} | "
+            + " | ".join(map(str, counts))
+            + " |"
+        )
+    first = x[:, -1] == x[:, -1].min()
+    share = float((label[first] != reply[first]).mean())
+    print(f"first-round labels other than the turn's best reply: {share:.2%} of turns")
+
+
 def main() -> None:
     from mobrl.core.metrics import EPISODE_METRICS
     from mobrl.evaluation import zoo
@@ -102,6 +140,9 @@ def main() -> None:
     parser.add_argument("--entry", default="umi_dense")
     parser.add_argument("--rounds", type=int, default=2, help="rounds of turns (at least 2)")
     parser.add_argument("--expert", action="store_true", help="also play the expert's labels")
+    parser.add_argument(
+        "--mistakes", action="store_true", help="count the entry's disagreements with the labels"
+    )
     parser.add_argument("--episodes", type=int, default=20)
     parser.add_argument("--first-seed", type=int, default=0)
     args = parser.parse_args()
@@ -111,8 +152,13 @@ def main() -> None:
     if args.rounds < 2:
         parser.error(f"--rounds {args.rounds}: give at least 2 (the first is the entry's)")
     trained = int(config.get("turn_rounds") or 1)
-    more = {**config, "turn_rounds": args.rounds}
     seeds = range(args.first_seed, args.first_seed + args.episodes)
+    if args.mistakes:
+        if trained < 2:
+            parser.error(f"--mistakes needs an entry of several rounds; zoo:{args.entry} plays one")
+        mistakes(args.entry, config, seeds)
+        return
+    more = {**config, "turn_rounds": args.rounds}
     k = int(config["topk"])
     plays = {
         "entry": (config, zoo.ZooPolicy.load(f"zoo:{args.entry}")),
