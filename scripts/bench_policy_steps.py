@@ -50,6 +50,7 @@ def main() -> None:
     from mobrl.envs.service import column_changes, link_state
 
     print("| step | env step s | links up | UEs with several links | largest station group |")
+    print("|---:|---:|---:|---:|---:|")
     if args.rule:
         core, played = _play_rule(args), f"the rule {args.rule}"
     else:
@@ -76,17 +77,15 @@ def _play_entry(args):
     from mobrl.envs.wrappers import find_core
     from mobrl.evaluation.matrix import transfer_env
     from mobrl.evaluation.rollout import episode_env
-    from mobrl.evaluation.zoo import entries_dir, entry, load_layers, logits
+    from mobrl.evaluation.zoo import ZooPolicy
 
-    env = episode_env(transfer_env(entry(args.entry)["env_config"], args.layout), 0)
-    layers = load_layers(entries_dir() / f"{args.entry}.npz")
+    policy = ZooPolicy.load(f"zoo:{args.entry}")
+    env = episode_env(transfer_env(policy.env_config, args.layout), 0)
     core = find_core(env)
     obs, _ = env.reset(seed=0)
-    print("|---:|---:|---:|---:|---:|")
     started, at = time.perf_counter(), core.time
     while core.time < args.steps:
-        acts = logits(layers, np.stack(list(obs.values()))).argmax(axis=1) if obs else []
-        obs, _, term, trunc, _ = env.step(dict(zip(obs, np.asarray(acts).tolist())))
+        obs, _, term, trunc, _ = env.step(policy.act(obs) if obs else {})
         if core.time != at:
             _row(core, time.perf_counter() - started)
             started, at = time.perf_counter(), core.time
@@ -105,7 +104,6 @@ def _play_rule(args):
     core.reset()
     rule = make_baseline(args.rule)
     rule.reset(0)
-    print("|---:|---:|---:|---:|---:|")
     for _ in range(args.steps):
         started = time.perf_counter()
         core.step(rule.station_actions(core))

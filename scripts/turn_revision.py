@@ -25,17 +25,6 @@ import argparse
 import numpy as np
 
 
-def best_replies(env: object) -> np.ndarray:
-    """Each UE of the acting group: the slot of the largest positive gain its turn observes
-    given every other move of the step so far, or keeping (0)."""
-    from mobrl.envs.turns import turn_env
-    from mobrl.training.imitation import GAIN_EPS
-
-    turns = turn_env(env).turns
-    gains = turns.gains(turns.group)
-    return np.where(gains.max(axis=1) > GAIN_EPS, gains.argmax(axis=1) + 1, 0)
-
-
 class RevisedEntry:
     """A zoo entry's network in the first round of turns, each UE's best reply in the later
     ones."""
@@ -52,12 +41,14 @@ class RevisedEntry:
 
     def act(self, observation: dict, env: object = None) -> dict:
         from mobrl.envs.turns import GAIN_SCALE, turn_env
+        from mobrl.training.imitation import best_reply
 
         agents = list(observation)
         if not agents:
             return {}
-        if turn_env(env).turns.round > 0:
-            chosen = best_replies(env)
+        turns = turn_env(env).turns
+        if turns.round > 0:  # each UE's best reply to every other move of the step so far
+            chosen = best_reply(turns.gains(turns.group))
         elif self.one_round:  # the observation it was trained on: raw gains, no round column
             k = self.k
             rows = np.stack([observation[a] for a in agents])
@@ -100,13 +91,13 @@ class ExpertLabels:
 def mistakes(entry: str, config: dict, seeds: range) -> None:
     """The entry's disagreements with the expert's labels in its own episodes, per round."""
     from mobrl.evaluation.zoo import ZooPolicy
-    from mobrl.training.imitation import collector
+    from mobrl.training.imitation import best_reply, collector
 
     k = int(config["topk"])
     found = [collector(config, k).episode(s, learner=ZooPolicy.load(f"zoo:{entry}")) for s in seeds]
     x, label, played, _ = map(np.concatenate, zip(*found))
     gains = x[:, -(k + 2) : -2]  # the turn's gains (signed log scale: the same signs and order)
-    reply = np.where(gains.max(axis=1) > 0, gains.argmax(axis=1) + 1, 0)
+    reply = best_reply(gains)
     print(f"\nzoo:{entry} in its own {len(seeds)} episodes, labelled by the expert:")
     print("| round | UE turns | disagree | label toggles, entry does not | both toggle, other"
           " slots | entry toggles, label does not | entry plays the best reply, label does not |")  # fmt: skip

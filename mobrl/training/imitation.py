@@ -178,6 +178,12 @@ TURN_SEARCHES = ("oracle", "oracle2")
 GAIN_EPS = 1e-12
 
 
+def best_reply(gains: np.ndarray) -> np.ndarray:
+    """Each row's slot action from its slots' gains (n, k) given every other move: the slot of
+    the largest gain above `GAIN_EPS`, else 0 (keep)."""
+    return np.where(gains.max(axis=1) > GAIN_EPS, gains.argmax(axis=1) + 1, 0)
+
+
 def turn_labels(core: Any, turns: Any, expert: Any, greedy: np.ndarray) -> np.ndarray:
     """The slot labels of the group acting in `turns` (`mobrl.envs.turns.StepTurns`). With
     `oracle` (`oracle2`) as the expert: in the first round its one-step (two-step) search
@@ -194,8 +200,7 @@ def turn_labels(core: Any, turns: Any, expert: Any, greedy: np.ndarray) -> np.nd
     if expert.name not in TURN_SEARCHES:
         return slot_labels(core, expert.station_actions(core), turns.k)[0][group]
     if turns.round > 0:  # the gains the turn observed, not computed again
-        gains = turns.gains(group)
-        return np.where(gains.max(axis=1) > GAIN_EPS, gains.argmax(axis=1) + 1, 0)
+        return best_reply(turns.gains(group))
     from mobrl.evaluation.oracle import best_actions, lookahead_actions
 
     search = lookahead_actions if expert.name == "oracle2" else best_actions
