@@ -70,9 +70,8 @@ class ExpertLabels:
     def reset(self, seed: int | None = None) -> None:
         from mobrl.evaluation.policies import make_baseline
 
-        self.expert, self.greedy = make_baseline("oracle"), make_baseline("greedy")
+        self.expert = make_baseline("oracle")
         self.expert.reset(seed)
-        self._step, self._moves = None, None
 
     def act(self, observation: dict, env: object = None) -> dict:
         from mobrl.envs.turns import turn_env
@@ -82,9 +81,7 @@ class ExpertLabels:
         if not observation:
             return {}
         core, turns = find_core(env), turn_env(env).turns
-        if self._step is not turns:  # greedy's move, once per step
-            self._moves, self._step = self.greedy.station_actions(core), turns
-        labels = turn_labels(core, turns, self.expert, self._moves)
+        labels = turn_labels(core, turns, self.expert)
         return {a: int(v) for a, v in zip(observation, labels)}
 
 

@@ -74,6 +74,10 @@ class EnvConf:
     #: with `in_turns`: how often the groups take their turns within a step (2: each group
     #: may revise its move once every group has decided); see mobrl.envs.turns
     turn_rounds: int = 1
+    #: with `in_turns`: what a turn observes beyond its slot observation: `gains` (its slots'
+    #: gains given the moves before it) or `greedy_ahead` (also given the UEs after it
+    #: playing greedy's move); see mobrl.envs.turns
+    turn_obs: str = "gains"
 
 
 @dataclass

@@ -27,6 +27,16 @@ observation carries one more column, the round (0 first, 1 last), and its gains 
 sign(g) ln(1 + |g| / 10^-4) (`signed_log`), so that a network tells a small gain from none
 (in one round they stay as they were, for the policies trained so).
 
+With `env.turn_obs=greedy_ahead` a turn of the first round also observes what the UEs after
+it would do by the rule the field starts from: per slot the gain given the moves before it and
+every UE yet to decide playing greedy's move (the strongest-SINR station, `greedy`), which slot
+is greedy's own move, and the team's gain if every UE yet to decide played greedy's move at
+once (`TURN_OBS`). A step's best joint move often starts from greedy's moves of many UEs at
+once (a station's UEs leaving it together so it falls silent), which no UE's gain given only
+the moves before it shows; a controller can compute greedy's moves of its neighbours from the
+same measurements. In a later round every UE has moved, so its slots' gains there are given
+again, and the team's gain is 0.
+
 The moves are those of UEs deciding at once, so the network's dynamics do not change: only
 what each UE knows when it acts. A policy that reads no observation (the baselines) plays
 the env at once (`play` switches `in_turns` off); so does the UE-slot sampler's test of
@@ -51,6 +61,10 @@ MAX_ROUNDS = 4
 #: revision's gains are often 1e-4 of the team's summed utility, which a tanh network reads
 #: as 0 unless they are scaled
 GAIN_SCALE = 1e-4
+
+
+#: `env.turn_obs`: what a turn observes beyond its slot observation (`StepTurns.extra`)
+TURN_OBS = ("gains", "greedy_ahead")
 
 
 def signed_log(gains: np.ndarray) -> np.ndarray:
@@ -83,11 +97,11 @@ class StepTurns:
     group observes beyond its slot observation; `decide(group, actions)` records its moves
     (in a later round, in place of its earlier ones); `advance()` moves to the next turn."""
 
-    def __init__(self, core: Any, k: int, cols: np.ndarray, rounds: int = 1):
+    def __init__(self, core: Any, k: int, cols: np.ndarray, rounds: int = 1, view: str = "gains"):
         from mobrl.envs.observations import gains_given, station_arrays, topk_slots
         from mobrl.envs.service import link_state
 
-        self.k = k
+        self.core, self.k, self.view = core, k, view
         self.state = link_state(core)
         self.order = topk_slots(station_arrays(core), k)
         self.links = self.state.conn.copy()
@@ -103,6 +117,7 @@ class StepTurns:
         self.turn = self.round = 0
         #: `gains`' last (group, gains), until the next move changes the links
         self._gains: tuple[bytes, np.ndarray] | None = None
+        self._greedy: np.ndarray | None = None
 
     @property
     def group(self) -> np.ndarray:
@@ -139,15 +154,53 @@ class StepTurns:
             self._gains = (key, gains_given(self.state, self.order, self.links, group, self.k))
         return self._gains[1]
 
+    @property
+    def greedy(self) -> np.ndarray:
+        """Greedy's station action of every UE (UE order) from the step's start, computed
+        once a step (`env.turn_obs=greedy_ahead` and `run.imitate`'s expert read it)."""
+        if self._greedy is None:
+            from mobrl.evaluation.policies import BASELINES
+
+            self._greedy = np.asarray(BASELINES["greedy"]().station_actions(self.core))
+        return self._greedy
+
     def extra(self, group: np.ndarray) -> np.ndarray:
-        """(len(group), `extra_width(k, rounds)`) float32: the group's `gains` (with several
-        rounds on the `signed_log` scale), the share of the step's UEs decided in this round
-        and, with several rounds, the round (0 to 1)."""
+        """(len(group), `extra_width(k, rounds, view)`) float32: the group's `gains`, with
+        `greedy_ahead` its `ahead` columns, then the share of the step's UEs decided in this
+        round and, with several rounds, the round (0 to 1). Gains are on the `signed_log`
+        scale with several rounds."""
+        scale = signed_log if self.rounds > 1 else np.asarray
         gains, done = self.gains(group), np.full((len(group), 1), self.decided[self.cols].mean())
-        columns = [gains, done]
+        columns = [scale(gains)]
+        if self.view == "greedy_ahead":
+            ahead, mine, team = self.ahead(group)
+            columns += [scale(ahead), mine, np.full_like(done, scale(np.array(team)))]
+        columns.append(done)
         if self.rounds > 1:
-            columns = [signed_log(gains), done, np.full_like(done, self.round / (self.rounds - 1))]
+            columns.append(np.full_like(done, self.round / (self.rounds - 1)))
         return np.concatenate(columns, axis=1).astype(np.float32)
+
+    def ahead(self, group: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
+        """What `env.turn_obs=greedy_ahead` adds for `group`: (len(group), k) each slot's gain
+        to the team given the moves decided so far and every UE yet to decide in this round
+        (the group aside) playing greedy's move; (len(group), k) 1 at the slot of the UE's own
+        greedy move; and the team's summed-utility gain if every UE yet to decide played
+        greedy's move at once. In a later round (every UE has moved): `gains`, and 0."""
+        from dataclasses import replace
+
+        from mobrl.envs.observations import gains_given, slots_of
+        from mobrl.envs.service import links_after
+
+        mine = slots_of(self.order[:, group], self.greedy[group])
+        flags = (mine[:, None] == np.arange(1, self.k + 1)[None, :]).astype(float)
+        if self.round > 0:
+            return self.gains(group), flags, 0.0
+        now = replace(self.state, conn=self.links.copy())
+        act = np.where(self.decided, 0, self.greedy)
+        team = float(now.utility_sum(links_after(now, act)) - now.utility_sum())
+        act[group] = 0
+        ahead = gains_given(self.state, self.order, links_after(now, act), group, self.k)
+        return ahead, flags, team
 
     def play(self, act: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> np.ndarray:
         """Every turn at once, `act(group, extra)` giving each group's slot actions: the
@@ -176,17 +229,28 @@ class StepTurns:
         self.decided[group] = True
 
 
-def extra_width(k: int, rounds: int = 1) -> int:
+def _ahead_width(k: int, view: str) -> int:
+    """The columns `greedy_ahead` adds: k gains, k greedy flags, the team's gain."""
+    return 2 * k + 1 if view == "greedy_ahead" else 0
+
+
+def extra_width(k: int, rounds: int = 1, view: str = "gains") -> int:
     """The columns a turn appends to the slot observation (`StepTurns.extra`)."""
-    return k + 1 + (rounds > 1)
+    return k + _ahead_width(k, view) + 1 + (rounds > 1)
 
 
-def turn_space(space: gym.spaces.Box, k: int, rounds: int = 1) -> gym.spaces.Box:
-    """A slot observation's space with a turn's k gains, decided share and (with several
-    rounds) round appended."""
-    shares = extra_width(k, rounds) - k
-    low = np.concatenate([space.low, np.full(k, -np.inf), np.zeros(shares)])
-    high = np.concatenate([space.high, np.full(k, np.inf), np.ones(shares)])
+def turn_space(
+    space: gym.spaces.Box, k: int, rounds: int = 1, view: str = "gains"
+) -> gym.spaces.Box:
+    """A slot observation's space with a turn's columns appended (`StepTurns.extra`): k gains,
+    with `greedy_ahead` k more gains, k flags and the team's gain, then the decided share and
+    (with several rounds) the round."""
+    inf, shares = np.full(k, np.inf), 1 + (rounds > 1)
+    low, high = [space.low, -inf], [space.high, inf]
+    if view == "greedy_ahead":
+        low += [-inf, np.zeros(k), [-np.inf]]
+        high += [inf, np.ones(k), [np.inf]]
+    low, high = np.concatenate([*low, np.zeros(shares)]), np.concatenate([*high, np.ones(shares)])
     return gym.spaces.Box(low.astype(np.float32), high.astype(np.float32), dtype=np.float32)
 
 
@@ -197,13 +261,15 @@ class UETurnsEnv(UEAgentsEnv):
     (set before `reset`) it is `UEAgentsEnv` itself, observations without the turn's
     columns."""
 
-    def __init__(self, core: Any, team_reward: float = 0.0, rounds: int = 1):
+    def __init__(self, core: Any, team_reward: float = 0.0, rounds: int = 1, view: str = "gains"):
         super().__init__(core, team_reward)
         self.k = int(core.handler.topk)
         #: `env.turn_rounds`: how often the groups take their turns within a step
         self.rounds = int(rounds)
+        #: `env.turn_obs`: what a turn observes beyond its slot observation
+        self.view = view
         self.observation_spaces = {
-            a: turn_space(s, self.k, self.rounds) for a, s in self.observation_spaces.items()
+            a: turn_space(s, self.k, self.rounds, view) for a, s in self.observation_spaces.items()
         }
         #: False: every UE decides at once (a policy that reads no observation plays so)
         self.in_turns = True
@@ -230,7 +296,7 @@ class UETurnsEnv(UEAgentsEnv):
         agents = sorted(rows)  # ties of priority go by name, as /v1/decide breaks them
         cols = np.array([column[ue_id(a)] for a in agents], dtype=int)
         self._agent_at = dict(zip(cols.tolist(), agents))
-        self.turns = StepTurns(self.core, self.k, cols, self.rounds)
+        self.turns = StepTurns(self.core, self.k, cols, self.rounds, self.view)
         return self._observe()
 
     def _observe(self) -> dict[str, np.ndarray]:
@@ -273,7 +339,9 @@ class UETurnsEnv(UEAgentsEnv):
 
     def _widen(self, row: np.ndarray) -> np.ndarray:
         """A final (zero) observation in the turn's width."""
-        return np.concatenate([row, np.zeros(extra_width(self.k, self.rounds), row.dtype)])
+        return np.concatenate(
+            [row, np.zeros(extra_width(self.k, self.rounds, self.view), row.dtype)]
+        )
 
 
 def turn_env(env: Any) -> UETurnsEnv | None:

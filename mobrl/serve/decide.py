@@ -226,7 +226,8 @@ class Decider:
 
             by_name = np.array(sorted(range(len(names)), key=names.__getitem__), dtype=int)
             rounds = int(config.get("turn_rounds") or 1)
-            slots = StepTurns(network, k, by_name, rounds).play(turn)
+            view = config.get("turn_obs") or "gains"
+            slots = StepTurns(network, k, by_name, rounds, view).play(turn)
         else:
             chosen = self.policy.act(dict(zip(names, rows)), explore)
             slots = np.array([chosen[ue] for ue in ues], dtype=np.int64)

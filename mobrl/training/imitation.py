@@ -184,11 +184,11 @@ def best_reply(gains: np.ndarray) -> np.ndarray:
     return np.where(gains.max(axis=1) > GAIN_EPS, gains.argmax(axis=1) + 1, 0)
 
 
-def turn_labels(core: Any, turns: Any, expert: Any, greedy: np.ndarray) -> np.ndarray:
+def turn_labels(core: Any, turns: Any, expert: Any) -> np.ndarray:
     """The slot labels of the group acting in `turns` (`mobrl.envs.turns.StepTurns`). With
     `oracle` (`oracle2`) as the expert: in the first round its one-step (two-step) search
     over the undecided UEs' slot stations with the links after the moves decided before,
-    from no change and from greedy's move of the undecided UEs (`greedy`, UE order); in a
+    from no change and from greedy's move of the undecided UEs (`turns.greedy`); in a
     later round each UE's best reply to every other UE's move of the step so far (the slot
     of the largest positive gain the turn observes, or keeping). With another expert, its
     own step actions as slot actions."""
@@ -205,7 +205,7 @@ def turn_labels(core: Any, turns: Any, expert: Any, greedy: np.ndarray) -> np.nd
 
     search = lookahead_actions if expert.name == "oracle2" else best_actions
     given = dataclasses.replace(turns.state, conn=turns.links.copy())
-    start = np.where(turns.decided, 0, greedy)
+    start = np.where(turns.decided, 0, turns.greedy)
     acts = search(given, [start], turns.allowed() & ~turns.decided[None, :])
     return slots_of(turns.order, acts)[group]
 
@@ -221,7 +221,6 @@ class TurnCollector(Collector):
 
     def _start(self, count_outside: bool) -> None:
         super()._start(False)
-        self._moves, self._step = None, None
 
     def _rows(
         self, env: Any, core: Any, obs: dict[Any, np.ndarray], expert: Any
@@ -231,9 +230,7 @@ class TurnCollector(Collector):
         turns = turn_env(env).turns
         if turns is None or not turns.groups:
             return None
-        if self._step is not turns:  # greedy's move, once per step
-            self._moves, self._step = self._greedy.station_actions(core), turns
-        labels = turn_labels(core, turns, expert, self._moves)
+        labels = turn_labels(core, turns, expert)
         revised = (labels != turns.slots[turns.group]) & (turns.round > 0)
         return np.stack(list(obs.values())), labels, revised
 

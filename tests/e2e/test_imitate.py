@@ -1,5 +1,6 @@
 """`run.imitate`: `mobrl train` imitates the oracle (DAgger into the RLModule before RL, with UEs
-deciding in turns: RLlib's multi-agent runner samples the turn-based env) and `mobrl evaluate`
+deciding in turns, each turn also observing the later UEs' greedy moves: RLlib's multi-agent
+runner samples the turn-based env) and `mobrl evaluate`
 of its checkpoint, which plays the turns in a fresh process, beats greedy on 20 paired seeds,
 which a smoke PPO run without imitation does not."""
 
@@ -34,7 +35,8 @@ def test_imitating_the_oracle_beats_greedy_where_smoke_ppo_does_not(tmp_path: Pa
     in it, and when its evaluation during training first beat greedy."""
     imitated = tmp_path / "imitated" / "run"
     train_smoke(
-        imitated, *BASE, "env.decide=in_turns", "run.imitate.expert=oracle",
+        imitated, *BASE, "env.decide=in_turns", "env.turn_obs=greedy_ahead",
+        "run.imitate.expert=oracle",
         "run.imitate.episodes=2",
         "run.eval.interval=1", "run.eval.episodes=4", "run.eval.baselines=[greedy,oracle]",
     )  # fmt: skip

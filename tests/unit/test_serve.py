@@ -280,9 +280,11 @@ def test_measured_arrays_give_the_envs_own_observations(layout: str, obs: str, w
         # in turns (env.decide=in_turns): the same groups, and each turn's gains to the bit
         from mobrl.envs.turns import StepTurns
 
-        # (with env.turn_rounds=2 every group's turn again, given all the others' moves)
-        served = StepTurns(network, 3, np.arange(len(ues)), rounds=2)
-        engine = StepTurns(core, 3, cols, rounds=2)
+        # (with env.turn_rounds=2 every group's turn again, given all the others' moves; with
+        # env.turn_obs=greedy_ahead also given greedy's moves of the UEs yet to decide)
+        served = StepTurns(network, 3, np.arange(len(ues)), rounds=2, view="greedy_ahead")
+        engine = StepTurns(core, 3, cols, rounds=2, view="greedy_ahead")
+        assert np.array_equal(served.greedy, engine.greedy[cols])
         at = np.array(cols)
         assert [at[g].tolist() for g in served.groups] == [g.tolist() for g in engine.groups]
         for turn in range(len(served.groups) + 3):

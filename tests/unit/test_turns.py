@@ -123,6 +123,8 @@ def test_the_baselines_play_in_turns_envs_at_once() -> None:
         (["env.obs=topk", "env.decide=in_turns", "env.turn_rounds=0"], "env.turn_rounds=0 is"),
         (["env.obs=topk", "env.decide=in_turns", "env.turn_rounds=9"], "from 1 to 4"),
         (["env.obs=topk", "env.decide=in_turns", "env.turn_rounds=1.5"], "env.turn_rounds=1.5"),
+        (["env.obs=topk", "env.decide=in_turns", "env.turn_obs=later"], "Use env.turn_obs=gains"),
+        (["env.obs=topk", "env.turn_obs=greedy_ahead"], "Add env.decide=in_turns"),
     ],
 )
 def test_decide_where_it_applies_only(args: list[str], message: str) -> None:
@@ -203,7 +205,7 @@ def test_a_later_round_revises_each_move_given_every_other_ues() -> None:
                     assert rows[i, width - 5 + j] == pytest.approx(want, rel=1e-5, abs=1e-5)
                     checked += 1
             # the oracle's label: each UE's best reply, the slot of its largest positive gain
-            labels = turn_labels(env.core, turns, oracle, np.zeros(state.conn.shape[1], int))
+            labels = turn_labels(env.core, turns, oracle)
             gains = rows[:, width - 5 : width - 2]
             assert labels.tolist() == np.where(gains.max(1) > 1e-6, gains.argmax(1) + 1, 0).tolist()
             other = int((labels != 1).sum())  # every UE toggled its slot 1 in round 1
@@ -256,3 +258,73 @@ def test_run_imitate_finds_the_rows_that_revise_a_move() -> None:
             break
     env.close()
     assert i == len(y) and revised.tolist() == want and revised.sum() > 10
+
+
+def test_greedy_ahead_observes_the_later_ues_playing_greedy() -> None:
+    """With env.turn_obs=greedy_ahead a first-round turn also observes, per slot, the team's
+    summed-utility change of toggling given the moves before it and every UE yet to decide
+    (the group aside) playing greedy's move; which slot is the UE's own greedy move; and the
+    team's gain if every UE yet to decide played greedy's move at once: each recomputed here
+    from the links (interference and proportional fair on umi_dense). In the second round the
+    ahead gains are the turn's gains and the team's gain is 0."""
+    from dataclasses import replace
+
+    from mobrl.envs.observations import topk_size
+    from mobrl.envs.service import links_after, utility_sums
+    from mobrl.envs.turns import extra_width, signed_log
+    from mobrl.evaluation.policies import BASELINES
+    from mobrl.evaluation.rollout import episode_env
+
+    config = _env("scenario=umi_dense", "env.obs=topk_gain", "env.decide=in_turns",
+                  "env.turn_rounds=2", "env.turn_obs=greedy_ahead")  # fmt: skip
+    assert config["turn_obs"] == "greedy_ahead"
+    assert extra_width(3, 2, "greedy_ahead") == 3 + 7 + 2
+    base = topk_size(3) + 3  # topk_gain: the slot observation with its k gains
+    env = episode_env(config, 5)
+    obs, _ = env.reset(seed=5)
+    checked = {"ahead": 0, "team": 0, "flag": 0, "later": 0}
+    moved = False
+    for _ in range(60):
+        turns = env.turns
+        state, links, group = turns.state, turns.links.copy(), turns.group
+        greedy = BASELINES["greedy"]().station_actions(env.core)
+        assert np.array_equal(turns.greedy, greedy)
+        rows = np.stack(list(obs.values()))
+        assert rows.shape[1] == env.observation_spaces[next(iter(obs))].shape[0]
+        gains = rows[:, base : base + 3]
+        ahead, flags, team = (rows[:, base + 3 : base + 6], rows[:, base + 6 : base + 9],
+                              rows[:, base + 9])  # fmt: skip
+        now = replace(state, conn=links)
+        if turns.round == 0:
+            later = np.where(turns.decided, 0, greedy)
+            want = utility_sums(state, links_after(now, later)[None])[0]
+            want = signed_log(want - utility_sums(state, links[None])[0])
+            assert team == pytest.approx(np.full(len(group), want), rel=1e-5, abs=1e-5)
+            checked["team"] += 1
+            later[group] = 0
+            others = links_after(now, later)
+            before = utility_sums(state, others[None])[0]
+            for i, c in enumerate(group.tolist()):
+                for j in range(3):
+                    station = turns.order[j, c]
+                    flag = greedy[c] > 0 and station == greedy[c] - 1
+                    assert flags[i, j] == float(flag)
+                    checked["flag"] += flag
+                    if station < 0 or not state.reach[station, c]:
+                        assert ahead[i, j] == 0.0
+                        continue
+                    after = others.copy()
+                    after[station, c] = ~after[station, c]
+                    want = signed_log(utility_sums(state, after[None])[0] - before)
+                    assert ahead[i, j] == pytest.approx(want, rel=1e-5, abs=1e-5)
+                    checked["ahead"] += 1
+            moved |= bool((later != 0).any())
+        else:
+            assert np.array_equal(ahead, gains) and (team == 0).all()
+            checked["later"] += 1
+        # each UE plays its greedy slot, so later turns see moves made
+        acts = {a: int(np.argmax(f)) + 1 if f.any() else 0 for a, f in zip(obs, flags)}
+        obs, *_ = env.step(acts)
+    env.close()
+    assert moved and checked["ahead"] >= 30 and checked["flag"] > 0
+    assert checked["team"] > 0 and checked["later"] > 0

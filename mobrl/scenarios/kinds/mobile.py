@@ -42,6 +42,8 @@ class MobileSpec:
     decide: str = "at_once"
     #: `env.turn_rounds`: with in_turns, how often the groups take their turns in a step
     turn_rounds: int = 1
+    #: `env.turn_obs`: with in_turns, what a turn observes beyond its slot observation
+    turn_obs: str = "gains"
 
     @classmethod
     def from_config(cls, cfg: Any) -> MobileSpec:
@@ -58,7 +60,8 @@ class MobileSpec:
         engine = engine_for(layout, cfg.engine, name)
         decide = check_decide(cfg.env.get("decide", cls.decide), mode, obs)
         rounds = check_turn_rounds(cfg.env.get("turn_rounds", cls.turn_rounds), decide)
-        return cls(layout, mode, engine, obs, topk, team_reward, reward, decide, rounds)
+        view = check_turn_obs(cfg.env.get("turn_obs", cls.turn_obs), decide)
+        return cls(layout, mode, engine, obs, topk, team_reward, reward, decide, rounds, view)
 
     @classmethod
     def of(cls, env_config: dict[str, Any]) -> MobileSpec:
@@ -73,6 +76,7 @@ class MobileSpec:
             reward=env_config.get("reward") or cls.reward,
             decide=env_config.get("decide") or cls.decide,
             turn_rounds=int(env_config.get("turn_rounds") or cls.turn_rounds),
+            turn_obs=env_config.get("turn_obs") or cls.turn_obs,
         )
 
     def fields(self) -> dict[str, Any]:
@@ -87,6 +91,8 @@ class MobileSpec:
             out["decide"] = self.decide  # env_configs deciding at once stay as they were
         if self.turn_rounds != MobileSpec.turn_rounds:
             out["turn_rounds"] = self.turn_rounds
+        if self.turn_obs != MobileSpec.turn_obs:
+            out["turn_obs"] = self.turn_obs
         return out
 
     def on_layout(self, name: str) -> MobileSpec:
@@ -147,6 +153,8 @@ class MobileKind(ScenarioKind):
             settings["env.decide"] = spec.decide
         if spec.turn_rounds != MobileSpec.turn_rounds:
             settings["env.turn_rounds"] = str(spec.turn_rounds)
+        if spec.turn_obs != MobileSpec.turn_obs:
+            settings["env.turn_obs"] = spec.turn_obs
         return settings
 
     def cannot_play(
@@ -193,7 +201,9 @@ class MobileKind(ScenarioKind):
             from mobrl.envs.wrappers import UEAgentsEnv as UEEnv
 
         if spec.decide == "in_turns":
-            return UEEnv(core, team_reward=spec.team_reward, rounds=spec.turn_rounds)
+            return UEEnv(
+                core, team_reward=spec.team_reward, rounds=spec.turn_rounds, view=spec.turn_obs
+            )
         return UEEnv(core, team_reward=spec.team_reward)
 
     def action_space(self, cfg: Any) -> str:
@@ -296,6 +306,22 @@ def check_turn_rounds(rounds: Any, decide: str) -> int:
             "plays no turns. Add env.decide=in_turns, or use env.turn_rounds=1."
         )
     return rounds
+
+
+def check_turn_obs(view: Any, decide: str) -> str:
+    """A known `env.turn_obs`, other than the default only with in_turns, or a one-line
+    error."""
+    from mobrl.core.errors import UserError, unknown_choice
+    from mobrl.envs.turns import TURN_OBS
+
+    if view not in TURN_OBS:
+        raise unknown_choice("env.turn_obs", str(view), TURN_OBS, "Use env.turn_obs=gains.")
+    if view != MobileSpec.turn_obs and decide != "in_turns":
+        raise UserError(
+            f"env.turn_obs={view} is what a UE group observes in its turn, but "
+            f"env.decide={decide} plays no turns. Add env.decide=in_turns, or drop env.turn_obs."
+        )
+    return view
 
 
 def check_reward(reward: str, mode: str = "ma") -> str:
