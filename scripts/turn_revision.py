@@ -12,10 +12,13 @@ the greedy -> oracle2 gap in mean UE utility each closes. With `--mistakes`, ins
 (of several rounds) plays its own episodes while the expert labels every turn, as in
 `run.imitate`'s DAgger rounds, and the disagreements of each round are counted: in the first
 round, how many are the turn's best reply to the moves before it where the label is not.
+With `--starts` the expert plays its own episodes and each first-round label is traced to the
+start of the oracle's search it comes from: no change, or greedy's move of every UE yet to
+decide (the labels that are not the turn's best reply, split by start and kind).
 Usage:
 
     python scripts/turn_revision.py [--entry umi_dense] [--rounds 2] [--expert] [--mistakes]
-        [--episodes 20]
+        [--starts] [--episodes 20]
 """
 
 from __future__ import annotations
@@ -85,6 +88,64 @@ class ExpertLabels:
         return {a: int(v) for a, v in zip(observation, labels)}
 
 
+def _gains_at(config: dict, width: int) -> slice:
+    """Where a turn's row of `width` holds its slots' gains given the moves before it."""
+    from mobrl.envs.turns import extra_width
+
+    k, rounds = int(config["topk"]), int(config.get("turn_rounds") or 1)
+    start = width - extra_width(k, rounds, config.get("turn_obs") or "gains")
+    return slice(start, start + k)
+
+
+def starts(config: dict, seeds: range) -> None:
+    """Which start of the oracle's search gives each first-round label, in the expert's own
+    episodes, and how the labels that are not the turn's best reply split."""
+    import dataclasses
+    from collections import Counter
+
+    from mobrl.envs.observations import slots_of
+    from mobrl.envs.turns import turn_env
+    from mobrl.evaluation.coupled import EPS, coupled_actions
+    from mobrl.training.imitation import TurnCollector, best_reply
+
+    count: Counter = Counter()
+
+    class Starts(TurnCollector):
+        def _rows(self, env, core, obs, expert):  # type: ignore[no-untyped-def]
+            found = super()._rows(env, core, obs, expert)
+            turns = turn_env(env).turns
+            if found is not None and turns.round == 0:
+                group, order = turns.group, turns.order
+                given = dataclasses.replace(turns.state, conn=turns.links.copy())
+                allowed = turns.allowed() & ~turns.decided[None, :] & given.reach
+                greedy = np.where(turns.decided | ~given.active, 0, turns.greedy)
+                zero, v_zero = coupled_actions(given, allowed, np.zeros_like(greedy))
+                ahead, v_ahead = coupled_actions(given, allowed, greedy)
+                won = v_ahead > v_zero + EPS
+                label = slots_of(order, ahead if won else zero)[group]
+                assert np.array_equal(label, found[1]), "not the label run.imitate gives"
+                reply = best_reply(turns.gains(group))
+                other = label != reply
+                count["turns"] += len(group)
+                count["greedy start wins"] += len(group) * int(won)
+                count["label not the best reply"] += int(other.sum())
+                count["... the greedy start won"] += int(other.sum()) * int(won)
+                count["... the label is greedy's move"] += int(
+                    (other & (label == slots_of(order, turns.greedy)[group])).sum()
+                )
+                count["... the label toggles, the best reply keeps"] += int(
+                    (other & (reply == 0)).sum()
+                )
+            return found
+
+    k = int(config["topk"])
+    for seed in seeds:
+        Starts(config, k).episode(seed)
+    print(f"\nthe expert's first-round turns in its own {len(seeds)} episodes:")
+    for what, n in count.items():
+        print(f"{what:<48}{n:>10}")
+
+
 def mistakes(entry: str, config: dict, seeds: range) -> None:
     """The entry's disagreements with the expert's labels in its own episodes, per round."""
     from mobrl.evaluation.zoo import ZooPolicy
@@ -93,7 +154,7 @@ def mistakes(entry: str, config: dict, seeds: range) -> None:
     k = int(config["topk"])
     found = [collector(config, k).episode(s, learner=ZooPolicy.load(f"zoo:{entry}")) for s in seeds]
     x, label, played, _ = map(np.concatenate, zip(*found))
-    gains = x[:, -(k + 2) : -2]  # the turn's gains (signed log scale: the same signs and order)
+    gains = x[:, _gains_at(config, x.shape[1])]  # signed log scale: the same signs and order
     reply = best_reply(gains)
     print(f"\nzoo:{entry} in its own {len(seeds)} episodes, labelled by the expert:")
     print("| round | UE turns | disagree | label toggles, entry does not | both toggle, other"
@@ -131,6 +192,9 @@ def main() -> None:
     parser.add_argument(
         "--mistakes", action="store_true", help="count the entry's disagreements with the labels"
     )
+    parser.add_argument(
+        "--starts", action="store_true", help="which start of the oracle's search labels a turn"
+    )
     parser.add_argument("--episodes", type=int, default=20)
     parser.add_argument("--first-seed", type=int, default=0)
     args = parser.parse_args()
@@ -141,6 +205,9 @@ def main() -> None:
         parser.error(f"--rounds {args.rounds}: give at least 2 (the first is the entry's)")
     trained = int(config.get("turn_rounds") or 1)
     seeds = range(args.first_seed, args.first_seed + args.episodes)
+    if args.starts:
+        starts(config, seeds)
+        return
     if args.mistakes:
         if trained < 2:
             parser.error(f"--mistakes needs an entry of several rounds; zoo:{args.entry} plays one")
