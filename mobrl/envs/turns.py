@@ -63,8 +63,37 @@ MAX_ROUNDS = 4
 GAIN_SCALE = 1e-4
 
 
-#: `env.turn_obs`: what a turn observes beyond its slot observation (`StepTurns.extra`)
-TURN_OBS = ("gains", "greedy_ahead")
+class GainsView:
+    """`env.turn_obs=gains`: the turn's gains given the moves before it, nothing more."""
+
+    name = "gains"
+
+    def bounds(self, k: int) -> tuple[list[float], list[float]]:
+        """The low and high of each column this view adds after the turn's gains."""
+        return [], []
+
+    def columns(self, turns: StepTurns, group: np.ndarray, scale: Callable) -> list[np.ndarray]:
+        """The columns it adds for `group` (`scale`: the turn's scale of gains)."""
+        return []
+
+
+class GreedyAheadView(GainsView):
+    """`env.turn_obs=greedy_ahead`: also each slot's gain given the UEs yet to decide playing
+    greedy's move, the UE's greedy slot and the team's gain of those moves (`StepTurns.ahead`)."""
+
+    name = "greedy_ahead"
+
+    def bounds(self, k: int) -> tuple[list[float], list[float]]:
+        return [-np.inf] * k + [0.0] * k + [-np.inf], [np.inf] * k + [1.0] * k + [np.inf]
+
+    def columns(self, turns: StepTurns, group: np.ndarray, scale: Callable) -> list[np.ndarray]:
+        ahead, mine, team = turns.ahead(group)
+        return [scale(ahead), mine, np.full((len(group), 1), scale(np.array(team)))]
+
+
+#: `env.turn_obs`: what a turn observes beyond its slot observation (`StepTurns.extra`), by
+#: name; a new view is a class with `bounds` and `columns`
+TURN_OBS = {view.name: view() for view in (GainsView, GreedyAheadView)}
 
 
 def signed_log(gains: np.ndarray) -> np.ndarray:
@@ -165,17 +194,13 @@ class StepTurns:
         return self._greedy
 
     def extra(self, group: np.ndarray) -> np.ndarray:
-        """(len(group), `extra_width(k, rounds, view)`) float32: the group's `gains`, with
-        `greedy_ahead` its `ahead` columns, then the share of the step's UEs decided in this
+        """(len(group), `extra_width(k, rounds, view)`) float32: the group's `gains`, the
+        view's columns (`TURN_OBS`), then the share of the step's UEs decided in this
         round and, with several rounds, the round (0 to 1). Gains are on the `signed_log`
         scale with several rounds."""
         scale = signed_log if self.rounds > 1 else np.asarray
         gains, done = self.gains(group), np.full((len(group), 1), self.decided[self.cols].mean())
-        columns = [scale(gains)]
-        if self.view == "greedy_ahead":
-            ahead, mine, team = self.ahead(group)
-            columns += [scale(ahead), mine, np.full_like(done, scale(np.array(team)))]
-        columns.append(done)
+        columns = [scale(gains), *TURN_OBS[self.view].columns(self, group, scale), done]
         if self.rounds > 1:
             columns.append(np.full_like(done, self.round / (self.rounds - 1)))
         return np.concatenate(columns, axis=1).astype(np.float32)
@@ -229,28 +254,20 @@ class StepTurns:
         self.decided[group] = True
 
 
-def _ahead_width(k: int, view: str) -> int:
-    """The columns `greedy_ahead` adds: k gains, k greedy flags, the team's gain."""
-    return 2 * k + 1 if view == "greedy_ahead" else 0
-
-
 def extra_width(k: int, rounds: int = 1, view: str = "gains") -> int:
     """The columns a turn appends to the slot observation (`StepTurns.extra`)."""
-    return k + _ahead_width(k, view) + 1 + (rounds > 1)
+    return k + len(TURN_OBS[view].bounds(k)[0]) + 1 + (rounds > 1)
 
 
 def turn_space(
     space: gym.spaces.Box, k: int, rounds: int = 1, view: str = "gains"
 ) -> gym.spaces.Box:
     """A slot observation's space with a turn's columns appended (`StepTurns.extra`): k gains,
-    with `greedy_ahead` k more gains, k flags and the team's gain, then the decided share and
-    (with several rounds) the round."""
-    inf, shares = np.full(k, np.inf), 1 + (rounds > 1)
-    low, high = [space.low, -inf], [space.high, inf]
-    if view == "greedy_ahead":
-        low += [-inf, np.zeros(k), [-np.inf]]
-        high += [inf, np.ones(k), [np.inf]]
-    low, high = np.concatenate([*low, np.zeros(shares)]), np.concatenate([*high, np.ones(shares)])
+    the view's columns, then the decided share and (with several rounds) the round."""
+    low, high = TURN_OBS[view].bounds(k)
+    shares = 1 + (rounds > 1)
+    low = np.concatenate([space.low, np.full(k, -np.inf), low, np.zeros(shares)])
+    high = np.concatenate([space.high, np.full(k, np.inf), high, np.ones(shares)])
     return gym.spaces.Box(low.astype(np.float32), high.astype(np.float32), dtype=np.float32)
 
 
