@@ -106,6 +106,7 @@ def starts(config: dict, seeds: range) -> None:
     from mobrl.envs.observations import slots_of
     from mobrl.envs.turns import turn_env
     from mobrl.evaluation.coupled import EPS, coupled_actions
+    from mobrl.evaluation.oracle import _few_choices as few_choices
     from mobrl.training.imitation import TurnCollector, best_reply
 
     count: Counter = Counter()
@@ -119,17 +120,20 @@ def starts(config: dict, seeds: range) -> None:
                 given = dataclasses.replace(turns.state, conn=turns.links.copy())
                 allowed = turns.allowed() & ~turns.decided[None, :] & given.reach
                 greedy = np.where(turns.decided | ~given.active, 0, turns.greedy)
-                zero, v_zero = coupled_actions(given, allowed, np.zeros_like(greedy))
-                ahead, v_ahead = coupled_actions(given, allowed, greedy)
-                won = v_ahead > v_zero + EPS
-                label = slots_of(order, ahead if won else zero)[group]
-                assert np.array_equal(label, found[1]), "not the label run.imitate gives"
-                reply = best_reply(turns.gains(group))
+                label, reply = found[1], best_reply(turns.gains(group))
+                start = "exhaustive search (few choices left)"
+                if not few_choices(allowed):  # the better of the two ascents
+                    zero, v_zero = coupled_actions(given, allowed, np.zeros_like(greedy))
+                    ahead, v_ahead = coupled_actions(given, allowed, greedy)
+                    won = v_ahead > v_zero + EPS
+                    start = "greedy's moves" if won else "no change"
+                    searched = slots_of(order, ahead if won else zero)[group]
+                    assert np.array_equal(label, searched), "not run.imitate's label"
                 other = label != reply
                 count["turns"] += len(group)
-                count["greedy start wins"] += len(group) * int(won)
+                count[f"label from: {start}"] += len(group)
                 count["label not the best reply"] += int(other.sum())
-                count["... the greedy start won"] += int(other.sum()) * int(won)
+                count[f"... from: {start}"] += int(other.sum())
                 count["... the label is greedy's move"] += int(
                     (other & (label == slots_of(order, turns.greedy)[group])).sum()
                 )
