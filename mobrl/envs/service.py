@@ -269,6 +269,28 @@ def _others_pairs(
     return np.bincount(i, change, minlength=ues)
 
 
+def greedy_moves(measure: np.ndarray, reach: np.ndarray, linked: np.ndarray) -> np.ndarray:
+    """The `greedy` rule's station action of every UE (column) from (BS, UE) arrays: its
+    station of the highest `measure` in `reach` (ties: the lower id), joined if not linked,
+    else its lowest other link (`linked`: links in range) released; 0 keeps (none left, or
+    nothing in range)."""
+    columns = np.arange(measure.shape[1])
+    best = np.argmax(np.where(reach, measure, -np.inf), axis=0)
+    others = linked.copy()
+    others[best, columns] = False
+    release = np.where(others.any(axis=0), np.argmax(others, axis=0) + 1, 0)
+    act = np.where(linked[best, columns], release, best + 1)
+    return np.where(reach.any(axis=0), act, 0)
+
+
+def step_greedy_moves(env: Any) -> np.ndarray:
+    """`greedy_moves` by SINR (SNR on mobile-env's model) of the env's UEs (id order)."""
+    state = link_arrays(env, in_range=True)
+    reach = np.asarray(state["reach"], dtype=bool)
+    linked = np.asarray(state["conn"], dtype=bool) & reach
+    return greedy_moves(np.asarray(state["snr"], dtype=float), reach, linked)
+
+
 def greedy_links(state: LinkState) -> np.ndarray:
     """Each active UE linked to its strongest station in range (mobrl's `greedy` target)."""
     conn = np.zeros_like(state.conn)

@@ -188,9 +188,9 @@ class StepTurns:
         """Greedy's station action of every UE (UE order) from the step's start, computed
         once a step (`env.turn_obs=greedy_ahead` and `run.imitate`'s expert read it)."""
         if self._greedy is None:
-            from mobrl.evaluation.policies import BASELINES
+            from mobrl.envs.service import step_greedy_moves
 
-            self._greedy = np.asarray(BASELINES["greedy"]().station_actions(self.core))
+            self._greedy = step_greedy_moves(self.core)
         return self._greedy
 
     def extra(self, group: np.ndarray) -> np.ndarray:

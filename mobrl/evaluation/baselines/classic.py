@@ -66,13 +66,9 @@ class GreedyPolicy(PerUEBaseline):
         return others[0].bs_id + 1 if others else 0
 
     def station_actions(self, core: Any) -> np.ndarray:
-        snr, reach, linked = link_arrays(core, self.measure)
-        columns = np.arange(snr.shape[1])
-        best = np.argmax(np.where(reach, snr, -np.inf), axis=0)  # ties: the lower station id
-        others = linked.copy()
-        others[best, columns] = False
-        act = np.where(linked[best, columns], first(others), best + 1)
-        return np.where(reach.any(axis=0), act, 0)
+        from mobrl.envs.service import greedy_moves
+
+        return greedy_moves(*link_arrays(core, self.measure))
 
 
 class GreedyRsrpPolicy(GreedyPolicy):
