@@ -269,6 +269,21 @@ def _others_pairs(
     return np.bincount(i, change, minlength=ues)
 
 
+def first_station(mask: np.ndarray) -> np.ndarray:
+    """Per UE (column), the station action (b + 1) of the lowest station b where `mask`, else
+    0."""
+    return np.where(mask.any(axis=0), np.argmax(mask, axis=0) + 1, 0)
+
+
+def measured_links(env: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(BS, UE) SINRs (SNRs on mobile-env's model), reachable links and live links in range,
+    stations and UEs in id order; the SINR may be 0 out of range (`link_arrays`' in_range)."""
+    state = link_arrays(env, in_range=True)
+    reach = np.asarray(state["reach"], dtype=bool)
+    linked = np.asarray(state["conn"], dtype=bool) & reach
+    return np.asarray(state["snr"], dtype=float), reach, linked
+
+
 def greedy_moves(measure: np.ndarray, reach: np.ndarray, linked: np.ndarray) -> np.ndarray:
     """The `greedy` rule's station action of every UE (column) from (BS, UE) arrays: its
     station of the highest `measure` in `reach` (ties: the lower id), joined if not linked,
@@ -278,17 +293,13 @@ def greedy_moves(measure: np.ndarray, reach: np.ndarray, linked: np.ndarray) -> 
     best = np.argmax(np.where(reach, measure, -np.inf), axis=0)
     others = linked.copy()
     others[best, columns] = False
-    release = np.where(others.any(axis=0), np.argmax(others, axis=0) + 1, 0)
-    act = np.where(linked[best, columns], release, best + 1)
+    act = np.where(linked[best, columns], first_station(others), best + 1)
     return np.where(reach.any(axis=0), act, 0)
 
 
 def step_greedy_moves(env: Any) -> np.ndarray:
     """`greedy_moves` by SINR (SNR on mobile-env's model) of the env's UEs (id order)."""
-    state = link_arrays(env, in_range=True)
-    reach = np.asarray(state["reach"], dtype=bool)
-    linked = np.asarray(state["conn"], dtype=bool) & reach
-    return greedy_moves(np.asarray(state["snr"], dtype=float), reach, linked)
+    return greedy_moves(*measured_links(env))
 
 
 def greedy_links(state: LinkState) -> np.ndarray:

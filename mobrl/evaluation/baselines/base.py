@@ -141,15 +141,13 @@ def link_arrays(core: Any, measure: str = "sinr") -> tuple[np.ndarray, np.ndarra
     UEs at once). The rules read the measure only where a UE is in range (masked by `reach` or
     by links, which lie in range): out of range it may be 0 (city-scale layouts, whose full SNR
     matrix is not computed)."""
-    from mobrl.envs.service import link_arrays as arrays
+    from mobrl.envs.service import measured_links
 
-    state = arrays(core, in_range=True)
-    reach = np.asarray(state["reach"], dtype=bool)
-    values = np.asarray(state["snr"], dtype=float)
+    values, reach, linked = measured_links(core)
     signal = core.signal_matrix() if measure == "rsrp" and implements(core, SnrArrays) else None
     if signal is not None:  # None: the SNR orders a UE's stations as the received power does
         values = np.asarray(signal, dtype=float)
-    return values, reach, np.asarray(state["conn"], bool) & reach
+    return values, reach, linked
 
 
 def active_mask(core: Any) -> np.ndarray:
@@ -164,8 +162,10 @@ def active_mask(core: Any) -> np.ndarray:
 
 def first(mask: np.ndarray) -> np.ndarray:
     """Per UE (column), the station action (b + 1) of the lowest station b where `mask`, else
-    0."""
-    return np.where(mask.any(axis=0), np.argmax(mask, axis=0) + 1, 0)
+    0 (`mobrl.envs.service.first_station`, which greedy's moves also use)."""
+    from mobrl.envs.service import first_station
+
+    return first_station(mask)
 
 
 def strongest(mask: np.ndarray, snr: np.ndarray) -> np.ndarray:
