@@ -30,6 +30,20 @@ def _ignore_interrupts() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
+def _start_trackers() -> None:
+    """Start the resource trackers a loky pool uses (loky's and the standard library's) before
+    Ctrl-C is held back: the standard library's unblocks SIGINT once it has started its own
+    process (Python 3.11), which would let the workers started after it boot with SIGINT
+    open and die of a Ctrl-C mid-import, each with a traceback on the terminal. Started
+    already, neither starts again, so the hold lasts while the workers boot."""
+    from multiprocessing import resource_tracker
+
+    from loky.backend import resource_tracker as loky_tracker
+
+    resource_tracker.ensure_running()
+    loky_tracker.ensure_running()
+
+
 @contextmanager
 def sigint_held() -> Iterator[None]:
     """Hold Ctrl-C back in this process while the block starts worker processes: SIGINT is
@@ -95,6 +109,7 @@ def process_pool(workers: int) -> Iterator[Pool]:
     its workers at once, without waiting for what they have queued (a SIGTERM too)."""
     from loky import ProcessPoolExecutor
 
+    _start_trackers()
     with sigint_held():  # what the pool starts now (its helper processes) never sees it
         pool = ProcessPoolExecutor(max_workers=workers, initializer=_ignore_interrupts)
     try:

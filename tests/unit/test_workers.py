@@ -1,0 +1,43 @@
+"""Evaluation's and rendering's worker processes are born with Ctrl-C held back, so a Ctrl-C
+pressed while they boot leaves no traceback of theirs on the terminal."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import textwrap
+
+_SCRIPT = textwrap.dedent(
+    """
+    import json, os, signal
+
+    from mobrl.core.workers import process_pool
+
+
+    def boot_state(_):
+        # nothing in a worker changes its signal mask after it started: this is the mask it
+        # booted with
+        return os.getpid(), sorted(int(s) for s in signal.pthread_sigmask(signal.SIG_BLOCK, []))
+
+
+    with process_pool(2) as pool:
+        seen = dict(pool.submit(boot_state, i).result() for i in range(4))
+    main = sorted(int(s) for s in signal.pthread_sigmask(signal.SIG_BLOCK, []))
+    print(json.dumps({"workers": list(seen.values()), "main": main}))
+    """
+)
+
+
+def test_workers_boot_with_sigint_held_and_the_main_process_gets_it_back() -> None:
+    # a fresh interpreter, where no resource tracker runs yet: starting one is what used to
+    # reopen SIGINT before the workers were started
+    out = subprocess.run(
+        [sys.executable, "-c", _SCRIPT], capture_output=True, text=True, timeout=120, check=True
+    ).stdout
+    masks = json.loads(out.strip().splitlines()[-1])
+    assert masks["workers"], out
+    for mask in masks["workers"]:
+        assert int(signal.SIGINT) in mask, masks
+    assert int(signal.SIGINT) not in masks["main"], masks
