@@ -72,13 +72,6 @@ def keeps_powers(
     return ~((after > 0) != (count > 0)[None, :]).any(axis=1)
 
 
-def _expand(start: np.ndarray, length: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """For row r of (start, length): r repeated length[r] times and start[r] + 0, 1, ..."""
-    rows = np.repeat(np.arange(len(start)), length)
-    offset = np.arange(int(length.sum())) - np.repeat(np.cumsum(length) - length, length)
-    return rows, start[rows] + offset
-
-
 def _unique(a: np.ndarray) -> np.ndarray:
     """The sorted distinct values of `a` (by a sort: numpy's hashing `unique` is slower on
     these keys)."""
@@ -139,32 +132,43 @@ Parts = tuple[np.ndarray, np.ndarray, np.ndarray]
 
 def _on_components(base: _Base, cand: np.ndarray) -> Parts:
     """The candidates `cand` (their stations keep their powers) scored on the components of
-    the stations they join or leave and of their UE."""
+    the stations they join or leave and of their UE (assembled by
+    `mobrl.radio._components.assemble`)."""
     from scipy.sparse import coo_matrix
     from scipy.sparse.csgraph import connected_components
 
+    from mobrl.radio._components import assemble
+
     conn, lu, lb = base.conn, base.lu, base.lb
     n_bs, n_ue = conn.shape
-    mover, new = base.ues[cand], base.cols[cand]
     graph = coo_matrix((np.ones(len(lb)), (lb, n_bs + lu)), shape=(n_bs + n_ue,) * 2)
     n_comp, label = connected_components(graph, directed=False)
-    st_comp, ue_comp = label[:n_bs], label[n_bs:]
-    c_i, c_b = np.nonzero(new | conn[:, mover].T)
-    keys = _unique(
-        np.concatenate(
-            [c_i * n_comp + st_comp[c_b], np.arange(len(cand)) * n_comp + ue_comp[mover]]
-        )
+    st_comp, ue_comp = label[:n_bs].astype(np.int64), label[n_bs:].astype(np.int64)
+    comp_ues, comp_start, comp_len = _grouped(ue_comp, n_comp)
+    n_i, n_b = np.nonzero(base.cols[cand])
+    gb, gu, rate, a_cand, a_ue = assemble(
+        base.ues[cand],
+        _starts(n_i, len(cand)),
+        n_b.astype(np.int64),
+        _starts(lu, n_ue),
+        lb.astype(np.int64),
+        st_comp,
+        ue_comp,
+        np.append(comp_start, comp_start[-1] + comp_len[-1]).astype(np.int64),
+        comp_ues.astype(np.int64),
+        np.bincount(st_comp[lb], minlength=n_comp).astype(np.int64),
+        np.ascontiguousarray(full_rates(base.service, conn)),
+        n_bs,
     )
-    pick, comp = keys // n_comp, keys % n_comp
-    link_order, link_start, link_len = _grouped(st_comp[lb], n_comp)
-    rows, at = _expand(link_start[comp], link_len[comp])
-    ue_order, ue_start, ue_len = _grouped(ue_comp, n_comp)
-    u_rows, u_at = _expand(ue_start[comp], ue_len[comp])
-    full = full_rates(base.service, conn)
-    return _score(
-        base, cand, pick[rows], link_order[at], pick[u_rows] * n_ue + ue_order[u_at],
-        lambda li, b, u: full[b, u],
-    )  # fmt: skip
+    sched = base.service.model.sched()
+    share = sched.shares(gb, gu, rate, len(cand) * n_bs, len(a_ue))
+    after = np.bincount(gu, weights=share * rate, minlength=len(a_ue))
+    return cand[a_cand], a_ue, after
+
+
+def _starts(rows: np.ndarray, n: int) -> np.ndarray:
+    """Where each of rows 0 .. n - 1 starts in the sorted `rows`, and the end (CSR)."""
+    return np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=n))]).astype(np.int64)
 
 
 def _on_every_link(base: _Base, cand: np.ndarray) -> Parts:

@@ -1,0 +1,98 @@
+"""The networks `mobrl.radio.local` scores candidate changes on, assembled in compiled code
+(numba; imported at the first call so that `import mobrl.radio` stays light).
+
+Each candidate (UE `mover[i]` whose links become the stations `new_b[new_start[i]:
+new_start[i + 1]]`) is scored on the connected components it touches (those of its UE, of
+its old stations and of its new ones): every UE of those components, and their links with
+the mover's replaced, as one copy of a network of disjoint copies. Copy i's stations are
+numbered i * n_bs + station and its UEs in one running count over the copies; within a copy
+the links come by UE, then station, and the UEs in ascending order, as
+`mobrl.radio.local._score` orders them, so a scheduler gets the same links in the same order
+and gives the same shares to the bit. The work grows with the links written, not with the
+candidates times the network (no sort of the whole batch).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+
+@njit(cache=True)
+def _touched(i, mover, ue_start, lb, new_start, new_b, st_comp, ue_comp, mark, out):
+    """The components candidate i touches, written to `out` (`mark[c] == i` once listed);
+    returns how many."""
+    m = mover[i]
+    k = 0
+    c = ue_comp[m]
+    mark[c] = i
+    out[k] = c
+    k += 1
+    for q in range(ue_start[m], ue_start[m + 1]):
+        c = st_comp[lb[q]]
+        if mark[c] != i:
+            mark[c] = i
+            out[k] = c
+            k += 1
+    for q in range(new_start[i], new_start[i + 1]):
+        c = st_comp[new_b[q]]
+        if mark[c] != i:
+            mark[c] = i
+            out[k] = c
+            k += 1
+    return k
+
+
+@njit(cache=True)
+def assemble(mover, new_start, new_b, ue_start, lb, st_comp, ue_comp, comp_start, comp_ues,
+             comp_links, full, n_bs):  # fmt: skip
+    """(gb, gu, rate, a_cand, a_ue): each link of every copy (its station i * n_bs + b, its
+    UE's number in the batch, its rate with all of its station's resources, `full[b, u]`),
+    and for each numbered UE its candidate i and UE index."""
+    n = len(mover)
+    n_comp = len(comp_start) - 1
+    mark = np.full(n_comp, -1, np.int64)
+    comps = np.empty(n_comp, np.int64)
+    n_links = 0
+    n_ues = 0
+    for i in range(n):
+        k = _touched(i, mover, ue_start, lb, new_start, new_b, st_comp, ue_comp, mark, comps)
+        for j in range(k):
+            c = comps[j]
+            n_links += comp_links[c]
+            n_ues += comp_start[c + 1] - comp_start[c]
+        m = mover[i]
+        n_links += (new_start[i + 1] - new_start[i]) - (ue_start[m + 1] - ue_start[m])
+    gb = np.empty(n_links, np.int64)
+    gu = np.empty(n_links, np.int64)
+    rate = np.empty(n_links)
+    a_cand = np.empty(n_ues, np.int64)
+    a_ue = np.empty(n_ues, np.int64)
+    mark[:] = -1
+    at = 0  # links written
+    a = 0  # UEs numbered
+    for i in range(n):
+        k = _touched(i, mover, ue_start, lb, new_start, new_b, st_comp, ue_comp, mark, comps)
+        first = a
+        for j in range(k):
+            c = comps[j]
+            for q in range(comp_start[c], comp_start[c + 1]):
+                a_ue[a] = comp_ues[q]
+                a += 1
+        if k > 1:  # each component's UEs come in order; several are merged
+            a_ue[first:a] = np.sort(a_ue[first:a])
+        m = mover[i]
+        for v in range(first, a):
+            u = a_ue[v]
+            a_cand[v] = i
+            if u == m:
+                for q in range(new_start[i], new_start[i + 1]):
+                    b = new_b[q]
+                    gb[at], gu[at], rate[at] = i * n_bs + b, v, full[b, u]
+                    at += 1
+            else:
+                for q in range(ue_start[u], ue_start[u + 1]):
+                    b = lb[q]
+                    gb[at], gu[at], rate[at] = i * n_bs + b, v, full[b, u]
+                    at += 1
+    return gb, gu, rate, a_cand, a_ue
