@@ -45,10 +45,11 @@ def _touched(i, mover, ue_start, lb, new_start, new_b, st_comp, ue_comp, mark, o
 
 @njit(cache=True)
 def assemble(mover, new_start, new_b, ue_start, lb, st_comp, ue_comp, comp_start, comp_ues,
-             comp_links, full, n_bs):  # fmt: skip
-    """(gb, gu, rate, a_cand, a_ue): each link of every copy (its station i * n_bs + b, its
-    UE's number in the batch, its rate with all of its station's resources, `full[b, u]`),
-    and for each numbered UE its candidate i and UE index."""
+             comp_links, full, part, n_bs):  # fmt: skip
+    """(gb, gu, rate, hint, a_cand, a_ue): each link of every copy (its station i * n_bs + b,
+    its UE's number in the batch, its rate with all of its station's resources, `full[b,
+    u]`, and the scheduler's hint: `part`, its part of its UE's rate in the base, 0 for the
+    moving UE's links), and for each numbered UE its candidate i and UE index."""
     n = len(mover)
     n_comp = len(comp_start) - 1
     mark = np.full(n_comp, -1, np.int64)
@@ -66,6 +67,7 @@ def assemble(mover, new_start, new_b, ue_start, lb, st_comp, ue_comp, comp_start
     gb = np.empty(n_links, np.int64)
     gu = np.empty(n_links, np.int64)
     rate = np.empty(n_links)
+    hint = np.empty(n_links)
     a_cand = np.empty(n_ues, np.int64)
     a_ue = np.empty(n_ues, np.int64)
     mark[:] = -1
@@ -89,10 +91,12 @@ def assemble(mover, new_start, new_b, ue_start, lb, st_comp, ue_comp, comp_start
                 for q in range(new_start[i], new_start[i + 1]):
                     b = new_b[q]
                     gb[at], gu[at], rate[at] = i * n_bs + b, v, full[b, u]
+                    hint[at] = 0.0
                     at += 1
             else:
                 for q in range(ue_start[u], ue_start[u + 1]):
                     b = lb[q]
                     gb[at], gu[at], rate[at] = i * n_bs + b, v, full[b, u]
+                    hint[at] = part[q]
                     at += 1
-    return gb, gu, rate, a_cand, a_ue
+    return gb, gu, rate, hint, a_cand, a_ue

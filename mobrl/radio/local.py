@@ -146,7 +146,9 @@ def _on_components(base: _Base, cand: np.ndarray) -> Parts:
     st_comp, ue_comp = label[:n_bs].astype(np.int64), label[n_bs:].astype(np.int64)
     comp_ues, comp_start, comp_len = _grouped(ue_comp, n_comp)
     n_i, n_b = np.nonzero(base.cols[cand])
-    gb, gu, rate, a_cand, a_ue = assemble(
+    full = np.ascontiguousarray(full_rates(base.service, conn))
+    sched = base.service.model.sched()
+    gb, gu, rate, hint, a_cand, a_ue = assemble(
         base.ues[cand],
         _starts(n_i, len(cand)),
         n_b.astype(np.int64),
@@ -157,13 +159,23 @@ def _on_components(base: _Base, cand: np.ndarray) -> Parts:
         np.append(comp_start, comp_start[-1] + comp_len[-1]).astype(np.int64),
         comp_ues.astype(np.int64),
         np.bincount(st_comp[lb], minlength=n_comp).astype(np.int64),
-        np.ascontiguousarray(full_rates(base.service, conn)),
+        full,
+        _parts(sched, full, lb, lu, n_bs, n_ue),
         n_bs,
     )
-    sched = base.service.model.sched()
-    share = sched.shares(gb, gu, rate, len(cand) * n_bs, len(a_ue))
+    share = sched.shares(gb, gu, rate, len(cand) * n_bs, len(a_ue), hint=hint)
     after = np.bincount(gu, weights=share * rate, minlength=len(a_ue))
     return cand[a_cand], a_ue, after
+
+
+def _parts(sched, full: np.ndarray, lb: np.ndarray, lu: np.ndarray, n_bs: int, n_ue: int):
+    """Each base link's part of its UE's rate (0 for a UE without rate): where a scheduler
+    that searches (proportional fair) starts each candidate's network, which differs from
+    the base in one UE's links."""
+    rate = full[lb, lu]
+    carried = sched.shares(lb, lu, rate, n_bs, n_ue) * rate
+    total = np.bincount(lu, weights=carried, minlength=n_ue)[lu]
+    return np.where(total > 0, carried / np.where(total > 0, total, 1.0), 0.0)
 
 
 def _starts(rows: np.ndarray, n: int) -> np.ndarray:
