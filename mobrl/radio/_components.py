@@ -100,3 +100,51 @@ def assemble(mover, new_start, new_b, ue_start, lb, st_comp, ue_comp, comp_start
                     hint[at] = part[q]
                     at += 1
     return gb, gu, rate, hint, a_cand, a_ue
+
+
+@njit(cache=True)
+def assemble_all(mover, new_start, new_b, ue_start, lb, part):
+    """The copies for candidates scored on every link (each switches a station on or off):
+    every UE with links and the moving UE, with every link, the mover's replaced, in the
+    same order as `assemble`'s. Returns (li, lbs, lus, gu, hint, a_cand, a_ue): each link's
+    candidate, station, UE, its UE's number in the batch and the scheduler's hint, and for
+    each numbered UE its candidate and UE index."""
+    n = len(mover)
+    n_ue = len(ue_start) - 1
+    n_base = ue_start[n_ue]
+    n_linked = 0
+    for u in range(n_ue):
+        if ue_start[u + 1] > ue_start[u]:
+            n_linked += 1
+    n_links = 0
+    n_ues = 0
+    for i in range(n):
+        m = mover[i]
+        own = ue_start[m + 1] - ue_start[m]
+        n_links += n_base - own + new_start[i + 1] - new_start[i]
+        n_ues += n_linked + (1 if own == 0 else 0)
+    li = np.empty(n_links, np.int64)
+    lbs = np.empty(n_links, np.int64)
+    lus = np.empty(n_links, np.int64)
+    gu = np.empty(n_links, np.int64)
+    hint = np.empty(n_links)
+    a_cand = np.empty(n_ues, np.int64)
+    a_ue = np.empty(n_ues, np.int64)
+    at = 0
+    a = 0
+    for i in range(n):
+        m = mover[i]
+        for u in range(n_ue):
+            if u != m and ue_start[u + 1] == ue_start[u]:
+                continue
+            a_cand[a], a_ue[a] = i, u
+            if u == m:
+                for q in range(new_start[i], new_start[i + 1]):
+                    li[at], lbs[at], lus[at], gu[at], hint[at] = i, new_b[q], u, a, 0.0
+                    at += 1
+            else:
+                for q in range(ue_start[u], ue_start[u + 1]):
+                    li[at], lbs[at], lus[at], gu[at], hint[at] = i, lb[q], u, a, part[q]
+                    at += 1
+            a += 1
+    return li, lbs, lus, gu, hint, a_cand, a_ue

@@ -22,9 +22,8 @@ left to the whole network's arithmetic (`scored` is False for them). On `city_in
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
-from functools import partial
+from typing import Any
 
 import numpy as np
 
@@ -72,13 +71,6 @@ def keeps_powers(
     return ~((after > 0) != (count > 0)[None, :]).any(axis=1)
 
 
-def _unique(a: np.ndarray) -> np.ndarray:
-    """The sorted distinct values of `a` (by a sort: numpy's hashing `unique` is slower on
-    these keys)."""
-    a = np.sort(a)
-    return a[np.r_[True, a[1:] != a[:-1]]] if a.size else a
-
-
 def _grouped(labels: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The indices of `labels` grouped by label (stable), each label's start and length."""
     order = np.argsort(labels, kind="stable")
@@ -100,7 +92,13 @@ def local_rates(
         return LocalRates(np.zeros(len(ues), dtype=bool), empty, empty, np.zeros(0))
     same = keeps_powers(service, conn, ues, cols)
     lu, lb = np.nonzero(conn.T)  # sorted by UE, then station
-    base = _Base(service, conn, lu, lb, ues, cols)
+    n_bs, n_ue = conn.shape
+    full = np.ascontiguousarray(full_rates(service, conn))
+    sched = service.model.sched()
+    base = _Base(
+        service, conn, lu, lb.astype(np.int64), ues, cols, _starts(lu, n_ue), full, sched,
+        _parts(sched, full, lb, lu, n_bs, n_ue),
+    )  # fmt: skip
     parts = [_on_components(base, np.flatnonzero(same))]
     spread = np.flatnonzero(~same)
     size = max(1, CHUNK_LINKS // max(len(lu), 1))
@@ -125,6 +123,18 @@ class _Base:
     lb: np.ndarray
     ues: np.ndarray
     cols: np.ndarray
+    #: where each UE's links start in (lu, lb), and the end
+    ue_start: np.ndarray
+    #: each (station, UE) pair's rate with all of its station's resources under `conn`
+    full: np.ndarray
+    sched: Any
+    #: each link's part of its UE's rate under `conn` (the scheduler's hint)
+    part: np.ndarray
+
+    def new_links(self, cand: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The candidates' new stations, by candidate (CSR: starts, stations)."""
+        n_i, n_b = np.nonzero(self.cols[cand])
+        return _starts(n_i, len(cand)), n_b.astype(np.int64)
 
 
 Parts = tuple[np.ndarray, np.ndarray, np.ndarray]
@@ -145,30 +155,36 @@ def _on_components(base: _Base, cand: np.ndarray) -> Parts:
     n_comp, label = connected_components(graph, directed=False)
     st_comp, ue_comp = label[:n_bs].astype(np.int64), label[n_bs:].astype(np.int64)
     comp_ues, comp_start, comp_len = _grouped(ue_comp, n_comp)
-    n_i, n_b = np.nonzero(base.cols[cand])
-    full = np.ascontiguousarray(full_rates(base.service, conn))
-    sched = base.service.model.sched()
+    new_start, new_b = base.new_links(cand)
     gb, gu, rate, hint, a_cand, a_ue = assemble(
         base.ues[cand],
-        _starts(n_i, len(cand)),
-        n_b.astype(np.int64),
-        _starts(lu, n_ue),
-        lb.astype(np.int64),
+        new_start,
+        new_b,
+        base.ue_start,
+        lb,
         st_comp,
         ue_comp,
         np.append(comp_start, comp_start[-1] + comp_len[-1]).astype(np.int64),
         comp_ues.astype(np.int64),
         np.bincount(st_comp[lb], minlength=n_comp).astype(np.int64),
-        full,
-        _parts(sched, full, lb, lu, n_bs, n_ue),
+        base.full,
+        base.part,
         n_bs,
     )
-    share = sched.shares(gb, gu, rate, len(cand) * n_bs, len(a_ue), hint=hint)
+    return _shared(base, cand, gb, gu, rate, hint, a_cand, a_ue)
+
+
+def _shared(base: _Base, cand: np.ndarray, gb, gu, rate, hint, a_cand, a_ue) -> Parts:
+    """(candidate, UE, rate) of each numbered UE, its copy's links shared by the scheduler."""
+    n_bs = base.conn.shape[0]
+    share = base.sched.shares(gb, gu, rate, len(cand) * n_bs, len(a_ue), hint=hint)
     after = np.bincount(gu, weights=share * rate, minlength=len(a_ue))
     return cand[a_cand], a_ue, after
 
 
-def _parts(sched, full: np.ndarray, lb: np.ndarray, lu: np.ndarray, n_bs: int, n_ue: int):
+def _parts(
+    sched: Any, full: np.ndarray, lb: np.ndarray, lu: np.ndarray, n_bs: int, n_ue: int
+) -> np.ndarray:
     """Each base link's part of its UE's rate (0 for a UE without rate): where a scheduler
     that searches (proportional fair) starts each candidate's network, which differs from
     the base in one UE's links."""
@@ -185,50 +201,21 @@ def _starts(rows: np.ndarray, n: int) -> np.ndarray:
 
 def _on_every_link(base: _Base, cand: np.ndarray) -> Parts:
     """The candidates `cand` (each switches a station on or off) scored on every link, each
-    link's SINR under the stations transmitting after the change."""
+    link's SINR under the stations transmitting after the change (assembled by
+    `mobrl.radio._components.assemble_all`)."""
+    from mobrl.radio._components import assemble_all
+
     conn = base.conn
-    n_ue = conn.shape[1]
-    n, n_links = len(cand), len(base.lu)
-    li, ll = np.repeat(np.arange(n), n_links), np.tile(np.arange(n_links), n)
-    linked = np.flatnonzero(conn.any(axis=0))
-    a_key = np.repeat(np.arange(n), len(linked)) * n_ue + np.tile(linked, n)
+    n_bs = conn.shape[0]
+    mover, new = base.ues[cand], base.cols[cand]
+    new_start, new_b = base.new_links(cand)
+    li, lbs, lus, gu, hint, a_cand, a_ue = assemble_all(
+        mover, new_start, new_b, base.ue_start, base.lb, base.part
+    )
     # who transmits after each change: a station with at least one link
-    mover, new = base.ues[cand], base.cols[cand]
     on = (conn.sum(axis=1)[None, :] - conn[:, mover].T + new) > 0
-    rates = partial(_link_full_rates, base.service, conn.any(axis=1), on)
-    return _score(base, cand, li, ll, a_key, rates)
-
-
-def _score(
-    base: _Base,
-    cand: np.ndarray,
-    li: np.ndarray,
-    ll: np.ndarray,
-    a_key: np.ndarray,
-    rates_of: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray],
-) -> Parts:
-    """The rates of the UEs `a_key` (candidate * UEs + UE; the moving UEs are added) when
-    candidate cand[li[j]] keeps the base's links ll[j], less its UE's, plus its new column;
-    `rates_of(i, b, u)`: each link's rate with all of its station's resources under
-    candidate i. Returns (candidate, UE, rate) per UE of `a_key`."""
-    lu, lb = base.lu, base.lb
-    n_bs, n_ue = base.conn.shape
-    mover, new = base.ues[cand], base.cols[cand]
-    keep = lu[ll] != mover[li]
-    n_i, n_b = np.nonzero(new)
-    li = np.concatenate([li[keep], n_i])
-    lbs = np.concatenate([lb[ll[keep]], n_b])
-    lus = np.concatenate([lu[ll[keep]], mover[n_i]])
-    order = np.argsort((li * n_ue + lus) * n_bs + lbs, kind="stable")
-    li, lbs, lus = li[order], lbs[order], lus[order]
-    a_key = _unique(np.concatenate([a_key, np.arange(len(cand)) * n_ue + mover]))
-    # every candidate's network as disjoint copies, stations and UEs numbered in order
-    gb, gu = li * n_bs + lbs, np.searchsorted(a_key, li * n_ue + lus)
-    rate = rates_of(li, lbs, lus)
-    sched = base.service.model.sched()
-    share = sched.shares(gb, gu, rate, len(cand) * n_bs, len(a_key))
-    after = np.bincount(gu, weights=share * rate, minlength=len(a_key))
-    return cand[a_key // n_ue], a_key % n_ue, after
+    rate = _link_full_rates(base.service, conn.any(axis=1), on, li, lbs, lus)
+    return _shared(base, cand, li * n_bs + lbs, gu, rate, hint, a_cand, a_ue)
 
 
 def _link_full_rates(
