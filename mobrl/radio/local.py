@@ -99,7 +99,12 @@ def local_rates(
         service, conn, lu, lb.astype(np.int64), ues, cols, _starts(lu, n_ue), full, sched,
         _parts(sched, full, lb, lu, n_bs, n_ue),
     )  # fmt: skip
-    parts = [_on_components(base, np.flatnonzero(same))]
+    parts = [_no_rates()]
+    local = np.flatnonzero(same)
+    if local.size:
+        comps = _components(base)
+        for start in range(0, len(local), CHUNK_CANDIDATES):
+            parts.append(_on_components(base, comps, local[start : start + CHUNK_CANDIDATES]))
     spread = np.flatnonzero(~same)
     size = max(1, CHUNK_LINKS // max(len(lu), 1))
     for start in range(0, len(spread), size):
@@ -108,8 +113,11 @@ def local_rates(
     return LocalRates(np.ones(len(ues), dtype=bool), cand, ue, rate)
 
 
-#: links scored together at most when every link of many candidates is rescored (memory)
-CHUNK_LINKS = 2_000_000
+#: candidates scored together on their components, and links at most when every link of
+#: many candidates is rescored: batches that stay in the processor's caches (a scheduler's
+#: arithmetic on one copy does not depend on the others: the same numbers in any batch)
+CHUNK_CANDIDATES = 128
+CHUNK_LINKS = 200_000
 
 
 @dataclass
@@ -140,37 +148,44 @@ class _Base:
 Parts = tuple[np.ndarray, np.ndarray, np.ndarray]
 
 
-def _on_components(base: _Base, cand: np.ndarray) -> Parts:
-    """The candidates `cand` (their stations keep their powers) scored on the components of
-    the stations they join or leave and of their UE (assembled by
-    `mobrl.radio._components.assemble`)."""
+def _no_rates() -> Parts:
+    return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0)
+
+
+def _components(base: _Base) -> tuple[np.ndarray, ...]:
+    """The connected components of the graph of stations and UEs joined by the base's links:
+    each station's and UE's component, and per component its UEs in order (CSR: starts,
+    UEs) and its number of links."""
     from scipy.sparse import coo_matrix
     from scipy.sparse.csgraph import connected_components
 
-    from mobrl.radio._components import assemble
-
-    conn, lu, lb = base.conn, base.lu, base.lb
-    n_bs, n_ue = conn.shape
+    lu, lb = base.lu, base.lb
+    n_bs, n_ue = base.conn.shape
     graph = coo_matrix((np.ones(len(lb)), (lb, n_bs + lu)), shape=(n_bs + n_ue,) * 2)
     n_comp, label = connected_components(graph, directed=False)
     st_comp, ue_comp = label[:n_bs].astype(np.int64), label[n_bs:].astype(np.int64)
     comp_ues, comp_start, comp_len = _grouped(ue_comp, n_comp)
-    new_start, new_b = base.new_links(cand)
-    gb, gu, rate, hint, a_cand, a_ue = assemble(
-        base.ues[cand],
-        new_start,
-        new_b,
-        base.ue_start,
-        lb,
+    return (
         st_comp,
         ue_comp,
         np.append(comp_start, comp_start[-1] + comp_len[-1]).astype(np.int64),
         comp_ues.astype(np.int64),
         np.bincount(st_comp[lb], minlength=n_comp).astype(np.int64),
-        base.full,
-        base.part,
-        n_bs,
     )
+
+
+def _on_components(base: _Base, comps: tuple[np.ndarray, ...], cand: np.ndarray) -> Parts:
+    """The candidates `cand` (their stations keep their powers) scored on the components
+    `comps` of the stations they join or leave and of their UE (assembled by
+    `mobrl.radio._components.assemble`)."""
+    from mobrl.radio._components import assemble
+
+    st_comp, ue_comp, comp_start, comp_ues, comp_links = comps
+    new_start, new_b = base.new_links(cand)
+    gb, gu, rate, hint, a_cand, a_ue = assemble(
+        base.ues[cand], new_start, new_b, base.ue_start, base.lb, st_comp, ue_comp,
+        comp_start, comp_ues, comp_links, base.full, base.part, base.conn.shape[0],
+    )  # fmt: skip
     return _shared(base, cand, gb, gu, rate, hint, a_cand, a_ue)
 
 
