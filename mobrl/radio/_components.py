@@ -45,11 +45,10 @@ def _touched(i, mover, ue_start, lb, new_start, new_b, st_comp, ue_comp, mark, o
 
 @njit(cache=True)
 def assemble(mover, new_start, new_b, ue_start, lb, st_comp, ue_comp, comp_start, comp_ues,
-             comp_links, full, part, n_bs):  # fmt: skip
-    """(gb, gu, rate, hint, a_cand, a_ue): each link of every copy (its station i * n_bs + b,
-    its UE's number in the batch, its rate with all of its station's resources, `full[b,
-    u]`, and the scheduler's hint: `part`, its part of its UE's rate in the base, 0 for the
-    moving UE's links), and for each numbered UE its candidate i and UE index."""
+             comp_links, full, n_bs):  # fmt: skip
+    """(gb, gu, rate, a_cand, a_ue): each link of every copy (its station i * n_bs + b, its
+    UE's number in the batch, its rate with all of its station's resources, `full[b, u]`),
+    and for each numbered UE its candidate i and UE index."""
     n = len(mover)
     n_comp = len(comp_start) - 1
     mark = np.full(n_comp, -1, np.int64)
@@ -67,7 +66,6 @@ def assemble(mover, new_start, new_b, ue_start, lb, st_comp, ue_comp, comp_start
     gb = np.empty(n_links, np.int64)
     gu = np.empty(n_links, np.int64)
     rate = np.empty(n_links)
-    hint = np.empty(n_links)
     a_cand = np.empty(n_ues, np.int64)
     a_ue = np.empty(n_ues, np.int64)
     mark[:] = -1
@@ -91,24 +89,22 @@ def assemble(mover, new_start, new_b, ue_start, lb, st_comp, ue_comp, comp_start
                 for q in range(new_start[i], new_start[i + 1]):
                     b = new_b[q]
                     gb[at], gu[at], rate[at] = i * n_bs + b, v, full[b, u]
-                    hint[at] = 0.0
                     at += 1
             else:
                 for q in range(ue_start[u], ue_start[u + 1]):
                     b = lb[q]
                     gb[at], gu[at], rate[at] = i * n_bs + b, v, full[b, u]
-                    hint[at] = part[q]
                     at += 1
-    return gb, gu, rate, hint, a_cand, a_ue
+    return gb, gu, rate, a_cand, a_ue
 
 
 @njit(cache=True)
-def assemble_all(mover, new_start, new_b, ue_start, lb, part):
+def assemble_all(mover, new_start, new_b, ue_start, lb):
     """The copies for candidates scored on every link (each switches a station on or off):
     every UE with links and the moving UE, with every link, the mover's replaced, in the
-    same order as `assemble`'s. Returns (li, lbs, lus, gu, hint, a_cand, a_ue): each link's
-    candidate, station, UE, its UE's number in the batch and the scheduler's hint, and for
-    each numbered UE its candidate and UE index."""
+    same order as `assemble`'s. Returns (li, lbs, lus, gu, a_cand, a_ue): each link's
+    candidate, station, UE and its UE's number in the batch, and for each numbered UE its
+    candidate and UE index."""
     n = len(mover)
     n_ue = len(ue_start) - 1
     n_base = ue_start[n_ue]
@@ -127,7 +123,6 @@ def assemble_all(mover, new_start, new_b, ue_start, lb, part):
     lbs = np.empty(n_links, np.int64)
     lus = np.empty(n_links, np.int64)
     gu = np.empty(n_links, np.int64)
-    hint = np.empty(n_links)
     a_cand = np.empty(n_ues, np.int64)
     a_ue = np.empty(n_ues, np.int64)
     at = 0
@@ -140,11 +135,11 @@ def assemble_all(mover, new_start, new_b, ue_start, lb, part):
             a_cand[a], a_ue[a] = i, u
             if u == m:
                 for q in range(new_start[i], new_start[i + 1]):
-                    li[at], lbs[at], lus[at], gu[at], hint[at] = i, new_b[q], u, a, 0.0
+                    li[at], lbs[at], lus[at], gu[at] = i, new_b[q], u, a
                     at += 1
             else:
                 for q in range(ue_start[u], ue_start[u + 1]):
-                    li[at], lbs[at], lus[at], gu[at], hint[at] = i, lb[q], u, a, part[q]
+                    li[at], lbs[at], lus[at], gu[at] = i, lb[q], u, a
                     at += 1
             a += 1
-    return li, lbs, lus, gu, hint, a_cand, a_ue
+    return li, lbs, lus, gu, a_cand, a_ue

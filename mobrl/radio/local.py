@@ -95,10 +95,7 @@ def local_rates(
     n_bs, n_ue = conn.shape
     full = np.ascontiguousarray(full_rates(service, conn))
     sched = service.model.sched()
-    base = _Base(
-        service, conn, lu, lb.astype(np.int64), ues, cols, _starts(lu, n_ue), full, sched,
-        _parts(sched, full, lb, lu, n_bs, n_ue),
-    )  # fmt: skip
+    base = _Base(service, conn, lu, lb.astype(np.int64), ues, cols, _starts(lu, n_ue), full, sched)
     parts = [_no_rates()]
     local = np.flatnonzero(same)
     if local.size:
@@ -136,8 +133,6 @@ class _Base:
     #: each (station, UE) pair's rate with all of its station's resources under `conn`
     full: np.ndarray
     sched: Any
-    #: each link's part of its UE's rate under `conn` (the scheduler's hint)
-    part: np.ndarray
 
     def new_links(self, cand: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The candidates' new stations, by candidate (CSR: starts, stations)."""
@@ -182,31 +177,19 @@ def _on_components(base: _Base, comps: tuple[np.ndarray, ...], cand: np.ndarray)
 
     st_comp, ue_comp, comp_start, comp_ues, comp_links = comps
     new_start, new_b = base.new_links(cand)
-    gb, gu, rate, hint, a_cand, a_ue = assemble(
+    gb, gu, rate, a_cand, a_ue = assemble(
         base.ues[cand], new_start, new_b, base.ue_start, base.lb, st_comp, ue_comp,
-        comp_start, comp_ues, comp_links, base.full, base.part, base.conn.shape[0],
+        comp_start, comp_ues, comp_links, base.full, base.conn.shape[0],
     )  # fmt: skip
-    return _shared(base, cand, gb, gu, rate, hint, a_cand, a_ue)
+    return _shared(base, cand, gb, gu, rate, a_cand, a_ue)
 
 
-def _shared(base: _Base, cand: np.ndarray, gb, gu, rate, hint, a_cand, a_ue) -> Parts:
+def _shared(base: _Base, cand: np.ndarray, gb, gu, rate, a_cand, a_ue) -> Parts:
     """(candidate, UE, rate) of each numbered UE, its copy's links shared by the scheduler."""
     n_bs = base.conn.shape[0]
-    share = base.sched.shares(gb, gu, rate, len(cand) * n_bs, len(a_ue), hint=hint)
+    share = base.sched.shares(gb, gu, rate, len(cand) * n_bs, len(a_ue))
     after = np.bincount(gu, weights=share * rate, minlength=len(a_ue))
     return cand[a_cand], a_ue, after
-
-
-def _parts(
-    sched: Any, full: np.ndarray, lb: np.ndarray, lu: np.ndarray, n_bs: int, n_ue: int
-) -> np.ndarray:
-    """Each base link's part of its UE's rate (0 for a UE without rate): where a scheduler
-    that searches (proportional fair) starts each candidate's network, which differs from
-    the base in one UE's links."""
-    rate = full[lb, lu]
-    carried = sched.shares(lb, lu, rate, n_bs, n_ue) * rate
-    total = np.bincount(lu, weights=carried, minlength=n_ue)[lu]
-    return np.where(total > 0, carried / np.where(total > 0, total, 1.0), 0.0)
 
 
 def _starts(rows: np.ndarray, n: int) -> np.ndarray:
@@ -224,13 +207,11 @@ def _on_every_link(base: _Base, cand: np.ndarray) -> Parts:
     n_bs = conn.shape[0]
     mover, new = base.ues[cand], base.cols[cand]
     new_start, new_b = base.new_links(cand)
-    li, lbs, lus, gu, hint, a_cand, a_ue = assemble_all(
-        mover, new_start, new_b, base.ue_start, base.lb, base.part
-    )
+    li, lbs, lus, gu, a_cand, a_ue = assemble_all(mover, new_start, new_b, base.ue_start, base.lb)
     # who transmits after each change: a station with at least one link
     on = (conn.sum(axis=1)[None, :] - conn[:, mover].T + new) > 0
     rate = _link_full_rates(base.service, conn.any(axis=1), on, li, lbs, lus)
-    return _shared(base, cand, li * n_bs + lbs, gu, rate, hint, a_cand, a_ue)
+    return _shared(base, cand, li * n_bs + lbs, gu, rate, a_cand, a_ue)
 
 
 def _link_full_rates(

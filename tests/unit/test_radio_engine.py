@@ -398,32 +398,6 @@ def test_proportional_fair_on_large_networks_and_in_a_batch() -> None:
     np.testing.assert_array_equal(together, np.concatenate(alone))
 
 
-@pytest.mark.parametrize("seed", range(4))
-def test_proportional_fair_from_a_hint_ends_on_the_same_optimum(seed: int) -> None:
-    """Started from a hint (each link's part of its UE's rate in the network before one UE
-    left a station, as mobrl.radio.local gives it; a random one; none), the shares are the
-    optimum found without one, to 1e-12."""
-    rng = np.random.default_rng(100 + seed)
-    pf = scheduler("proportional_fair")
-    for _ in range(8):
-        n_bs, n_ue = int(rng.integers(2, 9)), int(rng.integers(3, 16))
-        b, u, rate = _random_instance(rng, n_bs, n_ue)
-        cold = pf.shares(b, u, rate, n_bs, n_ue)
-        # the network before: one UE with several links held one more then
-        mover = int(rng.choice(np.flatnonzero(np.bincount(u, minlength=n_ue) > 1)))
-        gone = int(rng.choice(np.flatnonzero(u == mover)))
-        keep = np.arange(len(b)) != gone
-        before = pf.shares(b[keep], u[keep], rate[keep], n_bs, n_ue)
-        got = before * rate[keep]
-        part = np.zeros(len(b))
-        part[keep] = got / np.bincount(u[keep], weights=got, minlength=n_ue)[u[keep]]
-        part[u == mover] = 0.0  # the moving UE's links: no hint
-        for hint in (part, rng.uniform(0.0, 1.0, len(b)), np.zeros(len(b))):
-            warm = pf.shares(b, u, rate, n_bs, n_ue, hint=hint)
-            np.testing.assert_allclose(warm, cold, rtol=1e-12, atol=1e-14)
-            assert np.bincount(u, weights=warm * rate, minlength=n_ue).min() > 0
-
-
 def test_proportional_fair_with_one_link_per_ue_is_round_robin() -> None:
     b, u = np.array([0, 1, 0, 2, 0]), np.arange(5)
     share = scheduler("proportional_fair").shares(b, u, np.array([5.0, 1, 2, 3, 9]), 3, 5)

@@ -4,10 +4,7 @@ per scheduler, each defining `SCHEDULER`).
 A scheduler works on the step's links as flat arrays, sorted by UE then station: `b` and `u`
 (station and UE of each link) and `rate`, each link's rate with all of its station's
 resources (0 for a link that carries nothing). It returns each link's share of its station's
-resources; a link's rate is then `share * rate`. `hint`, when given, is each link's part of
-its UE's rate at a nearby allocation (the network before one UE's links changed): a scheduler
-that searches for its shares may start there (proportional fair does); the shares are the
-same either way.
+resources; a link's rate is then `share * rate`.
 """
 
 from __future__ import annotations
@@ -26,13 +23,7 @@ class Scheduler(Protocol):
     source: str
 
     def shares(
-        self,
-        b: np.ndarray,
-        u: np.ndarray,
-        rate: np.ndarray,
-        n_bs: int,
-        n_ue: int,
-        hint: np.ndarray | None = None,
+        self, b: np.ndarray, u: np.ndarray, rate: np.ndarray, n_bs: int, n_ue: int
     ) -> np.ndarray: ...
 
 

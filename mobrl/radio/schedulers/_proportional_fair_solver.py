@@ -51,12 +51,10 @@ def _root(parent: np.ndarray, k: int) -> int:
 
 
 @njit(cache=True)
-def solve(b, u, rate, n_bs, n_ue, hint):
+def solve(b, u, rate, n_bs, n_ue):
     """`ProportionalFair.shares`: one link bids 1, the groups of UEs with several links are
     solved one by one (`_solve_group`), then each link's share is its bid over its station's
-    price. `hint` (empty, or a value per link): bids near the optimum to start from, a UE's
-    scaled to sum to 1 (a UE whose hints are all 0 starts from equal bids); with it each
-    group is first solved exactly on the hint's support."""
+    price."""
     n = len(b)
     links = np.zeros(n_ue, np.int64)
     for i in range(n):
@@ -74,9 +72,6 @@ def solve(b, u, rate, n_bs, n_ue, hint):
             else:
                 bid[i] = 1.0 / links[u[i]]
                 start[u[i] + 1] += 1
-    warm = len(hint) > 0
-    if warm:
-        _hinted(b, u, rate, links, hint, bid, n_ue)
     for g in range(n_ue):
         start[g + 1] += start[g]
     own = np.empty(start[n_ue], np.int64)
@@ -115,7 +110,7 @@ def solve(b, u, rate, n_bs, n_ue, hint):
     st_local = np.full(n_bs, -1, np.int64)
     for k in range(n_groups):
         _solve_group(
-            members[g_start[k] : g_start[k + 1]], start, own, b, rate, bid, fixed, st_local, warm
+            members[g_start[k] : g_start[k + 1]], start, own, b, rate, bid, fixed, st_local
         )
     # each station's price, summed in link order
     total = np.zeros(n_bs)
@@ -129,23 +124,10 @@ def solve(b, u, rate, n_bs, n_ue, hint):
 
 
 @njit(cache=True)
-def _hinted(b, u, rate, links, hint, bid, n_ue):
-    """The first bids of the UEs with several links from `hint` (see `solve`)."""
-    total = np.zeros(n_ue)
-    for i in range(len(b)):
-        if rate[i] > 0.0 and links[u[i]] > 1:
-            total[u[i]] += max(hint[i], 0.0)
-    for i in range(len(b)):
-        if rate[i] > 0.0 and links[u[i]] > 1 and total[u[i]] > 0.0:
-            bid[i] = max(hint[i], 0.0) / total[u[i]]
-
-
-@njit(cache=True)
-def _solve_group(ues, start, own, b, rate, bid, fixed, st_local, warm):
+def _solve_group(ues, start, own, b, rate, bid, fixed, st_local):
     """The bids of one group's links (its UEs `ues`, each with several links) at the optimum,
     written into `bid`; the group's stations are numbered locally in `st_local` (reset to -1
-    after). `warm`: the bids are near the optimum, so the group is first solved exactly on
-    their support."""
+    after)."""
     n_g = len(ues)
     n_l = 0
     for g in ues:
@@ -189,8 +171,7 @@ def _solve_group(ues, start, own, b, rate, bid, fixed, st_local, warm):
     new = np.empty(most)
     order = np.empty(most, np.int64)
     level = np.empty(most)
-    done = warm and n_g > 1 and _exact(n_g, n_s, lg, ls, r, x, fx)
-    for sweep in range(1, 0 if done else MAX_SWEEPS + 1):
+    for sweep in range(1, MAX_SWEEPS + 1):
         change = 0.0
         for j in range(n_g):
             a, e = u_start[j], u_start[j + 1]

@@ -31,13 +31,7 @@ class ProportionalFair:
     source = "Kelly (1997): shares maximising sum log(rate) (Eisenberg-Gale equilibrium)"
 
     def shares(
-        self,
-        b: np.ndarray,
-        u: np.ndarray,
-        rate: np.ndarray,
-        n_bs: int,
-        n_ue: int,
-        hint: np.ndarray | None = None,
+        self, b: np.ndarray, u: np.ndarray, rate: np.ndarray, n_bs: int, n_ue: int
     ) -> np.ndarray:
         from mobrl.radio.schedulers._proportional_fair_solver import solve
 
@@ -47,7 +41,6 @@ class ProportionalFair:
             np.ascontiguousarray(rate, dtype=np.float64),
             int(n_bs),
             int(n_ue),
-            np.zeros(0) if hint is None else np.ascontiguousarray(hint, dtype=np.float64),
         )
 
 

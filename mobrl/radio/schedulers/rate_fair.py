@@ -12,13 +12,7 @@ class RateFair:
     source = "mobile-env's RateFair (mobile_env.core.schedules): equal rates per station"
 
     def shares(
-        self,
-        b: np.ndarray,
-        u: np.ndarray,
-        rate: np.ndarray,
-        n_bs: int,
-        n_ue: int,
-        hint: np.ndarray | None = None,
+        self, b: np.ndarray, u: np.ndarray, rate: np.ndarray, n_bs: int, n_ue: int
     ) -> np.ndarray:
         carries = rate > 0.0
         inv = np.where(carries, 1.0 / np.where(carries, rate, 1.0), 0.0)

@@ -11,13 +11,7 @@ class ResourceFair:
     source = "mobile-env's ResourceFair (mobile_env.core.schedules): equal resource shares"
 
     def shares(
-        self,
-        b: np.ndarray,
-        u: np.ndarray,
-        rate: np.ndarray,
-        n_bs: int,
-        n_ue: int,
-        hint: np.ndarray | None = None,
+        self, b: np.ndarray, u: np.ndarray, rate: np.ndarray, n_bs: int, n_ue: int
     ) -> np.ndarray:
         counts = np.bincount(b, minlength=n_bs)
         return 1.0 / np.maximum(counts[b], 1)
