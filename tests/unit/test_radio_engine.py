@@ -847,6 +847,35 @@ def test_local_rates_are_the_whole_networks(interference, sched, joint) -> None:
     assert spread > 0 or interference != "active" or joint == "noncoherent"
 
 
+def test_local_rates_are_the_same_bits_in_any_batch(monkeypatch) -> None:
+    """The candidates' networks are scored in batches (of candidates, of links); a copy's
+    arithmetic does not depend on the others', so any batch size gives the same bits, on
+    states where some changes switch a station on or off and UEs hold several links under
+    proportional fair."""
+    import mobrl.radio.local as local
+
+    core = make_mobile_core(_layout("umi_dense", "active", "proportional_fair", "sum_rates"), "ma")
+    core.reset()
+    rng = np.random.default_rng(3)
+    checked = switching = 0
+    for _ in range(5):
+        core.step_arrays(_random_actions(link_state(core), rng))
+        state = link_state(core)
+        ues, cols = _column_candidates(state)
+        switching += int((~local.keeps_powers(state.radio, state.conn, ues, cols)).sum())
+        found = []
+        for chunk, links in ((1, 1), (7, 500), (100_000, 10**9)):
+            monkeypatch.setattr(local, "CHUNK_CANDIDATES", chunk)
+            monkeypatch.setattr(local, "CHUNK_LINKS", links)
+            found.append(local.local_rates(state.radio, state.conn, ues, cols))
+        for other in found[1:]:
+            for key in ("scored", "cand", "ue", "rate"):
+                np.testing.assert_array_equal(getattr(other, key), getattr(found[0], key))
+        checked += int((state.conn.sum(axis=0) > 1).sum() > 0)
+    assert checked  # some states had UEs with several links
+    assert switching  # and changes scored on every link
+
+
 # --- 7. interference matters ----------------------------------------------------------------
 
 
