@@ -112,6 +112,13 @@ def assemble_all(mover, new_start, new_b, ue_start, lb):
     for u in range(n_ue):
         if ue_start[u + 1] > ue_start[u]:
             n_linked += 1
+    linked = np.empty(n_linked + 1, np.int64)  # the UEs with links, in order, then a guard
+    k = 0
+    for u in range(n_ue):
+        if ue_start[u + 1] > ue_start[u]:
+            linked[k] = u
+            k += 1
+    linked[n_linked] = n_ue
     n_links = 0
     n_ues = 0
     for i in range(n):
@@ -129,9 +136,18 @@ def assemble_all(mover, new_start, new_b, ue_start, lb):
     a = 0
     for i in range(n):
         m = mover[i]
-        for u in range(n_ue):
-            if u != m and ue_start[u + 1] == ue_start[u]:
-                continue
+        inserted = False
+        k = 0
+        while k < n_linked or not inserted:
+            # the next UE in order: the mover (once) or the next UE with links
+            if not inserted and m <= linked[k]:
+                u = m
+                inserted = True
+                if linked[k] == m:
+                    k += 1
+            else:
+                u = linked[k]
+                k += 1
             a_cand[a], a_ue[a] = i, u
             if u == m:
                 for q in range(new_start[i], new_start[i + 1]):
