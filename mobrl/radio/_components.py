@@ -4,12 +4,13 @@
 Each candidate (UE `mover[i]` whose links become the stations `new_b[new_start[i]:
 new_start[i + 1]]`) is scored on the connected components it touches (those of its UE, of
 its old stations and of its new ones): every UE of those components, and their links with
-the mover's replaced, as one copy of a network of disjoint copies. Copy i's stations are
-numbered i * n_bs + station and its UEs in one running count over the copies; within a copy
-the links come by UE, then station, and the UEs in ascending order, as
-`mobrl.radio.local._score` orders them, so a scheduler gets the same links in the same order
-and gives the same shares to the bit. The work grows with the links written, not with the
-candidates times the network (no sort of the whole batch).
+the mover's replaced, as one copy of a network of disjoint copies; a candidate that switches
+a station on or off, on every link (`assemble_all`). Copy i's stations are numbered
+i * n_bs + station and its UEs in one running count over the copies; within a copy the links
+come by UE, then station, as the engine hands a whole network to the scheduler, so the
+scheduler gets each network's links in the same order and gives the same shares to the bit.
+The work grows with the links written, not with the candidates times the network (no sort of
+the whole batch).
 """
 
 from __future__ import annotations
@@ -19,27 +20,26 @@ from numba import njit
 
 
 @njit(cache=True)
-def _touched(i, mover, ue_start, lb, new_start, new_b, st_comp, ue_comp, mark, out):
-    """The components candidate i touches, written to `out` (`mark[c] == i` once listed);
-    returns how many."""
-    m = mover[i]
-    k = 0
-    c = ue_comp[m]
+def _listed(c, i, mark, out, k):
+    """Component c listed in `out` for candidate i (once: `mark[c] == i` after); the new
+    count."""
+    if mark[c] == i:
+        return k
     mark[c] = i
     out[k] = c
-    k += 1
+    return k + 1
+
+
+@njit(cache=True)
+def _touched(i, mover, ue_start, lb, new_start, new_b, st_comp, ue_comp, mark, out):
+    """The components candidate i touches (its UE's, its old and new stations'), written to
+    `out`; returns how many."""
+    m = mover[i]
+    k = _listed(ue_comp[m], i, mark, out, 0)
     for q in range(ue_start[m], ue_start[m + 1]):
-        c = st_comp[lb[q]]
-        if mark[c] != i:
-            mark[c] = i
-            out[k] = c
-            k += 1
+        k = _listed(st_comp[lb[q]], i, mark, out, k)
     for q in range(new_start[i], new_start[i + 1]):
-        c = st_comp[new_b[q]]
-        if mark[c] != i:
-            mark[c] = i
-            out[k] = c
-            k += 1
+        k = _listed(st_comp[new_b[q]], i, mark, out, k)
     return k
 
 
