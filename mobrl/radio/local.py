@@ -23,11 +23,14 @@ left to the whole network's arithmetic (`scored` is False for them). On `city_in
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
 from mobrl.radio.links import RadioService, _interference_sets, carried_rate, transmitting
+
+if TYPE_CHECKING:
+    from mobrl.radio.schedulers import Scheduler
 
 
 @dataclass
@@ -71,31 +74,23 @@ def keeps_powers(
     return ~((after > 0) != (count > 0)[None, :]).any(axis=1)
 
 
-def _grouped(labels: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The indices of `labels` grouped by label (stable), each label's start and length."""
-    order = np.argsort(labels, kind="stable")
-    length = np.bincount(labels, minlength=n)
-    return order, np.cumsum(length) - length, length
-
-
 def local_rates(
     service: RadioService, conn: np.ndarray, ues: np.ndarray, cols: np.ndarray
 ) -> LocalRates:
     """Each candidate's rates where they change: UE ues[i]'s links become cols[i] (n, station)
     with every other UE's as in `conn`. A change that keeps the stations' powers is scored on
     its components; one that switches a station on or off on every link, with the SINRs of
-    its own transmitting stations (a UE without links keeps its rate, 0). All candidates are
-    scored as one network of disjoint copies (in chunks of about `CHUNK_LINKS` links)."""
+    its own transmitting stations (a UE without links keeps its rate, 0). The candidates are
+    scored as networks of disjoint copies, `CHUNK_CANDIDATES` (on components) or about
+    `CHUNK_LINKS` links (on every link) at a time."""
     ues = np.asarray(ues, dtype=np.int64)
     empty = np.zeros(0, dtype=np.int64)
     if service.model.joint_transmission != "sum_rates":  # a UE's own links set its SINR
         return LocalRates(np.zeros(len(ues), dtype=bool), empty, empty, np.zeros(0))
     same = keeps_powers(service, conn, ues, cols)
     lu, lb = np.nonzero(conn.T)  # sorted by UE, then station
-    n_bs, n_ue = conn.shape
-    full = np.ascontiguousarray(full_rates(service, conn))
     sched = service.model.sched()
-    base = _Base(service, conn, lu, lb.astype(np.int64), ues, cols, _starts(lu, n_ue), full, sched)
+    base = _Base(service, conn, lu, lb, ues, cols, _starts(lu, conn.shape[1]), sched)
     parts = [_no_rates()]
     local = np.flatnonzero(same)
     if local.size:
@@ -130,14 +125,12 @@ class _Base:
     cols: np.ndarray
     #: where each UE's links start in (lu, lb), and the end
     ue_start: np.ndarray
-    #: each (station, UE) pair's rate with all of its station's resources under `conn`
-    full: np.ndarray
-    sched: Any
+    sched: Scheduler
 
     def new_links(self, cand: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The candidates' new stations, by candidate (CSR: starts, stations)."""
         n_i, n_b = np.nonzero(self.cols[cand])
-        return _starts(n_i, len(cand)), n_b.astype(np.int64)
+        return _starts(n_i, len(cand)), n_b
 
 
 Parts = tuple[np.ndarray, np.ndarray, np.ndarray]
@@ -147,10 +140,24 @@ def _no_rates() -> Parts:
     return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0)
 
 
-def _components(base: _Base) -> tuple[np.ndarray, ...]:
-    """The connected components of the graph of stations and UEs joined by the base's links:
-    each station's and UE's component, and per component its UEs in order (CSR: starts,
-    UEs) and its number of links."""
+class _Components(NamedTuple):
+    """The connected components of the graph of stations and UEs joined by the base's links,
+    and what scoring on them reads."""
+
+    #: each station's and each UE's component
+    st_comp: np.ndarray
+    ue_comp: np.ndarray
+    #: per component its UEs in order (CSR: starts, UEs) and its number of links
+    comp_start: np.ndarray
+    comp_ues: np.ndarray
+    comp_links: np.ndarray
+    #: each (station, UE) pair's rate with all of its station's resources (the stations keep
+    #: their powers on this path)
+    full: np.ndarray
+
+
+def _components(base: _Base) -> _Components:
+    """The base's `_Components`."""
     from scipy.sparse import coo_matrix
     from scipy.sparse.csgraph import connected_components
 
@@ -159,27 +166,26 @@ def _components(base: _Base) -> tuple[np.ndarray, ...]:
     graph = coo_matrix((np.ones(len(lb)), (lb, n_bs + lu)), shape=(n_bs + n_ue,) * 2)
     n_comp, label = connected_components(graph, directed=False)
     st_comp, ue_comp = label[:n_bs].astype(np.int64), label[n_bs:].astype(np.int64)
-    comp_ues, comp_start, comp_len = _grouped(ue_comp, n_comp)
-    return (
+    return _Components(
         st_comp,
         ue_comp,
-        np.append(comp_start, comp_start[-1] + comp_len[-1]).astype(np.int64),
-        comp_ues.astype(np.int64),
-        np.bincount(st_comp[lb], minlength=n_comp).astype(np.int64),
+        _starts(ue_comp, n_comp),
+        np.argsort(ue_comp, kind="stable"),
+        np.bincount(st_comp[lb], minlength=n_comp),
+        np.ascontiguousarray(full_rates(base.service, base.conn)),
     )
 
 
-def _on_components(base: _Base, comps: tuple[np.ndarray, ...], cand: np.ndarray) -> Parts:
+def _on_components(base: _Base, comps: _Components, cand: np.ndarray) -> Parts:
     """The candidates `cand` (their stations keep their powers) scored on the components
     `comps` of the stations they join or leave and of their UE (assembled by
     `mobrl.radio._components.assemble`)."""
     from mobrl.radio._components import assemble
 
-    st_comp, ue_comp, comp_start, comp_ues, comp_links = comps
     new_start, new_b = base.new_links(cand)
     gb, gu, rate, a_cand, a_ue = assemble(
-        base.ues[cand], new_start, new_b, base.ue_start, base.lb, st_comp, ue_comp,
-        comp_start, comp_ues, comp_links, base.full, base.conn.shape[0],
+        base.ues[cand], new_start, new_b, base.ue_start, base.lb, comps.st_comp, comps.ue_comp,
+        comps.comp_start, comps.comp_ues, comps.comp_links, comps.full, base.conn.shape[0],
     )  # fmt: skip
     return _shared(base, cand, gb, gu, rate, a_cand, a_ue)
 
@@ -193,8 +199,9 @@ def _shared(base: _Base, cand: np.ndarray, gb, gu, rate, a_cand, a_ue) -> Parts:
 
 
 def _starts(rows: np.ndarray, n: int) -> np.ndarray:
-    """Where each of rows 0 .. n - 1 starts in the sorted `rows`, and the end (CSR)."""
-    return np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=n))]).astype(np.int64)
+    """Where each of rows 0 .. n - 1 starts once the entries are grouped by `rows` (sorted,
+    or ordered by a stable argsort), and the end (CSR)."""
+    return np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=n))])
 
 
 def _on_every_link(base: _Base, cand: np.ndarray) -> Parts:
