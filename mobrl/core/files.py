@@ -79,6 +79,22 @@ def disk_error(path: Path, err: OSError) -> Exception:
     )
 
 
+def _abandoned(lock: Path) -> bool:
+    """Whether `lock` names a process that no longer runs on this machine (a command killed
+    before it could release its claim)."""
+    try:
+        pid = int(lock.read_text().strip())
+    except (OSError, ValueError):
+        return False  # none, unreadable, or being written: still held
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except OSError:
+        return False  # it runs (as another user)
+    return False
+
+
 @contextmanager
 def claimed(folder: Path, what: str = "--output") -> Iterator[Path]:
     """Claim `folder` for one command's results: made if missing, and refused (one line) while
@@ -99,6 +115,8 @@ def claimed(folder: Path, what: str = "--output") -> Iterator[Path]:
 
     try:
         folder.mkdir(parents=True, exist_ok=True)
+        if _abandoned(lock):  # left by a command that was killed: taken over
+            lock.unlink(missing_ok=True)
         fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
     except FileExistsError:
         raise UserError(

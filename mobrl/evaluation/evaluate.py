@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from mobrl.core.errors import Interrupted, UserError
-from mobrl.evaluation.outputs import EpisodeLog, EvalDir
+from mobrl.evaluation.outputs import EpisodeJournal, EpisodeLog, EvalDir
 from mobrl.evaluation.paired import TRAINED, Tally
 from mobrl.evaluation.policies import check_baselines
 from mobrl.evaluation.scheduling import play_blocks, policy_jobs, set_main_policy
@@ -21,8 +21,14 @@ from mobrl.evaluation.tables import measures, paired_table, policies_table
 from mobrl.evaluation.targets import Target, check_pick, target_for
 
 
-def stopped(done: int, total: int) -> Interrupted:
-    """What a Ctrl-C during an evaluation stopped and what it kept."""
+def stopped(done: int, total: int, kept: Path | None = None) -> Interrupted:
+    """What a Ctrl-C during an evaluation stopped and what it kept: nothing, or (`kept`: the
+    --output dir of an evaluation that continues) the episodes played so far."""
+    if kept is not None and done:
+        return Interrupted(
+            f"evaluation stopped after {done} of {total} episodes; they are kept in '{kept}': "
+            f"run the same command with --output {kept} to play the rest."
+        )
     return Interrupted(
         f"evaluation stopped after {done} of {total} episodes; nothing was written (an "
         "evaluation's files are written whole or not at all)."
@@ -31,13 +37,18 @@ def stopped(done: int, total: int) -> Interrupted:
 
 @contextmanager
 def kept_whole(
-    log: EpisodeLog, total: int, progress: Callable[[], None] | None = None
+    log: EpisodeLog,
+    total: int,
+    progress: Callable[[], None] | None = None,
+    journal: EpisodeJournal | None = None,
 ) -> Iterator[Callable[[], None]]:
     """Episodes streamed to `log` within are kept whole or not at all: the log is finished
     when the block ends and discarded if anything stops it; a Ctrl-C is told as `stopped`
     after the episodes counted so far by the yielded `advance()` (which passes each on to
-    `progress`)."""
-    done = 0
+    `progress`). With a `journal`, the episodes it holds count as done, and stay in it
+    (for the next run of the command) unless the block ends."""
+    done = journal.played if journal is not None else 0
+    kept = journal.path.parent if journal is not None else None
 
     def advance() -> None:
         nonlocal done
@@ -50,9 +61,13 @@ def kept_whole(
         log.finish()
     except KeyboardInterrupt:
         log.discard()
-        raise stopped(done, total) from None
+        if journal is not None:
+            journal.close(finished=journal.played == 0)
+        raise stopped(done, total, kept) from None
     except BaseException:
         log.discard()
+        if journal is not None:
+            journal.close(finished=journal.played == 0)
         raise
 
 
@@ -119,32 +134,53 @@ def _play(
     console: Any, target: Target, policies: list[str], opts: EvalOptions, output: EvalDir
 ) -> dict[str, Any]:
     """Every policy on every seed under a progress bar, tallied and streamed to episodes.csv
-    a block at a time (kept whole or not at all): the summary's statistics."""
+    a block at a time (kept whole or not at all), each episode also kept in the dir's journal
+    as it is done, so that the same command run again continues a stopped evaluation: the
+    summary's statistics (the journal goes once they are written)."""
     from mobrl.core.console import progress
 
     seeds, explore = opts.seeds, opts.explore
     total = len(seeds) * len(policies)
-    workers = _workers(opts.workers, total)
     tally = Tally(policies)
     jobs = policy_jobs(target, policies)
+    journal = output.journal(_journal_settings(target, opts, policies))
+    known = dict(journal.known)
+    workers = _workers(opts.workers, total - len(known))
     log = output.episode_log(len(jobs))
-    prepare = None
-    if target.checkpoint is not None:
+    prepare = None  # the checkpoint restored, unless its episodes were all played before
+    if target.checkpoint is not None and any((0, s) not in known for s in seeds):
         prepare = functools.partial(_restore, target, explore, opts.trust)
 
     def advance() -> None:
         bar.advance(task)
 
-    with kept_whole(log, total, advance) as counted:
+    if known:
+        console.print(
+            f"continuing the evaluation in {output.path}: {len(known)} of {total} episodes "
+            "played before"
+        )
+    with kept_whole(log, total, advance, journal) as counted:
         with progress(console) as bar:
-            task = bar.add_task(f"{total} episodes ({', '.join(policies)})", total=total)
-            blocks = play_blocks(jobs, seeds, explore, workers, counted, prepare)
+            what = f"{total} episodes ({', '.join(policies)})"
+            task = bar.add_task(what, total=total, completed=len(known))
+            blocks = play_blocks(
+                jobs, seeds, explore, workers, counted, prepare, known=known, record=journal.record
+            )
             with closing(blocks):  # its worker pool ends here, whatever happens
                 for block in blocks:
                     tally.add([row for rows in block for row in rows])
                     for j, rows in enumerate(block):
                         log.add(j, rows)
+    journal.close(finished=False)  # it goes once the summary is written too
     return tally.summary()
+
+
+def _journal_settings(target: Target, opts: EvalOptions, policies: list[str]) -> dict[str, Any]:
+    """What an evaluation continued from its journal must share with the one that started
+    it."""
+    from mobrl import __version__
+
+    return {**_settings(target, opts), "policies": policies, "mobrl": __version__}
 
 
 def _settings(target: Target, opts: EvalOptions) -> dict[str, Any]:
@@ -192,6 +228,7 @@ def evaluate_command(checkpoint: Path | None, overrides: list[str], opts: EvalOp
     with output.claim():  # a second command writing to the same --output is refused
         summary = _play(console, target, policies, opts, output)
         output.write_summary({**_settings(target, opts), **summary})
+        output.drop_journal()
     title = f"{scenario}: {opts.episodes} episodes per policy, mean ± 95 % CI"
     _print_tables(console, summary, policies, title)
     console.print(f"results: {', '.join(str(f) for f in output.files())}")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime
@@ -41,6 +42,8 @@ class EvalDir:
     MATRIX_CSV = "matrix.csv"
     MATRIX_JSON = "matrix.json"
     RESULTS = (SUMMARY, EPISODES, MATRIX_CSV, MATRIX_JSON)
+    #: the episodes of an unfinished evaluation, one JSON line each (removed once it finishes)
+    JOURNAL = ".episodes.journal"
 
     def __init__(self, path: Path | str) -> None:
         self.path = Path(path)
@@ -82,6 +85,15 @@ class EvalDir:
 
     def episode_log(self, parts: int) -> EpisodeLog:
         return EpisodeLog(self.path, parts, self.EPISODES)
+
+    def journal(self, settings: dict[str, Any]) -> EpisodeJournal:
+        """The episodes an evaluation of `settings` has played here so far (see
+        `EpisodeJournal`)."""
+        return EpisodeJournal(self.path / self.JOURNAL, settings)
+
+    def drop_journal(self) -> None:
+        """The evaluation's results are written: its journal goes."""
+        (self.path / self.JOURNAL).unlink(missing_ok=True)
 
     def write_summary(self, summary: dict[str, Any]) -> Path:
         return atomic_write_json(self.path / self.SUMMARY, summary)
@@ -184,3 +196,98 @@ class EpisodeLog:
                 pass  # a full disk: what was buffered is dropped with the file
         for part in self.parts:
             part.unlink(missing_ok=True)
+
+
+class EpisodeJournal:
+    """The episodes an evaluation has played, each appended as one JSON line as soon as it is
+    done (wherever it ran), so that an evaluation stopped by a Ctrl-C, an error or a kill
+    continues where it stopped when the same command runs again into the same --output.
+
+    The first line holds the evaluation's settings (checkpoint, env, policies, seeds,
+    explore, mobrl's version); a journal of other settings is refused, one of the same
+    settings gives back its episodes (`known`, by job and seed). A line cut short by a kill
+    is dropped. `close(finished=True)` removes the journal once the results are written."""
+
+    def __init__(self, path: Path, settings: dict[str, Any]) -> None:
+        self.path = path
+        self.header = json.dumps({"settings": settings}, sort_keys=True, default=str)
+        self.known: dict[tuple[int, int], dict[str, Any]] = {}
+        self.handle: Any = None
+        self.closed = False
+        self.lock = threading.Lock()  # workers' episodes are told in the pool's thread
+        if path.is_file():
+            self._read()
+
+    def _read(self) -> None:
+        with open(self.path) as f:
+            text = f.read()
+        if not text.endswith("\n"):  # a line a kill cut short: dropped before lines follow it
+            with open(self.path, "r+") as f:
+                f.truncate(len(text[: text.rfind("\n") + 1].encode()))
+        lines = text.split("\n")
+        header = _parsed(lines[0])
+        if header is None:  # killed before its first line was whole: nothing played
+            self.path.unlink()
+            return
+        if json.dumps(header, sort_keys=True) != self.header:
+            raise UserError(
+                f"--output '{self.path.parent}' holds an unfinished evaluation with other "
+                "settings (checkpoint, scenario, baselines, --episodes, --seed or --explore). "
+                "Run that evaluation's command again to continue it, or choose a new --output."
+            )
+        for line in lines[1:]:
+            entry = _parsed(line)
+            if entry is not None:  # None: the line a kill cut short
+                self.known[entry["job"], entry["seed"]] = entry["row"]
+
+    def record(self, job: int, seed: int, row: dict[str, Any]) -> None:
+        """Episode of `job` on `seed` played: its row, on disk before the next one (after
+        `close`, when a worker's last episode is told late, its row is in the results)."""
+        with self.lock:
+            if not self.closed:
+                self._append(job, seed, row)
+
+    def _append(self, job: int, seed: int, row: dict[str, Any]) -> None:
+        try:
+            if self.handle is None:
+                fresh = not self.path.is_file()
+                self.handle = open(self.path, "a")
+                if fresh:
+                    self.handle.write(self.header + "\n")
+            line = json.dumps({"job": job, "seed": seed, "row": row}, default=_plain)
+            self.handle.write(line + "\n")
+            self.handle.flush()
+        except OSError as err:
+            raise disk_error(self.path, err) from None
+        self.known[job, seed] = row
+
+    @property
+    def played(self) -> int:
+        """Episodes played by now, in this command or before."""
+        return len(self.known)
+
+    def close(self, finished: bool) -> None:
+        """Done writing; `finished`: the results are written, so the journal goes."""
+        with self.lock:
+            self.closed = True
+            if self.handle is not None:
+                try:
+                    self.handle.close()
+                except OSError:
+                    pass  # a full disk: the lines already flushed stay
+                self.handle = None
+        if finished:
+            self.path.unlink(missing_ok=True)
+
+
+def _plain(value: Any) -> Any:
+    """numpy's scalars as the Python numbers they hold (their JSON reads back the same)."""
+    return value.item() if hasattr(value, "item") else str(value)
+
+
+def _parsed(line: str) -> Any:
+    """A journal line's JSON (None: empty or cut short)."""
+    try:
+        return json.loads(line)
+    except ValueError:
+        return None

@@ -7,6 +7,7 @@ no torch, no command)."""
 
 from __future__ import annotations
 
+import functools
 import json
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -95,10 +96,20 @@ def _row(name: str, i: int, seed: int, result: dict) -> dict[str, Any]:
 
 class _Plays:
     """The episodes of `jobs` as this process plays them and counts them (`progress` once per
-    episode, wherever it ran) and puts each block's rows in order."""
+    episode, wherever it ran), hands each to `record(job, seed, row)` as soon as it is done,
+    and puts each block's rows in order; the episodes in `known` (by job and seed: played
+    before) are not played again."""
 
-    def __init__(self, jobs: list[Job], explore: bool, progress: Any) -> None:
+    def __init__(
+        self,
+        jobs: list[Job],
+        explore: bool,
+        progress: Any,
+        known: Found | None = None,
+        record: Callable[[int, int, dict[str, Any]], None] | None = None,
+    ) -> None:
         self.jobs, self.explore, self.progress = jobs, explore, progress
+        self.known, self.record = known or {}, record
         self.lock = threading.Lock()  # progress also advances from the pool's callback thread
 
     def advance(self) -> None:
@@ -106,17 +117,28 @@ class _Plays:
             with self.lock:
                 self.progress()
 
-    def tick(self, future: Any) -> None:
-        """A worker's episode is done (the pool calls this in its own thread)."""
+    def done(self, j: int, i: int, seed: int, result: dict[str, Any]) -> dict[str, Any]:
+        """Episode `i` (on `seed`) of job `j` is played: recorded, counted, its row."""
+        row = _row(self.jobs[j].name, i, seed, result)
+        if self.record is not None:
+            with self.lock:
+                self.record(j, seed, row)
+        self.advance()
+        return row
+
+    def tick(self, key: tuple[int, int, int], future: Any) -> None:
+        """A worker's episode (job, episode, seed) is done (the pool calls this in its own
+        thread)."""
         if not future.cancelled() and future.exception() is None:
-            self.advance()
+            self.done(*key, future.result())
 
     def play(self, j: int, i: int, seed: int) -> dict[str, Any]:
-        """Episode `i` (on `seed`) of job `j`, played in this process."""
+        """Episode `i` (on `seed`) of job `j`: played in this process, unless it is known."""
+        if (j, seed) in self.known:
+            return self.known[j, seed]
         job = self.jobs[j]
         result = _run(job.name, seed, job.checkpoint, job.env_config, self.explore)
-        self.advance()
-        return _row(job.name, i, seed, result)
+        return self.done(j, i, seed, result)
 
     def ordered(self, found: Found) -> list[list[dict[str, Any]]]:
         """A block's rows, each job's in episode order."""
@@ -134,9 +156,13 @@ def play_blocks(
     progress: Any = None,
     prepare: Any = None,
     block: int = BLOCK,
+    known: Found | None = None,
+    record: Callable[[int, int, dict[str, Any]], None] | None = None,
 ) -> Iterator[list[list[dict[str, Any]]]]:
     """Every job on every seed, a block of seeds at a time: yields, per block, each job's
-    rows of (policy, episode, seed, return, metrics...) in episode order.
+    rows of (policy, episode, seed, return, metrics...) in episode order. The rows in
+    `known` (by job and seed) are taken as they are; each episode played is handed to
+    `record(job, seed, row)` as soon as it is done, wherever it ran.
 
     With `workers` > 1, jobs that restore an RLlib checkpoint play in this process, while one
     pool of worker processes plays the others, whatever their env (baselines and zoo
@@ -149,7 +175,7 @@ def play_blocks(
         list(enumerate(seeds[start : start + block], start))
         for start in range(0, len(seeds), block)
     )
-    plays = _Plays(jobs, explore, progress)
+    plays = _Plays(jobs, explore, progress, known, record)
     if all(local):  # everything here: no worker processes
         yield from _blocks_here(plays, chunks, prepare)
     else:
@@ -196,6 +222,12 @@ def _blocks_pooled(
                     if future.cancel():
                         found[j, i] = plays.play(j, i, seed)
             _collect(plays, futures, found)
+            found.update(
+                ((j, i), plays.known[j, s])
+                for j in range(len(plays.jobs))
+                for i, s in chunk
+                if (j, s) in plays.known
+            )
             yield plays.ordered(found)
 
 
@@ -207,10 +239,12 @@ def _submit(pool: Any, plays: _Plays, local: list[bool], chunk: Chunk) -> dict[A
         if local[j]:
             continue
         for i, seed in chunk:
+            if (j, seed) in plays.known:
+                continue
             args = (job.name, seed, job.checkpoint, job.env_config, plays.explore)
             futures[pool.submit(_run, *args)] = (j, i, seed)
-    for future in futures:
-        future.add_done_callback(plays.tick)
+    for future, key in futures.items():
+        future.add_done_callback(functools.partial(plays.tick, key))
     return futures
 
 

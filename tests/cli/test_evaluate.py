@@ -142,3 +142,49 @@ def test_a_contradicting_observation_is_one_line(mobrl_cli, tmp_path) -> None:
     assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr
     assert "trained with env.obs=topk_gain, not env.obs=mobile: drop env.obs=mobile" in lines[0]
     assert not out.exists()
+
+
+def test_a_killed_evaluation_continues_where_it_stopped(mobrl_cli, tmp_path) -> None:
+    """An evaluation killed outright (its workers too) keeps the episodes it played: the same
+    command continues from them, and its files equal those of an evaluation never stopped."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    args = ["evaluate", "--checkpoint", "zoo:small", "--episodes", "12",
+            "--baselines", "greedy,oracle", "--workers", "2"]  # fmt: skip
+    whole, cut = tmp_path / "whole", tmp_path / "cut"
+    result = mobrl_cli(*args, "--output", str(whole), cwd=tmp_path, timeout=300)
+    assert result.returncode == 0, result.stderr
+
+    journal = cut / ".episodes.journal"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mobrl", *args, "--output", str(cut)], cwd=tmp_path,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and proc.poll() is None:
+            if journal.is_file() and len(journal.read_text().splitlines()) > 6:
+                break
+            time.sleep(0.05)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)  # no chance to tidy up: its claim stays too
+        proc.wait()
+    played = len(journal.read_text().splitlines()) - 1
+    assert 6 <= played < 36, f"{played} episodes played before the kill"
+
+    longer = [a if a != "12" else "13" for a in args]
+    other = mobrl_cli(*longer, "--output", str(cut), cwd=tmp_path, timeout=120)
+    assert other.returncode == 2 and "holds an unfinished evaluation with other" in other.stderr
+    assert journal.is_file()  # nothing already played lost
+
+    again = mobrl_cli(*args, "--output", str(cut), cwd=tmp_path, timeout=300)
+    assert again.returncode == 0, again.stderr
+    assert "played before" in again.stdout + again.stderr
+    assert (cut / "episodes.csv").read_text() == (whole / "episodes.csv").read_text()
+    one, two = (json.loads((d / "summary.json").read_text()) for d in (whole, cut))
+    assert one["policies"] == two["policies"] and one["gap_closed"] == two["gap_closed"]
+    assert sorted(p.name for p in cut.iterdir()) == ["episodes.csv", "summary.json"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pandas as pd
@@ -76,3 +77,58 @@ def test_an_output_dir_is_claimed_by_one_command_at_a_time(tmp_path: Path) -> No
         with claimed(fresh):
             raise RuntimeError("the command failed")
     assert not fresh.exists()  # a failed command leaves no folder it made
+
+
+def test_a_claim_left_by_a_killed_command_is_taken_over(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from mobrl.core.files import claimed
+
+    out = tmp_path / "eval"
+    out.mkdir()
+    gone = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        text=True,
+        capture_output=True,
+        check=True,
+    )
+    (out / ".mobrl-writing").write_text(gone.stdout.strip())  # its command was killed
+    with claimed(out):
+        assert (out / ".mobrl-writing").read_text() == str(os.getpid())
+    (out / ".mobrl-writing").write_text(str(os.getppid()))  # a command that still runs
+    with pytest.raises(UserError, match="being written by another mobrl command"):
+        with claimed(out):
+            pass
+
+
+def test_an_evaluation_journal_keeps_whole_lines_and_its_own_settings(tmp_path: Path) -> None:
+    import numpy as np
+
+    from mobrl.evaluation.outputs import EvalDir
+
+    out = EvalDir(tmp_path)
+    settings = {"episodes": 3, "policies": ["trained", "greedy"]}
+    journal = out.journal(settings)
+    row = {"policy": "greedy", "episode": 0, "seed": 7, "return": np.float64(0.1) + 0.2}
+    journal.record(1, 7, row)
+    journal.record(0, 7, {**row, "policy": "trained", "length": np.int64(100)})
+    journal.close(finished=False)
+    path = tmp_path / EvalDir.JOURNAL
+    path.write_text(path.read_text() + '{"job": 1, "seed": 8, "ro')  # a kill mid-line
+
+    again = out.journal(settings)
+    assert again.known == {
+        (1, 7): {"policy": "greedy", "episode": 0, "seed": 7, "return": 0.30000000000000004},
+        (0, 7): {"policy": "trained", "episode": 0, "seed": 7, "return": 0.30000000000000004,
+                 "length": 100},
+    }  # fmt: skip
+    again.record(1, 8, {**row, "seed": 8})  # after the cut line, which is gone
+    again.close(finished=False)
+    assert sorted(out.journal(settings).known) == [(0, 7), (1, 7), (1, 8)]
+    with pytest.raises(UserError, match="holds an unfinished evaluation with other settings"):
+        out.journal({**settings, "episodes": 4})
+    out.drop_journal()
+    assert not path.exists() and out.journal(settings).known == {}
+    path.write_text('{"settings": {"epi')  # killed while its first line was written
+    assert out.journal(settings).known == {} and not path.exists()
