@@ -1,9 +1,14 @@
 """How much a preset's result depends on its training seed: the preset retrained with several
 seeds, each run evaluated on the same held-out seeds, and the spread printed.
 
-For each seed S: `mobrl train scenario=LAYOUT preset=PRESET run.seed=S [run.stop.iterations=N]`,
-then `mobrl evaluate --checkpoint RUN_DIR --episodes E --baselines B` on seeds 0..E-1 (the
-zoo's held-out seeds), one after the other (2 cores: one job at a time). Printed as Markdown:
+For each seed S: `mobrl train scenario=LAYOUT preset=PRESET run.seed=S
+[run.stop.iterations=N]`, then `mobrl evaluate --checkpoint RUN_DIR --episodes E` on seeds
+0..E-1 (the zoo's held-out seeds), one job after the other (2 cores: one job at a time). The
+first run's evaluation plays the baselines B too (`--baselines B`); the later ones play the
+trained policy alone (`--baselines ''`) and are paired by seed with the first one's baseline
+episodes, as `mobrl evaluate` pairs them: the baselines do not depend on the run (on the same
+env), and a reference like `oracle` is most of an evaluation's cost at city scale. Printed as
+Markdown:
 per seed the share of the greedy -> reference gap closed, mean UE utility − greedy and − the
 best rule (paired mean ± 95 % CI), connected fraction and p5 − greedy, and the training time
 (imitation plus RLlib's training time, evaluation during training left out); then the mean,
@@ -24,6 +29,7 @@ Run dirs and evaluations go to a temporary folder (`--keep`: ./retrain_seeds/, k
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 import shutil
 import statistics
@@ -35,6 +41,7 @@ from typing import Any
 
 UTILITY, CONNECTED, P5 = "ue/utility/mean", "network/connected_fraction", "ue/utility/p5"
 REFERENCES = ("oracle", "oracle2")
+TRAINED = "trained"
 
 
 def mobrl(args: list[str], cwd: Path) -> str:
@@ -54,7 +61,23 @@ def train_seconds(run_dir: Path) -> float:
     return float(imitation) + float(last["time_total_s"])
 
 
-def one_seed(args: argparse.Namespace, seed: int, work: Path) -> dict[str, Any]:
+def episodes(evaluation: Path) -> list[dict[str, Any]]:
+    with open(evaluation / "episodes.csv", newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def paired_summary(rows: list[dict[str, Any]], baselines: str) -> dict[str, Any]:
+    """`mobrl evaluate`'s statistics of the trained policy's and the baselines' episodes."""
+    from mobrl.evaluation.paired import Tally
+
+    return Tally([TRAINED, *baselines.split(",")]).add(rows).summary()
+
+
+def one_seed(
+    args: argparse.Namespace, seed: int, work: Path, baselines: Path | None
+) -> dict[str, Any]:
+    """Train with `seed` and evaluate; `baselines`: the evaluation that played them (None:
+    this one plays them)."""
     run_dir = work / f"run_{seed}"
     train = [
         "train", f"scenario={args.scenario}", f"preset={args.preset}", f"run.seed={seed}",
@@ -65,21 +88,14 @@ def one_seed(args: argparse.Namespace, seed: int, work: Path) -> dict[str, Any]:
     train += args.override
     mobrl(train, work)
     evaluation = work / f"eval_{seed}"
-    mobrl(
-        [
-            "evaluate",
-            "--checkpoint",
-            str(run_dir),
-            "--episodes",
-            str(args.episodes),
-            "--baselines",
-            args.baselines,
-            "--output",
-            str(evaluation),
-        ],  # fmt: skip
-        work,
-    )
-    summary = json.loads((evaluation / "summary.json").read_text())
+    first = baselines is None
+    evaluate = ["evaluate", "--checkpoint", str(run_dir), "--episodes", str(args.episodes),
+                "--baselines", args.baselines if first else "", "--output", str(evaluation)]  # fmt: skip
+    mobrl(evaluate, work)
+    rows = episodes(evaluation)
+    if not first:
+        rows += [row for row in episodes(baselines) if row["policy"] != TRAINED]
+    summary = paired_summary(rows, args.baselines)
     paired = summary["paired_vs_trained"]
     rules = [k for k in paired if k not in (*REFERENCES, "greedy", "full")]
 
@@ -132,8 +148,10 @@ def main() -> None:
     print("|---:|---:|---:|---:|---:|---:|---:|")
     rows = []
     try:
+        baselines = None
         for seed in seeds:
-            r = one_seed(args, seed, work)
+            r = one_seed(args, seed, work, baselines)
+            baselines = baselines or work / f"eval_{seed}"
             rows.append(r)
             print(
                 f"| {seed} | {r['closed']:.0%} | {r['vs_greedy'][0]:+.4f} ± {r['vs_greedy'][1]:.4f}"
