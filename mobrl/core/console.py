@@ -35,9 +35,9 @@ def progress(console: Console, *columns: Any) -> Any:
 
 
 class _Task:
-    def __init__(self, description: str, total: float | None) -> None:
+    def __init__(self, description: str, total: float | None, completed: float = 0.0) -> None:
         self.description, self.total = description, total
-        self.completed = 0.0
+        self.completed = self.base = completed  # base: done before the task started here
         self.started = self.last = time.monotonic()
         self.tenth = 0
 
@@ -58,8 +58,10 @@ class LogProgress:
     def __exit__(self, *exc: Any) -> None:
         return None
 
-    def add_task(self, description: str, total: float | None = None, **_: Any) -> int:
-        self.tasks.append(_Task(description, total))
+    def add_task(
+        self, description: str, total: float | None = None, completed: float = 0.0, **_: Any
+    ) -> int:
+        self.tasks.append(_Task(description, total, completed))
         return len(self.tasks) - 1
 
     def update(
@@ -72,13 +74,13 @@ class LogProgress:
         **_: Any,
     ) -> None:
         t = self.tasks[task]
-        if description is not None and description != t.description:
-            t.description, t.tenth = description, 0
-            t.started = t.last = time.monotonic()
         if total is not None:
             t.total = total
         if completed is not None:
             t.completed = completed
+        if description is not None and description != t.description:  # a new stage
+            t.description, t.tenth, t.base = description, 0, t.completed
+            t.started = t.last = time.monotonic()
         if advance:
             self.advance(task, advance)
 
@@ -98,8 +100,9 @@ class LogProgress:
         spent = now - t.started
         if not t.total:
             return f"{t.description}: {t.completed:,.0f} done, {_clock(spent)} so far"
-        done = t.completed / t.total
-        left = f", about {_clock(spent * (1 - done) / done)} left" if 0 < done < 1 else ""
+        done, here = t.completed / t.total, t.completed - t.base  # here: since it started
+        rest = t.total - t.completed
+        left = f", about {_clock(spent * rest / here)} left" if here > 0 and rest > 0 else ""
         return (
             f"{t.description}: {t.completed:,.0f}/{t.total:,.0f} ({done:.0%}), "
             f"{_clock(spent)} so far{left}"

@@ -51,3 +51,18 @@ def test_quick_tenths_wait_and_slow_work_still_reports(monkeypatch) -> None:
         "frames: 1 done, 1:10 so far",
         "encoding: 1/3 (33%), 1:10 so far, about 2:20 left",
     ]
+
+
+def test_work_continued_counts_from_what_was_done_before(monkeypatch) -> None:
+    """A task started with part of it done (an evaluation continued): its count goes on from
+    there, and the time left comes from the pace of what is done now."""
+    out = io.StringIO()
+    _clocked(monkeypatch, 3.0)
+    bar = mconsole.LogProgress(Console(file=out, width=200), every_s=60.0)
+    task = bar.add_task("40 episodes", total=40, completed=30)
+    for _ in range(10):
+        bar.advance(task)
+    lines = out.getvalue().splitlines()
+    # 3 s per item; the first line once 5 s have passed: 2 done here in 6 s, 8 left
+    assert lines[0] == "40 episodes: 32/40 (80%), 0:06 so far, about 0:24 left"
+    assert lines[-1] == "40 episodes: 40/40 (100%), 0:30 so far"
