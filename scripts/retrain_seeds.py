@@ -5,11 +5,14 @@ For each seed S: `mobrl train scenario=LAYOUT preset=PRESET run.seed=S
 [run.stop.iterations=N]`, then `mobrl evaluate --checkpoint RUN_DIR --episodes E` on seeds
 0..E-1 (the zoo's held-out seeds), one job after the other (2 cores: one job at a time). The
 first run's evaluation plays the baselines B too (`--baselines B`); the later ones play the
-trained policy alone (`--baselines ''`) and are paired by seed with the first one's baseline
-episodes, as `mobrl evaluate` pairs them: the baselines do not depend on the run (on the same
-env), and a reference like `oracle` is most of an evaluation's cost at city scale. Printed as
-Markdown:
-per seed the share of the greedy -> reference gap closed, mean UE utility − greedy and − the
+trained policy and greedy alone (`--baselines greedy`) and are paired by seed with the first
+one's baseline episodes, as `mobrl evaluate` pairs them: the baselines do not depend on the
+run (on the same env; greedy's episodes are checked to be the same to the bit), and a
+reference like `oracle` is most of an evaluation's cost at city scale. `--baselines-from DIR`
+takes them from an evaluation already made instead (`mobrl evaluate`'s output dir, e.g. the
+zoo entry's, on the same layout and env settings and on seeds 0..E-1 at least: its baselines'
+episodes on those seeds), so every run plays its trained policy and greedy alone.
+Printed as Markdown: per seed the share of the greedy -> reference gap closed, mean UE utility − greedy and − the
 best rule (paired mean ± 95 % CI), connected fraction and p5 − greedy, and the training time
 (imitation plus RLlib's training time, evaluation during training left out); then the mean,
 the smallest and the largest share. Usage:
@@ -17,7 +20,7 @@ the smallest and the largest share. Usage:
     python scripts/retrain_seeds.py --scenario uma19 --preset ppo/uma19/ma_imitate
         [--seeds 1,2,3,4,5] [--iterations 5] [--episodes 100]
         [--baselines greedy,greedy_rsrp,greedy_fill,a3,deepcomp_dynamic,oracle2]
-        [--override KEY=VALUE ...] [--json FILE] [--keep]
+        [--override KEY=VALUE ...] [--baselines-from EVAL_DIR] [--json FILE] [--keep]
 
 `--override` (repeatable) adds a training override to every run, e.g. `--override
 env.turn_rounds=2` to retrain a variant of the preset, or `--override run.eval.interval=0` to
@@ -73,6 +76,21 @@ def paired_summary(rows: list[dict[str, Any]], baselines: str) -> dict[str, Any]
     return Tally([TRAINED, *baselines.split(",")]).add(rows).summary()
 
 
+def baseline_rows(baselines: Path, played: list[dict], args: argparse.Namespace) -> list[dict]:
+    """The baselines' episodes in `baselines` on the held-out seeds; refused unless it holds
+    every baseline on every one of them and its greedy episodes are those just `played`."""
+    seeds = {str(s) for s in range(args.episodes)}
+    rows = [r for r in episodes(baselines) if r["policy"] != TRAINED and r["seed"] in seeds]
+    for name in args.baselines.split(","):
+        have = {r["seed"] for r in rows if r["policy"] == name}
+        if have != seeds:
+            sys.exit(f"{baselines} lacks {name} on {len(seeds - have)} of the held-out seeds")
+    greedy = {r["seed"]: r for r in played if r["policy"] == "greedy"}
+    if any(greedy[r["seed"]] != r for r in rows if r["policy"] == "greedy"):
+        sys.exit(f"greedy's episodes in {baselines} differ from this run's: another env")
+    return rows
+
+
 def one_seed(
     args: argparse.Namespace, seed: int, work: Path, baselines: Path | None
 ) -> dict[str, Any]:
@@ -90,11 +108,11 @@ def one_seed(
     evaluation = work / f"eval_{seed}"
     first = baselines is None
     evaluate = ["evaluate", "--checkpoint", str(run_dir), "--episodes", str(args.episodes),
-                "--baselines", args.baselines if first else "", "--output", str(evaluation)]  # fmt: skip
+                "--baselines", args.baselines if first else "greedy", "--output", str(evaluation)]  # fmt: skip
     mobrl(evaluate, work)
     rows = episodes(evaluation)
     if not first:
-        rows += [row for row in episodes(baselines) if row["policy"] != TRAINED]
+        rows = [r for r in rows if r["policy"] == TRAINED] + baseline_rows(baselines, rows, args)
     summary = paired_summary(rows, args.baselines)
     paired = summary["paired_vs_trained"]
     rules = [k for k in paired if k not in (*REFERENCES, "greedy", "full")]
@@ -130,6 +148,11 @@ def main() -> None:
     parser.add_argument(
         "--override", action="append", default=[], help="a training override, KEY=VALUE"
     )
+    parser.add_argument(
+        "--baselines-from",
+        type=Path,
+        help="an evaluation dir whose baselines' episodes to pair with",
+    )
     parser.add_argument("--json", type=Path, help="also write the rows here")
     parser.add_argument("--keep", action="store_true", help="keep run dirs in ./retrain_seeds")
     args = parser.parse_args()
@@ -148,7 +171,7 @@ def main() -> None:
     print("|---:|---:|---:|---:|---:|---:|---:|")
     rows = []
     try:
-        baselines = None
+        baselines = args.baselines_from.absolute() if args.baselines_from else None
         for seed in seeds:
             r = one_seed(args, seed, work, baselines)
             baselines = baselines or work / f"eval_{seed}"
