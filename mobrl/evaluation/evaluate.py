@@ -121,13 +121,14 @@ def _workers(workers: int | None, total: int) -> int:
     return workers
 
 
-def _restore(target: Target, explore: bool, trust: bool) -> None:
+def _restore(target: Target, explore: bool, trust: bool, journal: EpisodeJournal) -> None:
     """Restore the checkpoint (and check its spaces) while workers play the baselines;
-    episodes run in this process reuse it."""
+    episodes run in this process reuse it. Then the journal keeps the episodes played."""
     from mobrl.evaluation.policies import policy_for_env
 
     trained = policy_for_env(target.checkpoint, target.env_config, explore, trust)
     set_main_policy(str(target.checkpoint), target.env_config, explore, trained)
+    journal.release()
 
 
 def _play(
@@ -149,7 +150,8 @@ def _play(
     log = output.episode_log(len(jobs))
     prepare = None  # the checkpoint restored, unless its episodes were all played before
     if target.checkpoint is not None and any((0, s) not in known for s in seeds):
-        prepare = functools.partial(_restore, target, explore, opts.trust)
+        journal.hold()  # a checkpoint that cannot be restored is bad input: nothing written
+        prepare = functools.partial(_restore, target, explore, opts.trust, journal)
 
     def advance() -> None:
         bar.advance(task)
@@ -178,9 +180,9 @@ def _play(
 def _journal_settings(target: Target, opts: EvalOptions, policies: list[str]) -> dict[str, Any]:
     """What an evaluation continued from its journal must share with the one that started
     it."""
-    from mobrl import __version__
+    from importlib.metadata import version
 
-    return {**_settings(target, opts), "policies": policies, "mobrl": __version__}
+    return {**_settings(target, opts), "policies": policies, "mobrl": version("mobrl")}
 
 
 def _settings(target: Target, opts: EvalOptions) -> dict[str, Any]:

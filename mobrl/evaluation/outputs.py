@@ -214,6 +214,7 @@ class EpisodeJournal:
         self.known: dict[tuple[int, int], dict[str, Any]] = {}
         self.handle: Any = None
         self.closed = False
+        self.held: list[tuple[int, int, dict[str, Any]]] | None = None  # see `hold`
         self.lock = threading.Lock()  # workers' episodes are told in the pool's thread
         if path.is_file():
             self._read()
@@ -244,8 +245,23 @@ class EpisodeJournal:
         """Episode of `job` on `seed` played: its row, on disk before the next one (after
         `close`, when a worker's last episode is told late, its row is in the results)."""
         with self.lock:
-            if not self.closed:
+            if self.held is not None:
+                self.held.append((job, seed, row))
+            elif not self.closed:
                 self._append(job, seed, row)
+
+    def hold(self) -> None:
+        """Keep the episodes in memory until `release`: until the evaluation has shown it can
+        run (its checkpoint restored), so that a command refused for bad input writes
+        nothing."""
+        self.held = []
+
+    def release(self) -> None:
+        """Write the episodes held, and each one as it comes from now on."""
+        with self.lock:
+            held, self.held = self.held or [], None
+            for entry in held:
+                self._append(*entry)
 
     def _append(self, job: int, seed: int, row: dict[str, Any]) -> None:
         try:
