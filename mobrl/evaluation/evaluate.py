@@ -59,15 +59,12 @@ def kept_whole(
     try:
         yield advance
         log.finish()
-    except KeyboardInterrupt:
+    except BaseException as err:
         log.discard()
-        if journal is not None:
+        if journal is not None:  # kept for the next run, unless it holds nothing
             journal.close(finished=journal.played == 0)
-        raise stopped(done, total, kept) from None
-    except BaseException:
-        log.discard()
-        if journal is not None:
-            journal.close(finished=journal.played == 0)
+        if isinstance(err, KeyboardInterrupt):
+            raise stopped(done, total, kept) from None
         raise
 
 

@@ -120,9 +120,8 @@ class _Plays:
     def done(self, j: int, i: int, seed: int, result: dict[str, Any]) -> dict[str, Any]:
         """Episode `i` (on `seed`) of job `j` is played: recorded, counted, its row."""
         row = _row(self.jobs[j].name, i, seed, result)
-        if self.record is not None:
-            with self.lock:
-                self.record(j, seed, row)
+        if self.record is not None:  # thread-safe itself (the journal holds its own lock)
+            self.record(j, seed, row)
         self.advance()
         return row
 
