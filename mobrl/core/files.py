@@ -4,6 +4,7 @@ reader sees the old file or the whole new one, never half of it, even after a cr
 from __future__ import annotations
 
 import errno
+import fcntl
 import json
 import os
 import tempfile
@@ -79,20 +80,37 @@ def disk_error(path: Path, err: OSError) -> Exception:
     )
 
 
-def _abandoned(lock: Path) -> bool:
-    """Whether `lock` names a process that no longer runs on this machine (a command killed
-    before it could release its claim)."""
+def _hold(lock: Path) -> int | None:
+    """An open descriptor of `lock` holding its kernel lock, or None while another command
+    holds it. The kernel drops a lock when its process ends, however it ends, so a claim left
+    by a killed command is free again, and of commands racing for it exactly one wins."""
+    while True:
+        fd = os.open(lock, os.O_CREAT | os.O_WRONLY, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            return None
+        except OSError as err:
+            if err.errno not in (errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOSYS):
+                os.close(fd)
+                raise
+            return fd  # a file system without locks: the claim file alone, as a sign
+        try:
+            now = os.stat(lock)
+        except FileNotFoundError:
+            now = None
+        held = os.fstat(fd)
+        if now is not None and (now.st_ino, now.st_dev) == (held.st_ino, held.st_dev):
+            return fd
+        os.close(fd)  # its holder released and removed it as we opened it: the next one
+
+
+def _holder(lock: Path) -> str:
     try:
-        pid = int(lock.read_text().strip())
+        return f"pid {int(lock.read_text().strip())}"
     except (OSError, ValueError):
-        return False  # none, unreadable, or being written: still held
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    except OSError:
-        return False  # it runs (as another user)
-    return False
+        return f"pid in {lock}"
 
 
 @contextmanager
@@ -105,9 +123,12 @@ def claimed(folder: Path, what: str = "--output") -> Iterator[Path]:
     while not existing.exists():  # the folders this claim makes: up to the first that exists
         existing = existing.parent
     lock = folder / ".mobrl-writing"
+    fd: int | None = None
 
     def release() -> None:
-        lock.unlink(missing_ok=True)
+        if fd is not None:
+            lock.unlink(missing_ok=True)  # while still held: a newcomer opens a new file
+            os.close(fd)
         made = folder
         while made != existing and made.is_dir() and not any(made.iterdir()):
             made.rmdir()
@@ -115,29 +136,27 @@ def claimed(folder: Path, what: str = "--output") -> Iterator[Path]:
 
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        if _abandoned(lock):  # left by a command that was killed: taken over
-            lock.unlink(missing_ok=True)
-        fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
-    except FileExistsError:
-        raise UserError(
-            f"{what} '{folder}' is being written by another mobrl command (pid in {lock}). "
-            f"Choose another {what}, or delete {lock} if no mobrl command is running."
-        ) from None
+        fd = _hold(lock)
     except OSError as err:
         release()
         raise disk_error(folder, err) from None
+    if fd is None:
+        raise UserError(
+            f"{what} '{folder}' is being written by another mobrl command ({_holder(lock)}). "
+            f"Choose another {what}, or wait until that command ends."
+        )
     try:
+        os.ftruncate(fd, 0)
         os.write(fd, str(os.getpid()).encode())  # who holds it, for a person to check
     except OSError:
         pass  # a full disk still holds the (empty) claim; the results will say the rest
-    finally:
-        os.close(fd)
     try:
         yield folder
     except BaseException:
         release()
         raise
     lock.unlink(missing_ok=True)
+    os.close(fd)
 
 
 def atomic_write_json(path: Path, data: Any) -> Path:

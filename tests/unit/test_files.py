@@ -79,27 +79,38 @@ def test_an_output_dir_is_claimed_by_one_command_at_a_time(tmp_path: Path) -> No
     assert not fresh.exists()  # a failed command leaves no folder it made
 
 
-def test_a_claim_left_by_a_killed_command_is_taken_over(tmp_path: Path) -> None:
+def test_a_claim_is_refused_while_its_command_runs_and_taken_over_once_it_is_killed(
+    tmp_path: Path,
+) -> None:
+    import signal
     import subprocess
     import sys
 
     from mobrl.core.files import claimed
 
     out = tmp_path / "eval"
-    out.mkdir()
-    gone = subprocess.run(
-        [sys.executable, "-c", "import os; print(os.getpid())"],
-        text=True,
-        capture_output=True,
-        check=True,
-    )
-    (out / ".mobrl-writing").write_text(gone.stdout.strip())  # its command was killed
+    holder = f"""
+import sys, time
+from mobrl.core.files import claimed
+with claimed({str(out)!r}):
+    print("held", flush=True)
+    time.sleep(60)
+"""
+    command = subprocess.Popen([sys.executable, "-c", holder], stdout=subprocess.PIPE, text=True)
+    try:
+        assert command.stdout.readline().strip() == "held"
+        with pytest.raises(UserError, match=f"another mobrl command \\(pid {command.pid}\\)"):
+            with claimed(out):
+                pass
+        command.send_signal(signal.SIGKILL)  # killed: no chance to release its claim
+        command.wait(timeout=30)
+    finally:
+        command.kill()
+        command.stdout.close()
+    assert (out / ".mobrl-writing").read_text() == str(command.pid)  # left behind
     with claimed(out):
         assert (out / ".mobrl-writing").read_text() == str(os.getpid())
-    (out / ".mobrl-writing").write_text(str(os.getppid()))  # a command that still runs
-    with pytest.raises(UserError, match="being written by another mobrl command"):
-        with claimed(out):
-            pass
+    assert not (out / ".mobrl-writing").exists()
 
 
 def test_an_evaluation_journal_keeps_whole_lines_and_its_own_settings(tmp_path: Path) -> None:
