@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from rich.console import Console
@@ -34,12 +35,83 @@ def progress(console: Console, *columns: Any) -> Any:
     return LogProgress(console)
 
 
+def paced_progress(console: Console) -> Any:
+    """`progress` for work whose items cost differently by kind: its tasks take a `left`
+    field (a `Pace`'s text: `add_task(..., left="")`, `update(task, left=...)`) shown in
+    place of a time left that assumes every item costs the same."""
+    if not console.is_terminal:
+        return LogProgress(console)
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+
+    columns = (
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("{task.fields[left]}"),
+    )
+    return progress(console, *columns)
+
+
+class Pace:
+    """The time left of work whose items cost differently by kind (an evaluation's policies:
+    a rule plays a city episode in 2 s, the exact reference in over a minute): each kind's
+    mean measured cost per item times its items still to do, over the pace of work of this
+    run (item-seconds done per second: how many items run side by side). A kind with items
+    still to do and none timed yet is named, not guessed. Not thread-safe: `done` is called
+    under the caller's lock."""
+
+    def __init__(self, kinds: Sequence[str], todo: Sequence[int]) -> None:
+        self.kinds, self.todo = list(kinds), list(todo)
+        self.spent = [0.0] * len(self.kinds)
+        self.timed = [0] * len(self.kinds)
+        self.started = time.monotonic()
+
+    def done(self, kind: int, seconds: float) -> None:
+        """An item of `kind` took `seconds` (where it ran)."""
+        self.todo[kind] -= 1
+        self.spent[kind] += seconds
+        self.timed[kind] += 1
+
+    def seconds_left(self, now: float | None = None) -> tuple[float | None, list[str]]:
+        """The time left of the timed kinds (None before any item is done), and the kinds
+        still to do that are not timed yet."""
+        wall = (time.monotonic() if now is None else now) - self.started
+        work = sum(self.spent)
+        untimed = [k for k, n, t in zip(self.kinds, self.todo, self.timed) if n > 0 and not t]
+        untimed = list(dict.fromkeys(untimed))
+        if work <= 0 or wall <= 0:
+            return None, untimed
+        rest = sum(n * s / t for n, s, t in zip(self.todo, self.spent, self.timed) if n > 0 and t)
+        return rest * wall / work, untimed
+
+    def text(self, now: float | None = None) -> str:
+        """`about 1:02:03 left`, with `, more for oracle (not timed yet)` where it applies
+        (`oracle not timed yet` where nothing else is left)."""
+        left, untimed = self.seconds_left(now)
+        if left is None:
+            return ""
+        names = ", ".join(untimed)
+        if untimed and left < 1:
+            return f"{names} not timed yet"
+        more = f", more for {names} (not timed yet)" if untimed else ""
+        return f"about {_clock(left)} left{more}"
+
+
 class _Task:
-    def __init__(self, description: str, total: float | None, completed: float = 0.0) -> None:
+    def __init__(
+        self, description: str, total: float | None, completed: float = 0.0, left: str | None = None
+    ) -> None:
         self.description, self.total = description, total
         self.completed = self.base = completed  # base: done before the task started here
         self.started = self.last = time.monotonic()
         self.tenth = 0
+        self.left = left  # the time left as the work tells it (a `Pace`), if it does
 
 
 class LogProgress:
@@ -59,9 +131,14 @@ class LogProgress:
         return None
 
     def add_task(
-        self, description: str, total: float | None = None, completed: float = 0.0, **_: Any
+        self,
+        description: str,
+        total: float | None = None,
+        completed: float = 0.0,
+        left: str | None = None,
+        **_: Any,
     ) -> int:
-        self.tasks.append(_Task(description, total, completed))
+        self.tasks.append(_Task(description, total, completed, left))
         return len(self.tasks) - 1
 
     def update(
@@ -71,9 +148,12 @@ class LogProgress:
         total: float | None = None,
         completed: float | None = None,
         advance: float | None = None,
+        left: str | None = None,
         **_: Any,
     ) -> None:
         t = self.tasks[task]
+        if left is not None:
+            t.left = left
         if total is not None:
             t.total = total
         if completed is not None:
@@ -102,7 +182,12 @@ class LogProgress:
             return f"{t.description}: {t.completed:,.0f} done, {_clock(spent)} so far"
         done, here = t.completed / t.total, t.completed - t.base  # here: since it started
         rest = t.total - t.completed
-        left = f", about {_clock(spent * rest / here)} left" if here > 0 and rest > 0 else ""
+        if t.left is not None:  # told by the work itself
+            left = f", {t.left}" if t.left and rest > 0 else ""
+        elif here > 0 and rest > 0:
+            left = f", about {_clock(spent * rest / here)} left"
+        else:
+            left = ""
         return (
             f"{t.description}: {t.completed:,.0f}/{t.total:,.0f} ({done:.0%}), "
             f"{_clock(spent)} so far{left}"

@@ -135,7 +135,7 @@ def _play(
     a block at a time (kept whole or not at all), each episode also kept in the dir's journal
     as it is done, so that the same command run again continues a stopped evaluation: the
     summary's statistics (the journal goes once they are written)."""
-    from mobrl.core.console import progress
+    from mobrl.core.console import Pace, paced_progress
 
     seeds, explore = opts.seeds, opts.explore
     total = len(seeds) * len(policies)
@@ -150,7 +150,12 @@ def _play(
         journal.hold()  # a checkpoint that cannot be restored is bad input: nothing written
         prepare = functools.partial(_restore, target, explore, opts.trust, journal)
 
+    # the time left from each policy's own cost (an exact reference's episode can cost 30
+    # times a rule's)
+    pace = Pace(policies, [sum((j, s) not in known for s in seeds) for j in range(len(jobs))])
+
     def advance() -> None:
+        bar.update(task, left=pace.text())
         bar.advance(task)
 
     if known:
@@ -159,11 +164,19 @@ def _play(
             "played before"
         )
     with kept_whole(log, total, advance, journal) as counted:
-        with progress(console) as bar:
+        with paced_progress(console) as bar:
             what = f"{total} episodes ({', '.join(policies)})"
-            task = bar.add_task(what, total=total, completed=len(known))
+            task = bar.add_task(what, total=total, completed=len(known), left="")
             blocks = play_blocks(
-                jobs, seeds, explore, workers, counted, prepare, known=known, record=journal.record
+                jobs,
+                seeds,
+                explore,
+                workers,
+                counted,
+                prepare,
+                known=known,
+                record=journal.record,
+                pace=pace,
             )
             with closing(blocks):  # its worker pool ends here, whatever happens
                 for block in blocks:

@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from mobrl.core import metrics as keys
+from mobrl.core.console import Pace
 from mobrl.core.errors import UserError
 from mobrl.evaluation.evaluate import EvalOptions, kept_whole
 from mobrl.evaluation.outputs import EvalDir
@@ -201,12 +202,13 @@ def matrix(
     explore: bool,
     workers: int,
     episode_log: Any,
-    progress: Any = None,
+    progress: Callable[[str], None] | None = None,
     trust: bool = False,
 ) -> list[dict[str, Any]]:
     """Every target's policy and the baselines on every scenario, in one pool of workers and
     a block of seeds at a time (memory independent of --episodes): the cells of the matrix;
-    the episodes go to `episode_log(parts)` (an `outputs.EpisodeLog`).
+    the episodes go to `episode_log(parts)` (an `outputs.EpisodeLog`), and each one done
+    calls `progress(left)` (the time left, from each job's own cost: `core.console.Pace`).
 
     Baselines do not depend on the checkpoint, so each plays each env once."""
     plan = _plan(targets, scenarios, baselines, explore, trust)
@@ -214,8 +216,10 @@ def matrix(
     jobs, groups = planned.jobs, planned.groups
     tallies = [Tally([TRAINED, *baselines]) for _ in groups]
     log = episode_log(len(jobs))
-    with kept_whole(log, len(jobs) * len(seeds), progress) as advance:
-        blocks = play_blocks(jobs, seeds, explore, workers, advance)
+    pace = Pace([job.name for job in jobs], [len(seeds)] * len(jobs))
+    told = None if progress is None else lambda: progress(pace.text())
+    with kept_whole(log, len(jobs) * len(seeds), told) as advance:
+        blocks = play_blocks(jobs, seeds, explore, workers, advance, pace=pace)
         with closing(blocks):  # the blocks' worker pool ends here, whatever happens
             for block in blocks:
                 for tally, (*_, mine, theirs) in zip(tallies, groups):
@@ -275,7 +279,7 @@ def _table(cells: list[dict], scenarios: list[str], names: list[str], measure: s
 
 def matrix_command(checkpoints: list[Path], scenarios: list[str], opts: EvalOptions) -> Path:
     """`mobrl evaluate --checkpoint X [--checkpoint Y] --scenarios a,b,...`."""
-    from mobrl.core.console import make_console, progress
+    from mobrl.core.console import make_console, paced_progress
     from mobrl.evaluation.targets import target_for
 
     console = make_console()
@@ -291,11 +295,16 @@ def matrix_command(checkpoints: list[Path], scenarios: list[str], opts: EvalOpti
     workers = opts.workers or min(os.cpu_count() or 1, 4)
     total = len(seeds) * len(scenarios) * (len(targets) + len(names))
     with output.claim():  # a second command writing to the same --output is refused
-        with progress(console) as bar:
-            task = bar.add_task(f"{total} episodes on {', '.join(scenarios)}", total=total)
+        with paced_progress(console) as bar:
+            task = bar.add_task(f"{total} episodes on {', '.join(scenarios)}", total=total, left="")
+
+            def advance(left: str) -> None:
+                bar.update(task, left=left)
+                bar.advance(task)
+
             cells = matrix(
                 targets, scenarios, names, seeds, explore, workers, output.episode_log,
-                lambda: bar.advance(task), opts.trust,
+                advance, opts.trust,
             )  # fmt: skip
         settings = {
             "checkpoints": [str(t.checkpoint) for t in targets],

@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import json
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import as_completed
 from dataclasses import dataclass
@@ -87,6 +88,13 @@ def _run(name: str, seed: int, checkpoint: str | None, env_config: dict, explore
     return run_episode(env_config, _POLICIES[key], seed)
 
 
+def _timed_run(*args: Any) -> tuple[float, dict]:
+    """`_run`, and the seconds it took in the process that ran it."""
+    started = time.perf_counter()
+    result = _run(*args)
+    return time.perf_counter() - started, result
+
+
 def _row(name: str, i: int, seed: int, result: dict) -> dict[str, Any]:
     return {"policy": name, "episode": i, "seed": seed, **result}
 
@@ -95,10 +103,10 @@ def _row(name: str, i: int, seed: int, result: dict) -> dict[str, Any]:
 
 
 class _Plays:
-    """The episodes of `jobs` as this process plays them and counts them (`progress` once per
-    episode, wherever it ran), hands each to `record(job, seed, row)` as soon as it is done,
-    and puts each block's rows in order; the episodes in `known` (by job and seed: played
-    before) are not played again."""
+    """The episodes of `jobs` as this process plays them and counts them (`pace` told each
+    one's job and seconds, then `progress` called, once per episode, wherever it ran), hands
+    each to `record(job, seed, row)` as soon as it is done, and puts each block's rows in
+    order; the episodes in `known` (by job and seed: played before) are not played again."""
 
     def __init__(
         self,
@@ -107,22 +115,24 @@ class _Plays:
         progress: Any,
         known: Found | None = None,
         record: Callable[[int, int, dict[str, Any]], None] | None = None,
+        pace: Any = None,
     ) -> None:
         self.jobs, self.explore, self.progress = jobs, explore, progress
-        self.known, self.record = known or {}, record
+        self.known, self.record, self.pace = known or {}, record, pace
         self.lock = threading.Lock()  # progress also advances from the pool's callback thread
 
-    def advance(self) -> None:
-        if self.progress is not None:
-            with self.lock:
-                self.progress()
-
-    def done(self, j: int, i: int, seed: int, result: dict[str, Any]) -> dict[str, Any]:
-        """Episode `i` (on `seed`) of job `j` is played: recorded, counted, its row."""
+    def done(self, j: int, i: int, seed: int, timed: tuple[float, dict]) -> dict[str, Any]:
+        """Episode `i` (on `seed`) of job `j` is played (`timed`: its seconds and result):
+        recorded, counted, its row."""
+        seconds, result = timed
         row = _row(self.jobs[j].name, i, seed, result)
         if self.record is not None:  # thread-safe itself (the journal holds its own lock)
             self.record(j, seed, row)
-        self.advance()
+        with self.lock:
+            if self.pace is not None:
+                self.pace.done(j, seconds)
+            if self.progress is not None:
+                self.progress()
         return row
 
     def tick(self, key: tuple[int, int, int], future: Any) -> None:
@@ -136,8 +146,8 @@ class _Plays:
         if (j, seed) in self.known:
             return self.known[j, seed]
         job = self.jobs[j]
-        result = _run(job.name, seed, job.checkpoint, job.env_config, self.explore)
-        return self.done(j, i, seed, result)
+        timed = _timed_run(job.name, seed, job.checkpoint, job.env_config, self.explore)
+        return self.done(j, i, seed, timed)
 
     def ordered(self, found: Found) -> list[list[dict[str, Any]]]:
         """A block's rows, each job's in episode order."""
@@ -157,11 +167,13 @@ def play_blocks(
     block: int = BLOCK,
     known: Found | None = None,
     record: Callable[[int, int, dict[str, Any]], None] | None = None,
+    pace: Any = None,
 ) -> Iterator[list[list[dict[str, Any]]]]:
     """Every job on every seed, a block of seeds at a time: yields, per block, each job's
     rows of (policy, episode, seed, return, metrics...) in episode order. The rows in
     `known` (by job and seed) are taken as they are; each episode played is handed to
-    `record(job, seed, row)` as soon as it is done, wherever it ran.
+    `record(job, seed, row)` as soon as it is done, wherever it ran, and its seconds to
+    `pace.done(job, seconds)` (a `core.console.Pace` over the jobs) before `progress()`.
 
     With `workers` > 1, jobs that restore an RLlib checkpoint play in this process, while one
     pool of worker processes plays the others, whatever their env (baselines and zoo
@@ -174,7 +186,7 @@ def play_blocks(
         list(enumerate(seeds[start : start + block], start))
         for start in range(0, len(seeds), block)
     )
-    plays = _Plays(jobs, explore, progress, known, record)
+    plays = _Plays(jobs, explore, progress, known, record, pace)
     if all(local):  # everything here: no worker processes
         yield from _blocks_here(plays, chunks, prepare)
     else:
@@ -241,7 +253,7 @@ def _submit(pool: Any, plays: _Plays, local: list[bool], chunk: Chunk) -> dict[A
             if (j, seed) in plays.known:
                 continue
             args = (job.name, seed, job.checkpoint, job.env_config, plays.explore)
-            futures[pool.submit(_run, *args)] = (j, i, seed)
+            futures[pool.submit(_timed_run, *args)] = (j, i, seed)
     for future, key in futures.items():
         future.add_done_callback(functools.partial(plays.tick, key))
     return futures
@@ -264,7 +276,7 @@ def _collect(plays: _Plays, futures: dict[Any, tuple], found: Found) -> None:
     for future in as_completed(futures):
         if not future.cancelled():
             j, i, seed = futures[future]
-            found[j, i] = _row(plays.jobs[j].name, i, seed, future.result())
+            found[j, i] = _row(plays.jobs[j].name, i, seed, future.result()[1])
 
 
 def run_all(

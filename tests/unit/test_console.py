@@ -66,3 +66,43 @@ def test_work_continued_counts_from_what_was_done_before(monkeypatch) -> None:
     # 3 s per item; the first line once 5 s have passed: 2 done here in 6 s, 8 left
     assert lines[0] == "40 episodes: 32/40 (80%), 0:06 so far, about 0:24 left"
     assert lines[-1] == "40 episodes: 40/40 (100%), 0:30 so far"
+
+
+def test_the_time_left_counts_each_kind_of_item_at_its_own_cost() -> None:
+    """Two rules at 2 s an episode and a reference at 60 s, on 2 workers (so 2 episode-seconds
+    a second): 10 episodes each. By hand, after the rules' 20 and 2 of the reference's: 40 +
+    120 = 160 s of work done in 80 s, 8 reference episodes of 60 s left: 480 s of work, 240 s."""
+    pace = mconsole.Pace(["greedy", "a3", "oracle"], [10, 10, 10])
+    assert pace.text(now=pace.started + 5) == ""  # nothing timed: nothing said
+    for _ in range(10):
+        pace.done(0, 2.0)
+    # greedy timed, a3 and oracle not: the time left of what is timed, and who is not
+    assert pace.seconds_left(now=pace.started + 10) == (0.0, ["a3", "oracle"])
+    assert pace.text(now=pace.started + 10) == "a3, oracle not timed yet"
+    for _ in range(5):
+        pace.done(1, 2.0)
+    # 30 s of work in 15 s; a3's 5 left: 10 s of work, 5 s
+    assert pace.text(now=pace.started + 15) == "about 0:05 left, more for oracle (not timed yet)"
+    for _ in range(5):
+        pace.done(1, 2.0)
+    pace.done(2, 60.0)
+    pace.done(2, 60.0)
+    assert pace.seconds_left(now=pace.started + 80) == (240.0, [])
+    assert pace.text(now=pace.started + 80) == "about 4:00 left"
+
+
+def test_a_log_says_the_time_left_the_work_tells(monkeypatch) -> None:
+    out = io.StringIO()
+    _clocked(monkeypatch, 70.0)  # an item in over a minute: every item reported
+    with mconsole.paced_progress(Console(file=out, width=200)) as bar:
+        task = bar.add_task("3 episodes", total=3, left="")
+        bar.update(task, left="about 9:00 left")
+        bar.advance(task)  # its own count would say 2:20
+        bar.update(task, left="")
+        bar.advance(task)  # nothing told: nothing said
+        bar.advance(task)
+    assert out.getvalue().splitlines() == [
+        "3 episodes: 1/3 (33%), 1:10 so far, about 9:00 left",
+        "3 episodes: 2/3 (67%), 2:20 so far",
+        "3 episodes: 3/3 (100%), 3:30 so far",
+    ]

@@ -183,9 +183,11 @@ def test_a_return_gain_that_serves_worse_is_named() -> None:
 
 def test_blocks_give_what_one_pass_gives(tmp_path) -> None:
     """Episodes played, tallied and written a block at a time (constant memory for any
-    --episodes) give the rows, summary and episodes.csv of one pass over all of them."""
+    --episodes) give the rows, summary and episodes.csv of one pass over all of them; each
+    episode's seconds reach the pace, wherever it ran."""
     import pandas as pd
 
+    from mobrl.core.console import Pace
     from mobrl.evaluation import zoo
     from mobrl.evaluation.outputs import EvalDir
     from mobrl.evaluation.scheduling import play_blocks, policy_jobs, run_all
@@ -201,8 +203,11 @@ def test_blocks_give_what_one_pass_gives(tmp_path) -> None:
     tally, log = Tally(policies), EvalDir(tmp_path / "blocks").episode_log(len(policies))
     (tmp_path / "blocks").mkdir()
     jobs = policy_jobs(target, policies)
-    blocks = list(play_blocks(jobs, seeds, explore=False, workers=2, block=3))
+    pace = Pace(policies, [len(seeds)] * len(policies))  # told each episode's seconds
+    blocks = list(play_blocks(jobs, seeds, explore=False, workers=2, block=3, pace=pace))
     assert [[len(rows) for rows in b] for b in blocks] == [[3] * 3, [3] * 3, [1] * 3]
+    assert pace.timed == [7, 7, 7] and pace.todo == [0, 0, 0]
+    assert all(s > 0 for s in pace.spent), pace.spent
     for block in blocks:
         tally.add([row for rows in block for row in rows])
         for j, rows in enumerate(block):
