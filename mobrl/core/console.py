@@ -92,11 +92,11 @@ class Pace:
 
     def text(self, now: float | None = None) -> str:
         """`about 1:02:03 left`, with `, more for oracle (not timed yet)` where it applies
-        (`oracle not timed yet` where nothing else is left)."""
+        (`oracle not timed yet` where nothing else is left; three named at most)."""
         left, untimed = self.seconds_left(now)
         if left is None:
             return ""
-        names = ", ".join(untimed)
+        names = ", ".join(untimed[:3]) + (f" and {len(untimed) - 3} more" if untimed[3:] else "")
         if untimed and left < 1:
             return f"{names} not timed yet"
         more = f", more for {names} (not timed yet)" if untimed else ""

@@ -216,7 +216,9 @@ def matrix(
     jobs, groups = planned.jobs, planned.groups
     tallies = [Tally([TRAINED, *baselines]) for _ in groups]
     log = episode_log(len(jobs))
-    pace = Pace([job.name for job in jobs], [len(seeds)] * len(jobs))
+    # each job's own cost: a policy on one layout tells nothing of its cost on another
+    kinds = [f"{job.name} on {cols['evaluated_on']}" for job, cols in zip(jobs, planned.columns)]
+    pace = Pace(kinds, [len(seeds)] * len(jobs))
     told = None if progress is None else lambda: progress(pace.text())
     with kept_whole(log, len(jobs) * len(seeds), told) as advance:
         blocks = play_blocks(jobs, seeds, explore, workers, advance, pace=pace)

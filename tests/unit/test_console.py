@@ -106,3 +106,11 @@ def test_a_log_says_the_time_left_the_work_tells(monkeypatch) -> None:
         "3 episodes: 2/3 (67%), 2:20 so far",
         "3 episodes: 3/3 (100%), 3:30 so far",
     ]
+
+
+def test_many_untimed_kinds_are_counted_past_three() -> None:
+    pace = mconsole.Pace([f"greedy on layout_{i}" for i in range(6)], [1] * 6)
+    pace.done(0, 1.0)
+    assert pace.text(now=pace.started + 1) == (
+        "greedy on layout_1, greedy on layout_2, greedy on layout_3 and 2 more not timed yet"
+    )

@@ -321,6 +321,11 @@ def best_rule(meta: dict[str, Any]) -> str | None:
     return max(rules, key=rules.__getitem__) if rules else None
 
 
+def _steps(steps: float) -> str:
+    """Env steps as a person reads them: 400, 4k, 11k."""
+    return f"{steps / 1e3:.0f}k" if steps >= 1000 else f"{steps:.0f}"
+
+
 def _reached(train: dict[str, Any], milestone: str) -> str:
     """When training first reached `milestone` (wall time, imitation included)."""
     if milestone not in train:
@@ -364,7 +369,7 @@ def rows() -> list[dict[str, str]]:
                 "return − greedy": _gap(meta, "greedy"),
                 "time to beat greedy": _reached(train, "beat_greedy"),
                 "time to 90 %": _reached(train, "closed_90"),
-                "training": f"{train.get('wall_time_s', '-')} s, {steps / 1e3:.0f}k steps",
+                "training": f"{train.get('wall_time_s', '-')} s, {_steps(steps)} steps",
                 "trained on": _trained_on(meta, reward),
                 "episodes (seeds)": f"{ev.get('episodes', '-')} ({ev.get('seeds', '-')})",
                 "size": f"{size / 1024:.0f} KiB",
