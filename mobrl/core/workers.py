@@ -14,6 +14,11 @@ episodes they have queued.
 
 A SIGTERM to the main process alone (`kill PID`, a job scheduler's time limit) ends it the same
 way, with exit code 143: without that the workers, which do not share its fate, would play on.
+
+loky replaces a worker whose memory has grown by 300 MB since its first job, after the job it
+is on (a worker that played many city-scale episodes can reach that), and says so with a
+warning that names its own source file; the replacement loses no episode, so mobrl keeps that
+warning out of its output.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from __future__ import annotations
 import logging
 import signal
 import threading
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -109,6 +115,8 @@ def process_pool(workers: int) -> Iterator[Pool]:
     its workers at once, without waiting for what they have queued (a SIGTERM too)."""
     from loky import ProcessPoolExecutor
 
+    # raised in the pool's own thread, so a filter around the block would not reach it
+    warnings.filterwarnings("ignore", message="A worker was restarted", category=UserWarning)
     _start_trackers()
     with sigint_held():  # what the pool starts now (its helper processes) never sees it
         pool = ProcessPoolExecutor(max_workers=workers, initializer=_ignore_interrupts)

@@ -41,3 +41,36 @@ def test_workers_boot_with_sigint_held_and_the_main_process_gets_it_back() -> No
     for mask in masks["workers"]:
         assert int(signal.SIGINT) in mask, masks
     assert int(signal.SIGINT) not in masks["main"], masks
+
+
+_GROWING = textwrap.dedent(
+    """
+    import builtins, os, time
+
+    from mobrl.core.workers import process_pool
+
+
+    def grow(i):
+        # 20 MB more kept in the worker each job, past the leak size loky is given below
+        builtins.__dict__.setdefault("_kept", []).append(bytearray(20_000_000))
+        time.sleep(1.1)  # loky looks at a worker's memory at most once a second
+        return os.getpid(), i
+
+
+    with process_pool(1) as pool:
+        done = [pool.submit(grow, i).result() for i in range(4)]
+    print(len({pid for pid, _ in done}), [i for _, i in done])
+    """
+)
+
+
+def test_a_worker_loky_replaces_for_its_memory_costs_no_job_and_no_warning() -> None:
+    env = {**__import__("os").environ, "LOKY_MAX_MEMORY_LEAK_SIZE": "10000000"}
+    done = subprocess.run(
+        [sys.executable, "-c", _GROWING], capture_output=True, text=True, timeout=120, env=env
+    )
+    assert done.returncode == 0, done.stderr
+    workers, jobs = done.stdout.split(maxsplit=1)
+    assert int(workers) > 1, done.stdout  # it was replaced
+    assert jobs.strip() == "[0, 1, 2, 3]"
+    assert "restarted" not in done.stderr and "Warning" not in done.stderr, done.stderr
