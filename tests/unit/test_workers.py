@@ -4,6 +4,7 @@ pressed while they boot leaves no traceback of theirs on the terminal."""
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -65,7 +66,7 @@ _GROWING = textwrap.dedent(
 
 
 def test_a_worker_loky_replaces_for_its_memory_costs_no_job_and_no_warning() -> None:
-    env = {**__import__("os").environ, "LOKY_MAX_MEMORY_LEAK_SIZE": "10000000"}
+    env = {**os.environ, "LOKY_MAX_MEMORY_LEAK_SIZE": "10000000"}
     done = subprocess.run(
         [sys.executable, "-c", _GROWING], capture_output=True, text=True, timeout=120, env=env
     )
