@@ -279,6 +279,19 @@ class FastEngine(RadioSteps, SparseLinks, StockViews):
         rewards[sel] = self._step_rewards
         return rewards, core.time_is_up
 
+    def step_stations(self, actions: np.ndarray) -> tuple[float, bool]:
+        """One step with every UE's station action (b + 1 toggles station b, 0 keeps its links)
+        in UE order, whatever the UEs observe: the step's mean UE utility (mobrl's per-step
+        measure; NaN if no UE was active) and whether the episode is over. What a planner
+        plays on a copy of the env (`oracle_rollout`)."""
+        core: MComCore = self  # type: ignore[assignment]
+        assert not core.time_is_up, "step() called on terminated episode"
+        self._advance(np.asarray(actions, dtype=np.int64), monitor=False)
+        util = self._util
+        active = ~np.isnan(util)
+        value = float(util[active].sum()) / np.count_nonzero(active) if active.any() else math.nan
+        return value, core.time_is_up
+
     def observe_all(self) -> np.ndarray:
         """Observation rows of every UE (multi-agent features, UE order), active or not."""
         return self._ma_rows(self._all_idx)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+import math
 from pathlib import Path
 from typing import Any
 
@@ -264,9 +266,12 @@ class OraclePolicy(_LinkSetPolicy):
         if not hasattr(self, "search"):
             self.reset()
         if self._step != (id(core), core.time):  # one decision per step for all UEs
-            self._actions = self.search.decide(core, GreedyPolicy().station_actions(core))
+            self._actions = self._decide(core)
             self._step = (id(core), core.time)
         return self._actions.copy()
+
+    def _decide(self, core: Any) -> np.ndarray:
+        return self.search.decide(core, GreedyPolicy().station_actions(core))
 
 
 class LookaheadOraclePolicy(OraclePolicy):
@@ -275,6 +280,95 @@ class LookaheadOraclePolicy(OraclePolicy):
 
     name = "oracle2"
     lookahead = True
+
+
+class RolloutOraclePolicy(OraclePolicy):
+    """A whole-episode reference for small layouts (rollout over `oracle`): each step it plays
+    candidate moves to the episode's end on a copy of the env, each followed by `oracle`, and
+    takes the one that serves the most. The candidates: the rest of the plan it follows,
+    `oracle`'s step, that step with any one UE's action changed (kept, or toggling another
+    station it can), greedy's step and no change. UE movement and arrivals do not depend on
+    the actions, so the copy plays the episode's real future: this reference knows where every
+    UE will be, which no policy does. It is never below `oracle` on an episode (each step's
+    choice serves at least as much as carrying on the plan chosen before, and the first step's
+    candidates include `oracle`'s whole episode). Its cost is about (UEs x stations) times
+    the remaining episode of `oracle` per step, so it plays layouts of at most `MAX_UES` UEs."""
+
+    name = "oracle_rollout"
+    applies_like = "oracle"
+    #: the largest layout it plays (UEs): 8 UEs on 7 stations take about 40 s per 30 steps
+    MAX_UES = 16
+
+    def reset(self, seed: int | None = None) -> None:
+        super().reset(seed)
+        #: the steps still ahead in the plan followed: (station actions, the step's utility)
+        self.plan: list[tuple[np.ndarray, float]] = []
+        #: what the plan chosen at the first step serves (the sum of its steps' utilities)
+        self.first_value: float | None = None
+
+    @classmethod
+    def check_size(cls, ues: int, flag: str = "--baselines") -> None:
+        """A one-line error if a layout of `ues` UEs is more than this reference plays."""
+        if ues > cls.MAX_UES:
+            raise UserError(
+                f"baseline '{cls.name}' plays layouts of at most {cls.MAX_UES} UEs (this one has "
+                f"{ues}). Use {flag} oracle2 or oracle here."
+            )
+
+    def _decide(self, core: Any) -> np.ndarray:
+        from mobrl.evaluation.ascent import EPS
+
+        self.check_size(core.NUM_USERS)
+        best = self.plan
+        tried = [best[0][0]] if best else []
+        for first in self._candidates(core):
+            if any(np.array_equal(first, seen) for seen in tried):
+                continue
+            tried.append(first)
+            plan = self._continue(core, first)
+            if not best or _served(plan) > _served(best) + EPS:
+                best = plan
+        if self.first_value is None:
+            self.first_value = _served(best)
+        self.plan = best[1:]
+        return best[0][0].copy()
+
+    def _candidates(self, core: Any) -> list[np.ndarray]:
+        """`oracle`'s step first, then each one-UE change of it, greedy's step, no change: only
+        moves the env's actions can make (with `env.obs=topk`, stations in the UE's slots)."""
+        from mobrl.envs.service import link_state
+        from mobrl.evaluation.oracle import toggleable
+
+        greedy = GreedyPolicy().station_actions(core)
+        oracle = self.search.decide(core, greedy)
+        state = link_state(core)
+        can = state.reach if (allowed := toggleable(core)) is None else state.reach & allowed
+        ues = np.arange(greedy.size)
+        greedy = np.where(can[np.maximum(greedy - 1, 0), ues] | (greedy == 0), greedy, 0)
+        out = [oracle]
+        for ue in np.flatnonzero(state.active):
+            for action in (0, *(np.flatnonzero(can[:, ue]) + 1)):
+                if action != oracle[ue]:
+                    out.append(oracle.copy())
+                    out[-1][ue] = action
+        return [*out, greedy, np.zeros_like(greedy)]
+
+    def _continue(self, core: Any, first: np.ndarray) -> list[tuple[np.ndarray, float]]:
+        """`first`, then `oracle` to the episode's end, played on a copy of `core`: each
+        step's station actions and mean UE utility (0 for a step without active UEs)."""
+        twin, search = copy.deepcopy(core), copy.deepcopy(self.search)
+        plan, move = [], first
+        while True:
+            value, done = twin.step_stations(move)
+            plan.append((move, 0.0 if math.isnan(value) else value))
+            if done:
+                return plan
+            move = search.decide(twin, GreedyPolicy().station_actions(twin))
+
+
+def _served(plan: list[tuple[np.ndarray, float]]) -> float:
+    """The sum of a plan's step utilities."""
+    return math.fsum(value for _, value in plan)
 
 
 BASELINES: dict[str, type[Baseline]] = {
@@ -288,6 +382,7 @@ BASELINES: dict[str, type[Baseline]] = {
             CappedPolicy,
             OraclePolicy,
             LookaheadOraclePolicy,
+            RolloutOraclePolicy,
             PoleAnglePolicy,
         )
     },
@@ -382,3 +477,6 @@ def check_baselines(
                 f"baseline '{name}' does not apply to {env_config['id']}. "
                 f"Use {flag} {','.join(applicable)}."
             )
+        layout = env_config.get("layout")
+        if hasattr(BASELINES[name], "check_size") and isinstance(layout, dict):
+            BASELINES[name].check_size(int(layout["ues"]["count"]), flag)

@@ -39,6 +39,7 @@ def test_a_field_rule_outside_mobile_env_is_one_line(mobrl_cli, tmp_path) -> Non
     for args, fragment in (
         (["scenario=cartpole", "--baselines", "a3"], "baseline 'a3' does not apply"),
         (["scenario=small", "--baselines", "deepcomp_dynamic_eps8"], "unknown baseline"),
+        (["scenario=umi_dense", "--baselines", "oracle_rollout"], "at most 16 UEs"),
     ):
         result = mobrl_cli(
             "baselines", *args, "--episodes", "1", "--output", str(out), cwd=tmp_path

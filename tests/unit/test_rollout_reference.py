@@ -1,0 +1,111 @@
+"""`oracle_rollout`, the whole-episode reference for small layouts: it plays its candidates on
+copies of the env, so what it plans is what the env then serves; it never serves an episode
+less than `oracle`, and under interference it serves more."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from mobrl import scenarios
+from mobrl.core import metrics as keys
+from mobrl.envs.netstats import step_arrays
+from mobrl.evaluation.policies import BASELINES
+from mobrl.envs.wrappers import find_core
+from mobrl.evaluation.rollout import episode_env, run_episode
+from mobrl.scenarios.kinds.mobile import make_mobile_core
+
+
+def _layout(seed: int, episode_length: int = 12) -> dict:
+    """Four UMi cells 200 m apart, 6 UEs, active interference and proportional fair."""
+    raw = {
+        "width": 500.0,
+        "height": 400.0,
+        "seed": seed,
+        "episode_length": episode_length,
+        "station_defaults": {"bandwidth": 2e7, "frequency": 3500.0, "tx_power": 30, "height": 10},
+        "stations": [{"x": x, "y": y} for x, y in ((150, 100), (350, 100), (150, 300), (350, 300))],
+        "ues": {"count": 6, "height": 1.5, "velocity": 3.0},
+        "radio": {
+            "channel": "umi",
+            "shadowing": True,
+            "interference": "active",
+            "scheduler": "proportional_fair",
+        },
+        "movement": {"model": "gauss_markov", "alpha": 0.75},
+    }
+    return scenarios.validate(raw, Path("rollout.yaml"))
+
+
+def _config(seed: int) -> dict:
+    return {
+        "kind": "mobile",
+        "id": "rollout",
+        "scenario": "rollout",
+        "layout": _layout(seed),
+        "mode": "ma",
+        "engine": "fast",
+        "kwargs": {},
+        "obs": "mobile",
+        "reward": "mobile",
+    }
+
+
+def _played(core: object, name: str) -> tuple[float, object]:
+    """The sum of the step utilities of an episode of baseline `name`, stepped on the
+    engine `core` with station actions, and the policy."""
+    core.reset()
+    policy = BASELINES[name]()
+    policy.reset(0)
+    total, done = 0.0, False
+    while not done:
+        value, done = core.step_stations(policy.station_actions(core))
+        total += 0.0 if np.isnan(value) else value
+    return total, policy
+
+
+@pytest.mark.parametrize("layout", ["small", "interference"])
+def test_step_stations_reports_the_recorded_step_utility(layout: str) -> None:
+    core = make_mobile_core(_layout(1) if layout == "interference" else "small", "ma")
+    core.reset()
+    rng = np.random.default_rng(4)
+    done = False
+    while not done:
+        actions = rng.integers(0, core.NUM_STATIONS + 1, core.NUM_USERS)
+        value, done = core.step_stations(actions)
+        recorded = step_arrays(core, sorted(core.users))[0]
+        assert value == pytest.approx(float(np.nanmean(recorded)), abs=1e-12)
+
+
+def test_rollout_serves_at_least_its_first_plan_and_oracle_and_more_under_interference() -> None:
+    gains = []
+    for seed in (0, 1, 2):
+        oracle, _ = _played(make_mobile_core(_layout(seed), "ma"), "oracle")
+        rollout, policy = _played(make_mobile_core(_layout(seed), "ma"), "oracle_rollout")
+        # the first step's candidates include oracle's whole episode; each later step keeps
+        # at least what carrying on the plan before it serves
+        assert policy.first_value >= oracle - 1e-12
+        assert rollout >= policy.first_value - 1e-12
+        gains.append(rollout - oracle)
+    assert max(gains) > 1e-3, gains  # moves whose worth shows only steps later
+
+
+def test_rollout_plays_in_the_env_what_it_planned_on_copies() -> None:
+    """Through the multi-agent env (`run_episode`), the episode's mean UE utility is the one
+    its station actions give on the engine: deciding leaves the env as it was."""
+    config = _config(2)
+    planned, _ = _played(find_core(episode_env(config, 5)), "oracle_rollout")
+    row = run_episode(config, BASELINES["oracle_rollout"](), 5)
+    steps = config["layout"]["episode_length"]
+    assert row[keys.UTILITY_MEAN] == pytest.approx(planned / steps, abs=1e-12)
+
+
+def test_rollout_refuses_a_layout_beyond_its_size() -> None:
+    from mobrl.core.errors import UserError
+    from mobrl.evaluation.policies import check_baselines
+
+    big = {**_config(0), "layout": {**_layout(0), "ues": {**_layout(0)["ues"], "count": 17}}}
+    with pytest.raises(UserError, match="at most 16 UEs"):
+        check_baselines(["oracle_rollout"], big)
