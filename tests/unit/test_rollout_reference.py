@@ -12,8 +12,8 @@ import pytest
 from mobrl import scenarios
 from mobrl.core import metrics as keys
 from mobrl.envs.netstats import step_arrays
-from mobrl.evaluation.policies import BASELINES
 from mobrl.envs.wrappers import find_core
+from mobrl.evaluation.policies import BASELINES
 from mobrl.evaluation.rollout import episode_env, run_episode
 from mobrl.scenarios.kinds.mobile import make_mobile_core
 
