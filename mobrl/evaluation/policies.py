@@ -307,18 +307,24 @@ class RolloutOraclePolicy(OraclePolicy):
         self.first_value: float | None = None
 
     @classmethod
-    def check_size(cls, ues: int, flag: str = "--baselines") -> None:
-        """A one-line error if a layout of `ues` UEs is more than this reference plays."""
+    def check_env(cls, ues: int, fast: bool, flag: str = "--baselines") -> None:
+        """A one-line error unless the env is one this reference plays: at most `MAX_UES` UEs,
+        on mobrl's fast engine (whose copies it steps)."""
         if ues > cls.MAX_UES:
             raise UserError(
                 f"baseline '{cls.name}' plays layouts of at most {cls.MAX_UES} UEs (this one has "
                 f"{ues}). Use {flag} oracle2 or oracle here."
             )
+        if not fast:
+            raise UserError(
+                f"baseline '{cls.name}' plays on mobrl's fast engine only. Drop engine=stock, "
+                f"or use {flag} oracle2 or oracle."
+            )
 
     def _decide(self, core: Any) -> np.ndarray:
         from mobrl.evaluation.ascent import EPS
 
-        self.check_size(core.NUM_USERS)
+        self.check_env(core.NUM_USERS, hasattr(core, "step_stations"))
         best = self.plan
         tried = [best[0][0]] if best else []
         for first in self._candidates(core):
@@ -478,5 +484,6 @@ def check_baselines(
                 f"Use {flag} {','.join(applicable)}."
             )
         layout = env_config.get("layout")
-        if hasattr(BASELINES[name], "check_size") and isinstance(layout, dict):
-            BASELINES[name].check_size(int(layout["ues"]["count"]), flag)
+        if hasattr(BASELINES[name], "check_env") and isinstance(layout, dict):
+            ues, fast = int(layout["ues"]["count"]), env_config.get("engine") != "stock"
+            BASELINES[name].check_env(ues, fast, flag)

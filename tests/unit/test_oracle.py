@@ -127,7 +127,9 @@ def test_no_baseline_serves_a_step_better_from_the_same_state(layout: str) -> No
     config = _config(layout)
     env = episode_env(config, 3)
     obs, _ = env.reset(seed=3)
-    others = [n for n in BASELINES if n not in ("oracle", "oracle2", "oracle_rollout", "pole_angle")]
+    others = [
+        n for n in BASELINES if n not in ("oracle", "oracle2", "oracle_rollout", "pole_angle")
+    ]
     policies = {name: BASELINES[name]() for name in others}
     me = BASELINES["oracle"]()
     for policy in (*policies.values(), me):

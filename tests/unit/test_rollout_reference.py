@@ -102,10 +102,12 @@ def test_rollout_plays_in_the_env_what_it_planned_on_copies() -> None:
     assert row[keys.UTILITY_MEAN] == pytest.approx(planned / steps, abs=1e-12)
 
 
-def test_rollout_refuses_a_layout_beyond_its_size() -> None:
+def test_rollout_refuses_a_layout_beyond_its_size_and_the_stock_engine() -> None:
     from mobrl.core.errors import UserError
     from mobrl.evaluation.policies import check_baselines
 
     big = {**_config(0), "layout": {**_layout(0), "ues": {**_layout(0)["ues"], "count": 17}}}
     with pytest.raises(UserError, match="at most 16 UEs"):
         check_baselines(["oracle_rollout"], big)
+    with pytest.raises(UserError, match="fast engine only"):
+        check_baselines(["oracle_rollout"], {**_config(0), "engine": "stock"})
