@@ -19,7 +19,9 @@ is in LOS where its value is below the model's LOS probability (38.901 §7.6.3.3
 
 from __future__ import annotations
 
+import copy
 import functools
+from typing import Any
 
 import numpy as np
 
@@ -62,7 +64,21 @@ def pool(cells_per_dcorr: float, scale: float = 1.0, uniform: bool = False) -> n
     return field
 
 
-class StationFields:
+class _SharedRealisations:
+    """A copy (`copy.deepcopy`, e.g. of an env a planner plays ahead on) shares the object's
+    read-only arrays, the realisations and per-episode tables, instead of copying them:
+    nothing writes them, and a new episode replaces them."""
+
+    def __deepcopy__(self, memo: dict) -> Any:
+        new = copy.copy(self)
+        memo[id(self)] = new
+        for key, value in vars(self).items():
+            if not (isinstance(value, np.ndarray) and not value.flags.writeable):
+                setattr(new, key, copy.deepcopy(value, memo))
+        return new
+
+
+class StationFields(_SharedRealisations):
     """Per station, one field of correlation distance `d_corr` over a `width` x `height` map:
     `at(x, y)` gives the (station, UE) values at the UEs' positions (times `scale`, or
     uniform values with `uniform`).
@@ -100,6 +116,7 @@ class StationFields:
         if self._stations is not None:
             cells = (np.arange(self.nx)[:, None] * CELLS + np.arange(self.ny)[None, :]).ravel()
             self.table = np.ascontiguousarray(np.take(self.values, self.base + cells).T).ravel()
+            self.table.flags.writeable = False
 
     def cells(self, x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Each position's cell (column, row) on the map (positions off it: the nearest)."""
@@ -121,7 +138,7 @@ class StationFields:
         return np.take(self.values, self.base + self.keys(x, y)[None, :])
 
 
-class ShadowFields:
+class ShadowFields(_SharedRealisations):
     """Shadow fading of every station's links: one field for links in LOS and one for links
     in NLOS (their own decorrelation distances and sigmas, on cells of the shorter distance's
     size), read in one pass: `at(x, y, los)` in dB."""
@@ -142,6 +159,7 @@ class ShadowFields:
         self.values = np.concatenate(
             [pool(d_los / cell, float(sigma_los)), pool(d_nlos / cell, float(sigma_nlos))]
         )
+        self.values.flags.writeable = False
         self.los_base = self.nlos_base = self.grid.base
 
     def redraw(self, rng: np.random.Generator) -> None:

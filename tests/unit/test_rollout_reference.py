@@ -111,3 +111,24 @@ def test_rollout_refuses_a_layout_beyond_its_size_and_the_stock_engine() -> None
         check_baselines(["oracle_rollout"], big)
     with pytest.raises(UserError, match="fast engine only"):
         check_baselines(["oracle_rollout"], {**_config(0), "engine": "stock"})
+
+
+def test_a_copy_of_the_env_shares_its_realisations_and_steps_as_the_env() -> None:
+    """The copies a planner plays on share the read-only field realisations (not 20 MB each)
+    and own what a step changes: both then serve the same steps."""
+    import copy
+
+    core = make_mobile_core(_layout(3), "ma")
+    core.reset()
+    twin = copy.deepcopy(core)
+    shadow, los = core._radio.sf_fields, core._radio.los_field
+    assert twin._radio.sf_fields.values is shadow.values
+    assert twin._radio.los_field.values is los.values
+    assert twin._radio.sf_fields.grid.base is not shadow.grid.base
+    assert twin._conn is not core._conn
+    rng = np.random.default_rng(0)
+    done = False
+    while not done:
+        actions = rng.integers(0, core.NUM_STATIONS + 1, core.NUM_USERS)
+        value, done = core.step_stations(actions)
+        assert twin.step_stations(actions) == (value, done)
