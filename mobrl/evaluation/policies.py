@@ -307,7 +307,14 @@ class RolloutOraclePolicy(OraclePolicy):
         self.first_value: float | None = None
 
     @classmethod
-    def check_env(cls, ues: int, fast: bool, flag: str = "--baselines") -> None:
+    def check_plays(cls, env_config: dict[str, Any], flag: str = "--baselines") -> None:
+        layout = env_config.get("layout")
+        if isinstance(layout, dict):
+            ues = int(layout["ues"]["count"])
+            cls._check_size(ues, env_config.get("engine") != "stock", flag)
+
+    @classmethod
+    def _check_size(cls, ues: int, fast: bool, flag: str = "--baselines") -> None:
         """A one-line error unless the env is one this reference plays: at most `MAX_UES` UEs,
         on mobrl's fast engine (whose copies it steps)."""
         if ues > cls.MAX_UES:
@@ -324,7 +331,7 @@ class RolloutOraclePolicy(OraclePolicy):
     def _decide(self, core: Any) -> np.ndarray:
         from mobrl.evaluation.ascent import EPS
 
-        self.check_env(core.NUM_USERS, hasattr(core, "step_stations"))
+        self._check_size(core.NUM_USERS, hasattr(core, "step_stations"))
         best = self.plan
         tried = [best[0][0]] if best else []
         for first in self._candidates(core):
@@ -483,7 +490,4 @@ def check_baselines(
                 f"baseline '{name}' does not apply to {env_config['id']}. "
                 f"Use {flag} {','.join(applicable)}."
             )
-        layout = env_config.get("layout")
-        if hasattr(BASELINES[name], "check_env") and isinstance(layout, dict):
-            ues, fast = int(layout["ues"]["count"]), env_config.get("engine") != "stock"
-            BASELINES[name].check_env(ues, fast, flag)
+        BASELINES[name].check_plays(env_config, flag)

@@ -22,6 +22,11 @@ class Baseline:
     #: (None: only where the kind lists it)
     applies_like: str | None = None
 
+    @classmethod
+    def check_plays(cls, env_config: dict[str, Any], flag: str = "--baselines") -> None:
+        """A one-line error if this baseline cannot play `env_config`, an env it applies to
+        (`mobrl.evaluation.policies.check_baselines`); by default it plays every one."""
+
     def reset(self, seed: int | None = None) -> None:
         self.rng = np.random.default_rng(seed)
 
