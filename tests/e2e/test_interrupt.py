@@ -32,12 +32,18 @@ def _as_in_a_terminal() -> None:
 
 
 def _interrupt(
-    args: list[str], cwd: Path, ready: str | None, delay: float, sig: int = signal.SIGINT
+    args: list[str],
+    cwd: Path,
+    ready: str | None,
+    delay: float,
+    sig: int = signal.SIGINT,
+    written: Path | None = None,
 ) -> tuple:
-    """Start `mobrl ARGS`, wait for the stdout line containing `ready` (if given) and
-    `delay` seconds more, then press Ctrl-C (SIGINT to the whole process group, as a terminal
-    sends it) or send `sig` to the main process alone (`kill PID`); return (exit code,
-    seconds to exit, stderr)."""
+    """Start `mobrl ARGS`, wait for the stdout line containing `ready` (if given), for the
+    file `written` to hold something (if given; a loaded machine may take long to start),
+    and `delay` seconds more, then press Ctrl-C (SIGINT to the whole process group, as a
+    terminal sends it) or send `sig` to the main process alone (`kill PID`); return (exit
+    code, seconds to exit, stderr)."""
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "COLUMNS": "200"}
     proc = subprocess.Popen(
         [sys.executable, "-m", "mobrl", *args], cwd=cwd, env=env, text=True,
@@ -51,6 +57,11 @@ def _interrupt(
                     break
             else:
                 pytest.fail(f"`mobrl {' '.join(args)}` ended before printing {ready!r}")
+        deadline = time.monotonic() + 120
+        while written is not None and not (written.exists() and written.stat().st_size):
+            assert proc.poll() is None, f"`mobrl {' '.join(args)}` ended before writing"
+            assert time.monotonic() < deadline, f"nothing in {written} after 120 s"
+            time.sleep(0.1)
         time.sleep(delay)
         assert proc.poll() is None, f"`mobrl {' '.join(args)}` ended before the signal"
         sent = time.monotonic()
@@ -117,7 +128,11 @@ def test_ctrl_c_ends_every_long_command_at_once(tmp_path: Path) -> None:
     }  # fmt: skip
     for name, args in long_ones.items():
         out = tmp_path / name
-        code, took, err = _interrupt([*args, "--output", str(out)], tmp_path, None, 5.0)
+        played = None if name == "matrix" else out / ".episodes.journal"
+        code, took, err = _interrupt(
+            [*args, "--output", str(out)], tmp_path, None, 1.0 if played else 5.0,
+            written=played,
+        )  # fmt: skip
         if name == "matrix":  # written whole or not at all
             _told(code, took, err, "evaluation stopped after", "nothing was written")
             assert not out.exists(), f"{name} left {list(out.rglob('*'))}"
