@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -37,10 +38,10 @@ def _interrupt(
     ready: str | None,
     delay: float,
     sig: int = signal.SIGINT,
-    written: Path | None = None,
+    until: Callable[[int], bool] | None = None,
 ) -> tuple:
-    """Start `mobrl ARGS`, wait for the stdout line containing `ready` (if given), for the
-    file `written` to hold something (if given; a loaded machine may take long to start),
+    """Start `mobrl ARGS`, wait for the stdout line containing `ready` (if given), until
+    `until(pid)` holds (if given; a loaded machine may take long to start),
     and `delay` seconds more, then press Ctrl-C (SIGINT to the whole process group, as a
     terminal sends it) or send `sig` to the main process alone (`kill PID`); return (exit
     code, seconds to exit, stderr)."""
@@ -58,9 +59,9 @@ def _interrupt(
             else:
                 pytest.fail(f"`mobrl {' '.join(args)}` ended before printing {ready!r}")
         deadline = time.monotonic() + 120
-        while written is not None and not (written.exists() and written.stat().st_size):
-            assert proc.poll() is None, f"`mobrl {' '.join(args)}` ended before writing"
-            assert time.monotonic() < deadline, f"nothing in {written} after 120 s"
+        while until is not None and not until(proc.pid):
+            assert proc.poll() is None, f"`mobrl {' '.join(args)}` ended before it was under way"
+            assert time.monotonic() < deadline, "not under way after 120 s"
             time.sleep(0.1)
         time.sleep(delay)
         assert proc.poll() is None, f"`mobrl {' '.join(args)}` ended before the signal"
@@ -78,14 +79,27 @@ def _interrupt(
     return proc.returncode, took, err
 
 
-def _assert_none_left(group: int) -> None:
-    """No process of the command's process group is still running (zombies have ended)."""
-    time.sleep(0.5)
+def _running(group: int) -> list[str]:
+    """The processes of a process group still running (zombies have ended)."""
     alive = subprocess.run(
         ["ps", "-o", "pid=,stat=,cmd=", "-g", str(group)], capture_output=True, text=True
     ).stdout.splitlines()
-    running = [line for line in alive if line.split()[1][0] != "Z"]
-    assert not running, f"processes left running: {running}"
+    return [line for line in alive if line.split()[1][0] != "Z"]
+
+
+def _assert_none_left(group: int) -> None:
+    time.sleep(0.5)
+    assert not _running(group), f"processes left running: {_running(group)}"
+
+
+def _written(path: Path) -> Callable[[int], bool]:
+    """`until`: the file `path` holds something, or the dir `path` is made."""
+    return lambda _: path.is_dir() or (path.is_file() and path.stat().st_size > 0)
+
+
+def _workers_up(group: int) -> bool:
+    """`until`: the command's worker processes are started."""
+    return len(_running(group)) > 1
 
 
 def _told(code: int, took: float, err: str, *words: str) -> str:
@@ -128,11 +142,11 @@ def test_ctrl_c_ends_every_long_command_at_once(tmp_path: Path) -> None:
     }  # fmt: skip
     for name, args in long_ones.items():
         out = tmp_path / name
-        played = None if name == "matrix" else out / ".episodes.journal"
+        # the first episode in the journal; the matrix keeps none, but its workers run
+        until = _workers_up if name == "matrix" else _written(out / ".episodes.journal")
         code, took, err = _interrupt(
-            [*args, "--output", str(out)], tmp_path, None, 1.0 if played else 5.0,
-            written=played,
-        )  # fmt: skip
+            [*args, "--output", str(out)], tmp_path, None, 1.0, until=until
+        )
         if name == "matrix":  # written whole or not at all
             _told(code, took, err, "evaluation stopped after", "nothing was written")
             assert not out.exists(), f"{name} left {list(out.rglob('*'))}"
@@ -149,8 +163,9 @@ def test_ctrl_c_ends_every_long_command_at_once(tmp_path: Path) -> None:
     _told(code, took, err, "rendering stopped", "was not written")
     assert not list(tmp_path.glob("*.mp4")) and not list(tmp_path.glob(".v.partial*"))
 
+    drawn = tmp_path / "report"  # made once the runs are read, before the figures
     code, took, err = _interrupt(
-        ["report", str(many), "--out", str(tmp_path / "report")], tmp_path, None, 1.5
+        ["report", str(many), "--out", str(drawn)], tmp_path, None, 0.5, until=_written(drawn)
     )
     _told(code, took, err, "report stopped", "were not written")
     assert not (tmp_path / "report" / "report.html").exists()
@@ -162,8 +177,8 @@ def test_a_sigterm_to_the_command_alone_leaves_no_worker_running(tmp_path: Path)
     journal of the episodes played, from which the same command continues."""
     out = tmp_path / "out"
     args = ["evaluate", "--checkpoint", "zoo:small", "--episodes", "2000", "--output", str(out)]
-    # 5 s: the workers are playing episodes
-    code, took, err = _interrupt(args, tmp_path, None, 5.0, sig=signal.SIGTERM)
+    played = _written(out / ".episodes.journal")  # the workers are playing episodes
+    code, took, err = _interrupt(args, tmp_path, None, 1.0, sig=signal.SIGTERM, until=played)
     assert code == 143, err
     assert took <= LIMIT_S, f"{took:.2f} s to end after SIGTERM"
     assert sorted(p.name for p in out.iterdir()) == [".episodes.journal"]
