@@ -292,12 +292,20 @@ class RolloutOraclePolicy(OraclePolicy):
     UE will be, which no policy does. It is never below `oracle` on an episode (each step's
     choice serves at least as much as carrying on the plan chosen before, and the first step's
     candidates include `oracle`'s whole episode). Its cost is about (UEs x stations) times
-    the remaining episode of `oracle` per step, so it plays layouts of at most `MAX_UES` UEs."""
+    the remaining episode of `oracle` per step, so it plays layouts of at most `MAX_UES` UEs.
+
+    `HORIZON` and `CHANGES` bound it (`oracle_horizon`): each candidate played that many steps
+    ahead instead of to the episode's end, and only that many one-UE changes of `oracle`'s
+    step tried, those that lose the least in the step itself."""
 
     name = "oracle_rollout"
     applies_like = "oracle"
     #: the largest layout it plays (UEs): 8 UEs on 7 stations take about 40 s per 30 steps
-    MAX_UES = 16
+    MAX_UES: int | None = 16
+    #: steps each candidate is played (None: to the episode's end)
+    HORIZON: int | None = None
+    #: one-UE changes of `oracle`'s step tried (None: all)
+    CHANGES: int | None = None
 
     def reset(self, seed: int | None = None) -> None:
         super().reset(seed)
@@ -317,10 +325,10 @@ class RolloutOraclePolicy(OraclePolicy):
     def _check_size(cls, ues: int, fast: bool, flag: str = "--baselines") -> None:
         """A one-line error unless the env is one this reference plays: at most `MAX_UES` UEs,
         on mobrl's fast engine (whose copies it steps)."""
-        if ues > cls.MAX_UES:
+        if cls.MAX_UES is not None and ues > cls.MAX_UES:
             raise UserError(
                 f"baseline '{cls.name}' plays layouts of at most {cls.MAX_UES} UEs (this one has "
-                f"{ues}). Use {flag} oracle2 or oracle here."
+                f"{ues}). Use {flag} oracle_horizon, oracle2 or oracle here."
             )
         if not fast:
             raise UserError(
@@ -333,12 +341,14 @@ class RolloutOraclePolicy(OraclePolicy):
 
         self._check_size(core.NUM_USERS, hasattr(core, "step_stations"))
         best = self.plan
+        if best and self.HORIZON is not None:  # the plan's window moved on by a step
+            best = self._continue(core, [move for move, _ in best])
         tried = [best[0][0]] if best else []
         for first in self._candidates(core):
             if any(np.array_equal(first, seen) for seen in tried):
                 continue
             tried.append(first)
-            plan = self._continue(core, first)
+            plan = self._continue(core, [first])
             if not best or _served(plan) > _served(best) + EPS:
                 best = plan
         if self.first_value is None:
@@ -347,8 +357,9 @@ class RolloutOraclePolicy(OraclePolicy):
         return best[0][0].copy()
 
     def _candidates(self, core: Any) -> list[np.ndarray]:
-        """`oracle`'s step first, then each one-UE change of it, greedy's step, no change: only
-        moves the env's actions can make (with `env.obs=topk`, stations in the UE's slots)."""
+        """`oracle`'s step first, then each one-UE change of it (or the `CHANGES` that lose
+        the least in the step), greedy's step, no change: only moves the env's actions can
+        make (with `env.obs=topk`, stations in the UE's slots)."""
         from mobrl.envs.service import link_state
         from mobrl.evaluation.oracle import toggleable
 
@@ -358,25 +369,67 @@ class RolloutOraclePolicy(OraclePolicy):
         can = state.reach if (allowed := toggleable(core)) is None else state.reach & allowed
         ues = np.arange(greedy.size)
         greedy = np.where(can[np.maximum(greedy - 1, 0), ues] | (greedy == 0), greedy, 0)
+        changes = [
+            (ue, action)
+            for ue in np.flatnonzero(state.active).tolist()
+            for action in (0, *(np.flatnonzero(can[:, ue]) + 1).tolist())
+            if action != oracle[ue]
+        ]
+        if self.CHANGES is not None and len(changes) > self.CHANGES:
+            changes = _least_lost(state, oracle, changes, self.CHANGES)
         out = [oracle]
-        for ue in np.flatnonzero(state.active):
-            for action in (0, *(np.flatnonzero(can[:, ue]) + 1)):
-                if action != oracle[ue]:
-                    out.append(oracle.copy())
-                    out[-1][ue] = action
+        for ue, action in changes:
+            out.append(oracle.copy())
+            out[-1][ue] = action
         return [*out, greedy, np.zeros_like(greedy)]
 
-    def _continue(self, core: Any, first: np.ndarray) -> list[tuple[np.ndarray, float]]:
-        """`first`, then `oracle` to the episode's end, played on a copy of `core`: each
-        step's station actions and mean UE utility (0 for a step without active UEs)."""
+    def _continue(self, core: Any, moves: list[np.ndarray]) -> list[tuple[np.ndarray, float]]:
+        """`moves`, then `oracle` to the episode's end (or to `HORIZON` steps), played on a
+        copy of `core`: each step's station actions and mean UE utility (0 for a step
+        without active UEs)."""
         twin, search = copy.deepcopy(core), copy.deepcopy(self.search)
-        plan, move = [], first
+        plan: list[tuple[np.ndarray, float]] = []
         while True:
+            if len(plan) < len(moves):
+                move = moves[len(plan)]
+            else:
+                move = search.decide(twin, GreedyPolicy().station_actions(twin))
             value, done = twin.step_stations(move)
             plan.append((move, 0.0 if math.isnan(value) else value))
-            if done:
+            if done or (self.HORIZON is not None and len(plan) >= self.HORIZON):
                 return plan
-            move = search.decide(twin, GreedyPolicy().station_actions(twin))
+
+
+class HorizonOraclePolicy(RolloutOraclePolicy):
+    """`oracle_rollout` bounded for layouts of any size (a receding horizon): each step its
+    candidates (the rest of the plan it follows, `oracle`'s step, the `CHANGES` one-UE changes
+    of that step that lose the least in the step, greedy's step, no change) are played
+    `HORIZON` steps ahead on a copy of the env, each followed by `oracle`, and it takes the
+    one that serves the most over those steps. It knows the UEs' real future over the
+    horizon, as `oracle_rollout` does over the episode. Its cost is (CHANGES + 4) x HORIZON
+    steps of `oracle` per step."""
+
+    name = "oracle_horizon"
+    MAX_UES = None
+    HORIZON = 8
+    CHANGES = 12
+
+
+def _least_lost(
+    state: Any, actions: np.ndarray, changes: list[tuple[int, int]], keep: int
+) -> list[tuple[int, int]]:
+    """The `keep` one-UE changes (ue, action) of `actions` that lose the least of the step's
+    summed utility (ties: in the order given)."""
+    from mobrl.envs.service import column_changes, links_after
+
+    base = links_after(state, actions)
+    ues = np.array([ue for ue, _ in changes], dtype=np.int64)
+    cols = state.conn[:, ues].copy()  # each UE's links before the step, then its action
+    for i, (ue, action) in enumerate(changes):
+        if action:
+            cols[action - 1, i] = ~cols[action - 1, i] & state.reach[action - 1, ue]
+    change = column_changes(state, base, ues, cols.T.copy())
+    return [changes[i] for i in np.argsort(-change, kind="stable")[:keep].tolist()]
 
 
 def _served(plan: list[tuple[np.ndarray, float]]) -> float:
@@ -396,6 +449,7 @@ BASELINES: dict[str, type[Baseline]] = {
             OraclePolicy,
             LookaheadOraclePolicy,
             RolloutOraclePolicy,
+            HorizonOraclePolicy,
             PoleAnglePolicy,
         )
     },

@@ -1,6 +1,8 @@
 """`oracle_rollout`, the whole-episode reference for small layouts: it plays its candidates on
 copies of the env, so what it plans is what the env then serves; it never serves an episode
-less than `oracle`, and under interference it serves more."""
+less than `oracle`, and under interference it serves more. `oracle_horizon`, its bounded form
+for layouts of any size: the same over a receding horizon, with the one-UE changes that lose
+the least in the step."""
 
 from __future__ import annotations
 
@@ -53,11 +55,11 @@ def _config(seed: int) -> dict:
     }
 
 
-def _played(core: object, name: str) -> tuple[float, object]:
-    """The sum of the step utilities of an episode of baseline `name`, stepped on the
-    engine `core` with station actions, and the policy."""
+def _played(core: object, name: str | type) -> tuple[float, object]:
+    """The sum of the step utilities of an episode of baseline `name` (or class), stepped on
+    the engine `core` with station actions, and the policy."""
     core.reset()
-    policy = BASELINES[name]()
+    policy = BASELINES[name]() if isinstance(name, str) else name()
     policy.reset(0)
     total, done = 0.0, False
     while not done:
@@ -98,6 +100,67 @@ def test_rollout_plays_in_the_env_what_it_planned_on_copies() -> None:
     config = _config(2)
     planned, _ = _played(find_core(episode_env(config, 5)), "oracle_rollout")
     row = run_episode(config, BASELINES["oracle_rollout"](), 5)
+    steps = config["layout"]["episode_length"]
+    assert row[keys.UTILITY_MEAN] == pytest.approx(planned / steps, abs=1e-12)
+
+
+def test_a_horizon_over_the_whole_episode_with_every_change_is_the_rollout() -> None:
+    """`oracle_horizon`'s bounds lifted (a horizon of the episode's length, every one-UE
+    change) give `oracle_rollout`'s episode: its plan's window, replayed each step, is the
+    plan the rollout keeps."""
+    from mobrl.evaluation.policies import HorizonOraclePolicy
+
+    class Unbounded(HorizonOraclePolicy):
+        HORIZON = 12
+        CHANGES = 1000
+
+    for seed in (0, 1):
+        rollout, _ = _played(make_mobile_core(_layout(seed), "ma"), "oracle_rollout")
+        unbounded, _ = _played(make_mobile_core(_layout(seed), "ma"), Unbounded)
+        assert unbounded == rollout
+
+
+def test_the_changes_kept_are_those_that_lose_least_in_the_step() -> None:
+    """`_least_lost` ranks a step's one-UE changes of `oracle`'s move as the step's utility,
+    scored whole for each changed move, ranks them (under interference, UEs coupled)."""
+    from mobrl.envs.service import link_state
+    from mobrl.evaluation.oracle import StepSearch, step_utility
+    from mobrl.evaluation.policies import GreedyPolicy, _least_lost
+
+    core = make_mobile_core(_layout(4), "ma")
+    core.reset()
+    rng = np.random.default_rng(1)
+    for _ in range(4):  # a few steps in, UEs hold links
+        core.step_stations(rng.integers(0, core.NUM_STATIONS + 1, core.NUM_USERS))
+    state = link_state(core)
+    oracle = StepSearch().decide(core, GreedyPolicy().station_actions(core))
+    changes = [
+        (ue, a)
+        for ue in range(core.NUM_USERS)
+        for a in (0, *(np.flatnonzero(state.reach[:, ue]) + 1).tolist())
+        if a != oracle[ue]
+    ]
+    assert len(changes) > 8
+    values = []
+    for ue, a in changes:
+        moved = oracle.copy()
+        moved[ue] = a
+        values.append(step_utility(state, moved))
+    assert max(values) - min(values) > 1e-4  # the ranking has something to rank
+    kept = _least_lost(state, oracle, changes, 8)
+    cut = sorted(values, reverse=True)[7]
+    assert all(values[changes.index(c)] >= cut - 1e-12 for c in kept), (kept, values)
+    assert len(set(kept)) == 8
+
+
+def test_oracle_horizon_plays_beyond_the_rollouts_size_and_as_it_planned() -> None:
+    from mobrl.evaluation.policies import check_baselines
+
+    big = {**_config(0), "layout": {**_layout(0), "ues": {**_layout(0)["ues"], "count": 40}}}
+    check_baselines(["oracle_horizon"], big)  # no refusal
+    config = _config(2)
+    planned, _ = _played(find_core(episode_env(config, 5)), "oracle_horizon")
+    row = run_episode(config, BASELINES["oracle_horizon"](), 5)
     steps = config["layout"]["episode_length"]
     assert row[keys.UTILITY_MEAN] == pytest.approx(planned / steps, abs=1e-12)
 
