@@ -43,7 +43,6 @@ from pathlib import Path
 from typing import Any
 
 UTILITY, CONNECTED, P5 = "ue/utility/mean", "network/connected_fraction", "ue/utility/p5"
-REFERENCES = ("oracle", "oracle2")
 TRAINED = "trained"
 
 
@@ -115,6 +114,8 @@ def one_seed(
         rows = [r for r in rows if r["policy"] == TRAINED] + baseline_rows(baselines, rows, args)
     summary = paired_summary(rows, args.baselines)
     paired = summary["paired_vs_trained"]
+    from mobrl.evaluation.paired import REFERENCES
+
     rules = [k for k in paired if k not in (*REFERENCES, "greedy", "full")]
 
     def diff(name: str, key: str) -> tuple[float, float]:

@@ -195,3 +195,12 @@ def test_a_copy_of_the_env_shares_its_realisations_and_steps_as_the_env() -> Non
         actions = rng.integers(0, core.NUM_STATIONS + 1, core.NUM_USERS)
         value, done = core.step_stations(actions)
         assert twin.step_stations(actions) == (value, done)
+
+
+def test_the_gap_is_measured_to_the_strongest_reference_played() -> None:
+    from mobrl.evaluation.paired import gap_reference
+
+    assert gap_reference(["greedy", "oracle", "oracle2"]) == "oracle2"
+    assert gap_reference(["greedy", "oracle2", "oracle_horizon"]) == "oracle_horizon"
+    assert gap_reference(["oracle_horizon", "oracle_rollout", "oracle"]) == "oracle_rollout"
+    assert gap_reference(["greedy", "greedy_fill"]) is None
