@@ -292,6 +292,18 @@ class FastEngine(RadioSteps, SparseLinks, StockViews):
         value = float(util[active].sum()) / np.count_nonzero(active) if active.any() else math.nan
         return value, core.time_is_up
 
+    def sample_future(self, seed: Any) -> None:
+        """Give this env (a planner's copy) its own random stream, drawn from `seed`, for what
+        moves the UEs from now on (mobile-env's waypoints, or the layout's mobility model): its
+        future is then a sample of the model's, not the episode's real one. UEs keep the
+        waypoint they head for and their motion so far; arrival and departure times, drawn
+        when the episode starts, stay, and a trace moves as it is."""
+        rng = np.random.default_rng(seed)
+        if self._mobility is not None:
+            self._mobility_rng = rng
+        else:
+            self.movement.rng = rng  # type: ignore[attr-defined]
+
     def observe_all(self) -> np.ndarray:
         """Observation rows of every UE (multi-agent features, UE order), active or not."""
         return self._ma_rows(self._all_idx)

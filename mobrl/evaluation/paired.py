@@ -93,9 +93,10 @@ def reference(policies: list[str]) -> str | None:
 #: the upper references, best known first: the gap a policy closes is measured to the best
 #: one an evaluation played (`oracle_rollout` plays each step's candidates to the episode's
 #: end and is never below `oracle`; `oracle_horizon`, the same over a few steps, serves as
-#: much where both play and more than `oracle` where measured; `oracle2` looks two steps
-#: ahead and serves slightly better than `oracle`'s best single step: docs/evaluation.md)
-REFERENCES = ("oracle_rollout", "oracle_horizon", "oracle2", "oracle")
+#: much where both play and more than `oracle` where measured, `oracle_mpc` the same on a
+#: sampled future; `oracle2` looks two steps ahead and serves slightly better than
+#: `oracle`'s best single step: docs/evaluation.md)
+REFERENCES = ("oracle_rollout", "oracle_horizon", "oracle_mpc", "oracle2", "oracle")
 
 
 def gap_reference(policies: Any) -> str | None:

@@ -306,9 +306,12 @@ class RolloutOraclePolicy(OraclePolicy):
     HORIZON: int | None = None
     #: one-UE changes of `oracle`'s step tried (None: all)
     CHANGES: int | None = None
+    #: the copies move the UEs on a sampled future instead of the episode's real one
+    SAMPLED = False
 
     def reset(self, seed: int | None = None) -> None:
         super().reset(seed)
+        self.seed = 0 if seed is None else int(seed)
         #: the steps still ahead in the plan followed: (station actions, the step's utility)
         self.plan: list[tuple[np.ndarray, float]] = []
         #: what the plan chosen at the first step serves (the sum of its steps' utilities)
@@ -388,6 +391,8 @@ class RolloutOraclePolicy(OraclePolicy):
         copy of `core`: each step's station actions and mean UE utility (0 for a step
         without active UEs)."""
         twin, search = copy.deepcopy(core), copy.deepcopy(self.search)
+        if self.SAMPLED:  # the same sample for every candidate of a step
+            twin.sample_future([self.seed, int(core.time)])
         plan: list[tuple[np.ndarray, float]] = []
         while True:
             if len(plan) < len(moves):
@@ -413,6 +418,17 @@ class HorizonOraclePolicy(RolloutOraclePolicy):
     MAX_UES = None
     HORIZON = 8
     CHANGES = 12
+
+
+class MpcOraclePolicy(HorizonOraclePolicy):
+    """`oracle_horizon` without the UEs' real future (model-predictive control): its copies
+    move the UEs on a future sampled from the mobility model (`FastEngine.sample_future`, one
+    sample a step, the same for every candidate). It knows every link's SINR now, the radio
+    map, the mobility model and each UE's motion so far, as a controller with a radio map
+    could, but not where the UEs will go; arrival and departure times it does know."""
+
+    name = "oracle_mpc"
+    SAMPLED = True
 
 
 def _least_lost(
@@ -450,6 +466,7 @@ BASELINES: dict[str, type[Baseline]] = {
             LookaheadOraclePolicy,
             RolloutOraclePolicy,
             HorizonOraclePolicy,
+            MpcOraclePolicy,
             PoleAnglePolicy,
         )
     },

@@ -55,12 +55,12 @@ def _config(seed: int) -> dict:
     }
 
 
-def _played(core: object, name: str | type) -> tuple[float, object]:
-    """The sum of the step utilities of an episode of baseline `name` (or class), stepped on
-    the engine `core` with station actions, and the policy."""
+def _played(core: object, name: str | type, seed: int = 0) -> tuple[float, object]:
+    """The sum of the step utilities of an episode of baseline `name` (or class, reset with
+    episode seed `seed`), stepped on the engine `core` with station actions, and the policy."""
     core.reset()
     policy = BASELINES[name]() if isinstance(name, str) else name()
-    policy.reset(0)
+    policy.reset(seed)
     total, done = 0.0, False
     while not done:
         value, done = core.step_stations(policy.station_actions(core))
@@ -204,3 +204,53 @@ def test_the_gap_is_measured_to_the_strongest_reference_played() -> None:
     assert gap_reference(["greedy", "oracle2", "oracle_horizon"]) == "oracle_horizon"
     assert gap_reference(["oracle_horizon", "oracle_rollout", "oracle"]) == "oracle_rollout"
     assert gap_reference(["greedy", "greedy_fill"]) is None
+
+
+@pytest.mark.parametrize("layout", ["small", "interference"])
+def test_a_sampled_future_moves_the_copy_elsewhere_and_leaves_the_env_its_own(
+    layout: str,
+) -> None:
+    """`sample_future` gives a copy its own stream for the UEs' moves (mobile-env's waypoints,
+    or Gauss-Markov): the copy's UEs go elsewhere than the env's, the same seed sends them the
+    same way, and the env's own episode is untouched."""
+    import copy
+
+    def positions(core: object, steps: int) -> np.ndarray:
+        for _ in range(steps):
+            core.step_stations(np.zeros(core.NUM_USERS, dtype=np.int64))
+        return np.array([(ue.x, ue.y) for ue in core.users.values()])
+
+    def fresh() -> object:
+        core = make_mobile_core(_layout(5) if layout == "interference" else "small", "ma")
+        core.reset()
+        positions(core, 2)
+        return core
+
+    real = positions(copy.deepcopy(fresh()), 10)
+    core = fresh()
+    twins = [copy.deepcopy(core) for _ in range(3)]
+    for twin, seed in zip(twins, (7, 7, 8), strict=True):
+        twin.sample_future(seed)
+    sampled = [positions(twin, 10) for twin in twins]
+    assert np.array_equal(sampled[0], sampled[1])
+    assert not np.allclose(sampled[0], real) and not np.allclose(sampled[0], sampled[2])
+    assert np.array_equal(positions(core, 10), real)
+
+
+def test_oracle_mpc_plans_on_a_sampled_future_and_plays_the_real_one() -> None:
+    """Its copies do not replay the real future, so what its first step's plan is worth
+    differs from `oracle_horizon`'s (which does); it plays the same episode every time (its
+    samples are drawn from the episode seed and the step), and through the env as on the
+    engine."""
+    served = []
+    for _ in range(2):
+        total, policy = _played(make_mobile_core(_layout(2), "ma"), "oracle_mpc")
+        served.append(total)
+    assert served[0] == served[1]
+    _, horizon = _played(make_mobile_core(_layout(2), "ma"), "oracle_horizon")
+    assert abs(policy.first_value - horizon.first_value) > 1e-9
+    config = _config(2)
+    planned, _ = _played(find_core(episode_env(config, 5)), "oracle_mpc", seed=5)
+    row = run_episode(config, BASELINES["oracle_mpc"](), 5)
+    steps = config["layout"]["episode_length"]
+    assert row[keys.UTILITY_MEAN] == pytest.approx(planned / steps, abs=1e-12)
