@@ -33,7 +33,7 @@ def _options(allowed: np.ndarray, active: np.ndarray) -> tuple[np.ndarray, np.nd
     return np.concatenate([movers, ue]), np.concatenate([np.zeros_like(movers), st + 1])
 
 
-def _columns(state: LinkState, ues: np.ndarray, acts: np.ndarray) -> np.ndarray:
+def columns_after(state: LinkState, ues: np.ndarray, acts: np.ndarray) -> np.ndarray:
     """(n, BS) link column of UE ues[i] after its action acts[i] from the step's links."""
     cols = state.conn[:, ues].copy()
     on = np.flatnonzero(acts > 0)
@@ -54,7 +54,7 @@ def coupled_actions(
         if not other.size:
             break
         ues, choice = opt_ue[other], opt_act[other]
-        gains = column_changes(state, conn, ues, _columns(state, ues, choice))
+        gains = column_changes(state, conn, ues, columns_after(state, ues, choice))
         # each UE's best improving change, best first
         order = np.lexsort((-gains, ues))
         first = order[np.r_[True, ues[order][1:] != ues[order][:-1]]]

@@ -437,14 +437,12 @@ def _least_lost(
     """The `keep` one-UE changes (ue, action) of `actions` that lose the least of the step's
     summed utility (ties: in the order given)."""
     from mobrl.envs.service import column_changes, links_after
+    from mobrl.evaluation.coupled import columns_after
 
-    base = links_after(state, actions)
-    ues = np.array([ue for ue, _ in changes], dtype=np.int64)
-    cols = state.conn[:, ues].copy()  # each UE's links before the step, then its action
-    for i, (ue, action) in enumerate(changes):
-        if action:
-            cols[action - 1, i] = ~cols[action - 1, i] & state.reach[action - 1, ue]
-    change = column_changes(state, base, ues, cols.T.copy())
+    ues, acts = np.array(changes, dtype=np.int64).reshape(-1, 2).T
+    change = column_changes(
+        state, links_after(state, actions), ues, columns_after(state, ues, acts)
+    )
     return [changes[i] for i in np.argsort(-change, kind="stable")[:keep].tolist()]
 
 
