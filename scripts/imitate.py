@@ -41,7 +41,7 @@ station alone, read from the core by the policy itself (what `env.obs=topk_gain`
 `--decide in_turns` plays the env with `env.decide=in_turns` (mobrl.envs.turns): UE groups
 that share no slot station act one after another within each step, each seeing its slots'
 gains given the moves before it, labelled by the oracle's search given those moves
-(`mobrl.training.imitation.TurnCollector`).
+(`mobrl.training.labels.TurnCollector`).
 """
 
 from __future__ import annotations
@@ -55,15 +55,11 @@ from typing import Any
 import numpy as np
 
 from mobrl.core import metrics as keys
-from mobrl.training.imitation import (
-    TRAIN_SEED,
+from mobrl.training.imitation import TRAIN_SEED, accuracy, as_layers, fit, make_net
+from mobrl.training.labels import (
     Collector,
     TurnCollector,
-    accuracy,
-    as_layers,
-    fit,
     gain_features,
-    make_net,
     slot_labels,
     with_features,
 )
@@ -171,7 +167,7 @@ def dagger(layout: str, args: argparse.Namespace) -> dict[str, Any]:
             break
         new = []
         for _ in range(args.episodes):
-            x, y, played, _ = play.episode(seed, policy)
+            x, y, played, *_ = play.episode(seed, policy)
             xs.append(x)
             ys.append(y)
             new.append((played, y))
@@ -184,7 +180,7 @@ def dagger(layout: str, args: argparse.Namespace) -> dict[str, Any]:
     # accuracy on the policy's own states of validation episodes
     vy, vp = [], []
     for i in range(args.valid_episodes):
-        _, y, played, _ = play.episode(VALID_SEED + i, policy)
+        _, y, played, *_ = play.episode(VALID_SEED + i, policy)
         vy.append(y)
         vp.append(played)
     x_all, y_all = np.concatenate(xs), np.concatenate(ys)

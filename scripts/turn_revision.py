@@ -44,7 +44,7 @@ class RevisedEntry:
 
     def act(self, observation: dict, env: object = None) -> dict:
         from mobrl.envs.turns import GAIN_SCALE, turn_env
-        from mobrl.training.imitation import best_reply
+        from mobrl.training.labels import best_reply
 
         agents = list(observation)
         if not agents:
@@ -65,7 +65,7 @@ class RevisedEntry:
 
 
 class ExpertLabels:
-    """The imitation's expert playing its own turn labels (`mobrl.training.imitation.
+    """The imitation's expert playing its own turn labels (`mobrl.training.labels.
     turn_labels` with `oracle`)."""
 
     name, reads_observation = "expert", True
@@ -79,7 +79,7 @@ class ExpertLabels:
     def act(self, observation: dict, env: object = None) -> dict:
         from mobrl.envs.turns import turn_env
         from mobrl.envs.wrappers import find_core
-        from mobrl.training.imitation import turn_labels
+        from mobrl.training.labels import turn_labels
 
         if not observation:
             return {}
@@ -107,7 +107,7 @@ def starts(config: dict, seeds: range) -> None:
     from mobrl.envs.turns import turn_env
     from mobrl.evaluation.coupled import EPS, coupled_actions
     from mobrl.evaluation.oracle import _few_choices as few_choices
-    from mobrl.training.imitation import TurnCollector, best_reply
+    from mobrl.training.labels import TurnCollector, best_reply
 
     count: Counter = Counter()
 
@@ -153,11 +153,11 @@ def starts(config: dict, seeds: range) -> None:
 def mistakes(entry: str, config: dict, seeds: range) -> None:
     """The entry's disagreements with the expert's labels in its own episodes, per round."""
     from mobrl.evaluation.zoo import ZooPolicy
-    from mobrl.training.imitation import best_reply, collector
+    from mobrl.training.labels import best_reply, collector
 
     k = int(config["topk"])
     found = [collector(config, k).episode(s, learner=ZooPolicy.load(f"zoo:{entry}")) for s in seeds]
-    x, label, played, _ = map(np.concatenate, zip(*found))
+    x, label, played, *_ = map(np.concatenate, zip(*found))
     gains = x[:, _gains_at(config, x.shape[1])]  # signed log scale: the same signs and order
     reply = best_reply(gains)
     print(f"\nzoo:{entry} in its own {len(seeds)} episodes, labelled by the expert:")

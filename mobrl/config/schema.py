@@ -203,6 +203,12 @@ class ImitateConf:
     #: with env.turn_rounds > 1: the weight in a fit of a later round's row whose label
     #: changes the UE's earlier move of the step (1: every row alike)
     revisions: float = 1.0
+    #: with a planning expert (oracle_horizon, oracle_mpc) and env.decide=in_turns: the weight
+    #: in a fit of a row whose label is the plan's move where it departs from oracle's step
+    #: (a link prepared ahead; 1: every row alike)
+    ahead: float = 1.0
+    #: a planning expert's steps ahead (null: its own, oracle_horizon's 8)
+    horizon: Optional[int] = None
 
 
 @dataclass

@@ -308,6 +308,8 @@ class RolloutOraclePolicy(OraclePolicy):
     CHANGES: int | None = None
     #: the copies move the UEs on a sampled future instead of the episode's real one
     SAMPLED = False
+    #: it plans ahead: `step_oracle` holds the step's best alone its move departs from
+    PLANS = True
 
     def reset(self, seed: int | None = None) -> None:
         super().reset(seed)
@@ -368,6 +370,9 @@ class RolloutOraclePolicy(OraclePolicy):
 
         greedy = GreedyPolicy().station_actions(core)
         oracle = self.search.decide(core, greedy)
+        #: `oracle`'s step at this step's start: where the plan's move differs from it, the
+        #: plan prepares ahead (`run.imitate` labels those moves: `planned_ahead`)
+        self.step_oracle = oracle
         state = link_state(core)
         can = state.reach if (allowed := toggleable(core)) is None else state.reach & allowed
         ues = np.arange(greedy.size)

@@ -26,220 +26,16 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
+
+from mobrl.training.labels import Labelled, collector
 
 #: episode seeds of imitation (as `mobrl train`'s; evaluation plays 0..N-1)
 TRAIN_SEED = 1_000_000
 #: minibatch rows of a fit
 BATCH = 256
-
-
-# --- per-slot features a network could broadcast (scripts/imitate.py `--features gain`) -------
-
-
-def gain_features(core: Any, cols: np.ndarray, k: int) -> np.ndarray:
-    """(UE, k): the change of the team's summed utility if the UE toggled the station in each
-    of its slots alone (`env.obs=topk_gain`'s last k columns; 0 for an empty slot)."""
-    from mobrl.envs.observations import slot_gains, station_arrays
-
-    return slot_gains(core, station_arrays(core), cols, k)
-
-
-def with_features(core: Any, obs: dict[Any, np.ndarray], k: int, extra: str) -> np.ndarray:
-    """The agents' observations (dict order), with the gain columns appended (`extra="gain"`)."""
-    x = np.stack(list(obs.values()))
-    if extra == "none":
-        return x
-    from mobrl.envs.observations import ue_columns
-    from mobrl.envs.wrappers import ue_id
-
-    column = ue_columns(core)
-    cols = np.array([column[ue_id(a)] for a in obs], dtype=int)
-    return np.concatenate([x, gain_features(core, cols, k)], axis=1)
-
-
-# --- labels --------------------------------------------------------------------------------
-
-
-def slot_labels(core: Any, station_actions: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """Each UE's station action (UE order; 0 keep, b + 1 toggle b) as a slot action, and a
-    mask of UEs whose toggle names a station outside their k slots (labelled 0)."""
-    from mobrl.envs.observations import slots_of, station_arrays, topk_slots
-
-    act = np.asarray(station_actions, dtype=np.int64)
-    slots = slots_of(topk_slots(station_arrays(core), k), act)
-    return slots, (act > 0) & (slots == 0)
-
-
-class Labelled(NamedTuple):
-    """A labelled episode (`Collector.episode`): a row per active UE-step (or turn)."""
-
-    #: the observations
-    x: np.ndarray
-    #: the expert's slot labels
-    y: np.ndarray
-    #: the slot actions played (the expert's, or the learner's)
-    played: np.ndarray
-    #: rows of a later round of turns whose label changes the UE's earlier move of the step
-    revised: np.ndarray
-
-
-class Collector:
-    """Episodes on the fast engine in which the expert labels every active UE's observation
-    (`TurnCollector`: every turn's, with UEs deciding in turns)."""
-
-    #: whether a step without observations ends the episode (UEs deciding at once: no UE is
-    #: active any more)
-    ends_when_empty = True
-
-    def __init__(self, cfg: dict[str, Any], k: int, extra: str = "none", expert: str = "oracle"):
-        self.cfg = {**cfg, "engine": "fast"}
-        self.k, self.extra, self.expert = k, extra, expert
-        self.outside = 0  # UE-steps where the unrestricted oracle toggles outside the slots
-        self.toggles = 0  # UE-steps where the unrestricted oracle toggles at all
-        self.ue_steps = 0
-
-    def episode(self, seed: int, learner: Any = None, count_outside: bool = False) -> Labelled:
-        """Observations, expert slot labels, the actions played and which rows revise an
-        earlier move, for every active UE-step (or turn) of episode `seed`; the expert plays
-        unless `learner` is given."""
-        from mobrl.envs.wrappers import find_core
-        from mobrl.evaluation.policies import BASELINES
-        from mobrl.evaluation.rollout import episode_env
-
-        env = episode_env(self.cfg, seed)
-        core = find_core(env)
-        expert = BASELINES[self.expert]()
-        expert.reset(seed)
-        self._start(count_outside)
-        if learner is not None:
-            learner.reset(seed)
-        obs, _ = env.reset(seed=seed)
-        xs, ys, played, revised = [], [], [], []
-        try:
-            while True:
-                found = self._rows(env, core, obs, expert) if obs else None
-                actions: dict[Any, int] = {}
-                if found is not None:
-                    (x, y, r), agents = found, list(obs)
-                    if learner is None:
-                        actions = {a: int(v) for a, v in zip(agents, y)}
-                    else:
-                        actions = learner.act(obs, env)
-                    xs.append(x)
-                    ys.append(y)
-                    revised.append(r)
-                    played.append(np.array([actions[a] for a in agents]))
-                obs, _, term, trunc, _ = env.step(actions)
-                if term["__all__"] or trunc["__all__"] or (self.ends_when_empty and not obs):
-                    break
-        finally:
-            env.close()
-        return Labelled(*map(np.concatenate, (xs, ys, played, revised)))
-
-    def _start(self, count_outside: bool) -> None:
-        from mobrl.evaluation.oracle import StepSearch
-        from mobrl.evaluation.policies import BASELINES
-
-        self._free = StepSearch() if count_outside else None
-        self._greedy = BASELINES["greedy"]()
-
-    def _rows(
-        self, env: Any, core: Any, obs: dict[Any, np.ndarray], expert: Any
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-        """The rows the policy learns from this env step, the expert's labels and which of
-        them revise an earlier move (`Labelled.revised`; None: no one acts)."""
-        from mobrl.envs.observations import ue_columns
-        from mobrl.envs.service import link_state
-        from mobrl.envs.wrappers import ue_id
-
-        column = ue_columns(core)
-        cols = np.array([column[ue_id(a)] for a in obs], dtype=int)
-        labels, _ = slot_labels(core, expert.station_actions(core), self.k)
-        if self._free is not None:
-            move = self._greedy.station_actions(core)
-            unrestricted = self._free.decide_state(link_state(core), move, None)
-            _, out = slot_labels(core, unrestricted, self.k)
-            self.outside += int(out[cols].sum())
-            self.toggles += int((unrestricted[cols] > 0).sum())
-            self.ue_steps += len(cols)
-        return (
-            with_features(core, obs, self.k, self.extra),
-            labels[cols],
-            np.zeros(len(cols), dtype=bool),
-        )
-
-
-#: experts whose labels in turns are their search given the moves before (`turn_labels`)
-TURN_SEARCHES = ("oracle", "oracle2")
-#: a later round's label toggles only for a gain to the team above this (float noise below)
-GAIN_EPS = 1e-12
-
-
-def best_reply(gains: np.ndarray) -> np.ndarray:
-    """Each row's slot action from its slots' gains (n, k) given every other move: the slot of
-    the largest gain above `GAIN_EPS`, else 0 (keep)."""
-    return np.where(gains.max(axis=1) > GAIN_EPS, gains.argmax(axis=1) + 1, 0)
-
-
-def turn_labels(core: Any, turns: Any, expert: Any) -> np.ndarray:
-    """The slot labels of the group acting in `turns` (`mobrl.envs.turns.StepTurns`). With
-    `oracle` (`oracle2`) as the expert: in the first round its one-step (two-step) search
-    over the undecided UEs' slot stations with the links after the moves decided before,
-    from no change and from greedy's move of the undecided UEs (`turns.greedy`); in a
-    later round each UE's best reply to every other UE's move of the step so far (the slot
-    of the largest positive gain the turn observes, or keeping). With another expert, its
-    own step actions as slot actions."""
-    import dataclasses
-
-    from mobrl.envs.observations import slots_of
-
-    group = turns.group
-    if expert.name not in TURN_SEARCHES:
-        return slot_labels(core, expert.station_actions(core), turns.k)[0][group]
-    if turns.round > 0:  # the gains the turn observed, not computed again
-        return best_reply(turns.gains(group))
-    from mobrl.evaluation.oracle import best_actions, lookahead_actions
-
-    search = lookahead_actions if expert.name == "oracle2" else best_actions
-    given = dataclasses.replace(turns.state, conn=turns.links.copy())
-    start = np.where(turns.decided, 0, turns.greedy)
-    acts = search(given, [start], turns.allowed() & ~turns.decided[None, :])
-    return slots_of(turns.order, acts)[group]
-
-
-class TurnCollector(Collector):
-    """`Collector` for UEs acting in turns (`env.decide=in_turns`, mobrl.envs.turns): every
-    group's turn is labelled by `turn_labels` (the unrestricted oracle is not counted)."""
-
-    ends_when_empty = False  # a step without acting UEs is played on
-
-    def __init__(self, cfg: dict[str, Any], k: int, expert: str = "oracle"):
-        super().__init__(cfg, k, expert=expert)
-
-    def _start(self, count_outside: bool) -> None:
-        super()._start(False)
-
-    def _rows(
-        self, env: Any, core: Any, obs: dict[Any, np.ndarray], expert: Any
-    ) -> tuple[np.ndarray, np.ndarray] | None:
-        from mobrl.envs.turns import turn_env
-
-        turns = turn_env(env).turns
-        if turns is None or not turns.groups:
-            return None
-        labels = turn_labels(core, turns, expert)
-        revised = (labels != turns.slots[turns.group]) & (turns.round > 0)
-        return np.stack(list(obs.values())), labels, revised
-
-
-def collector(env_config: dict[str, Any], k: int, expert: str = "oracle") -> Any:
-    """The collector of `env_config`'s env: UEs deciding at once or in turns."""
-    if env_config.get("decide", "at_once") == "in_turns":
-        return TurnCollector(env_config, k, expert)
-    return Collector(env_config, k, expert=expert)
 
 
 # --- fitting -------------------------------------------------------------------------------
@@ -304,9 +100,15 @@ def as_layers(net: Any) -> list[tuple[str, Any]]:
     return out
 
 
-def accuracy(pred: np.ndarray, y: np.ndarray, revised: np.ndarray | None = None) -> dict:
+def accuracy(
+    pred: np.ndarray,
+    y: np.ndarray,
+    revised: np.ndarray | None = None,
+    ahead: np.ndarray | None = None,
+) -> dict:
     """Agreement overall, on the expert's toggles (recall) and on the policy's toggles; with
-    `revised` (`Labelled.revised`) given, also on the rows that revise an earlier move."""
+    `revised` (`Labelled.revised`) given, also on the rows that revise an earlier move; with
+    `ahead` (`Labelled.ahead`), on the rows of a planner's moves ahead."""
     import math
 
     def agree(mask: np.ndarray) -> float:
@@ -317,6 +119,8 @@ def accuracy(pred: np.ndarray, y: np.ndarray, revised: np.ndarray | None = None)
     out["toggle_share"] = float(tog.mean())
     if revised is not None:
         out.update(revisions=agree(revised), revision_share=float(revised.mean()))
+    if ahead is not None:
+        out.update(ahead=agree(ahead), ahead_share=float(ahead.mean()))
     return out
 
 
@@ -392,18 +196,22 @@ def dagger(
     rounds: int = 4,
     updates: int = 1500,
     revisions: float = 1.0,
+    ahead: float = 1.0,
+    horizon: int | None = None,
 ) -> dict[str, Any]:
     """DAgger into `net` (a logits callable with `parameters`, e.g. `ModuleLogits`) on the
     env of `env_config` (a slot observation; played on the fast engine), with torch on one
     thread meanwhile (`one_torch_thread`) and the labelled episodes counted on a progress
     display: what it measured. A row that revises an earlier move of its step (UEs in turns
     with several rounds, `Labelled.revised`) weighs `revisions` in each fit: such rows are a
-    few in a thousand of a later round's (docs/zoo.md)."""
+    few in a thousand of a later round's (docs/zoo.md). A row whose label is a planning
+    expert's move ahead of the step's search (`Labelled.ahead`, fewer still) weighs `ahead`;
+    `horizon` sets such an expert's steps ahead (`HORIZON`; None: its own)."""
     from mobrl.core.console import make_console, progress
     from mobrl.scenarios.kinds.mobile import MobileSpec
 
     k = int(MobileSpec.of(env_config).topk)
-    collect = collector(env_config, k, expert)
+    collect = collector(env_config, k, expert, horizon)
     seed = TRAIN_SEED
     data: list[Labelled] = []
     with progress(make_console()) as bar:
@@ -418,8 +226,9 @@ def dagger(
         train_acc = 0.0
         for it in range(rounds + 1):
             n = updates * (3 if it == rounds else 1)
-            x, y, _, revised = map(np.concatenate, zip(*data))
-            train_acc = fit(net, x, y, n, seed=it, weight=np.where(revised, revisions, 1.0))
+            x, y, _, revised, planned = map(np.concatenate, zip(*data))
+            weight = np.where(revised, revisions, 1.0)
+            train_acc = fit(net, x, y, n, seed=it, weight=np.where(planned, ahead, weight))
             if it == rounds:
                 break
             played = []
@@ -428,8 +237,9 @@ def dagger(
                 seed += 1
                 bar.advance(task)
             data += played
-            _, labels, acts, revised = map(np.concatenate, zip(*played))
-            history.append({"round": it, "train_acc": train_acc, **accuracy(acts, labels, revised)})
+            _, labels, acts, revised, planned = map(np.concatenate, zip(*played))
+            found = accuracy(acts, labels, revised, planned)
+            history.append({"round": it, "train_acc": train_acc, **found})
             bar.console.print(round_line(history[-1], rounds, episodes), highlight=False)
     return {"rows": int(sum(len(d.y) for d in data)), "train_acc": train_acc, "history": history}
 
@@ -444,6 +254,8 @@ def round_line(found: dict[str, Any], rounds: int, episodes: int) -> str:
     )
     if found.get("revision_share"):
         line += f", {found['revisions']:.3f} of revisions"
+    if found.get("ahead_share"):
+        line += f", {found['ahead']:.3f} of the moves planned ahead"
     return line
 
 
@@ -471,6 +283,8 @@ def pretrain(
                     int(settings["rounds"]),
                     int(settings["updates"]),
                     revisions=float(settings.get("revisions", 1.0)),
+                    ahead=float(settings.get("ahead", 1.0)),
+                    horizon=settings.get("horizon"),
                 )
         return out
 
@@ -554,3 +368,22 @@ def check_imitate(cfg: Any) -> None:
         )
     if int(settings.rounds) < 0:
         raise UserError(f"run.imitate.rounds must be >= 0, got {settings.rounds}.")
+    if not float(settings.get("ahead", 1.0)) >= 1:
+        raise UserError(
+            f"run.imitate.ahead (the weight of a move planned ahead in a fit) must be >= 1, got "
+            f"{settings.ahead}. Use run.imitate.ahead=1 (every row alike)."
+        )
+    horizon = settings.get("horizon")
+    if horizon is not None:
+        plans = getattr(BASELINES[settings.expert], "PLANS", False)
+        if not plans:
+            raise UserError(
+                f"run.imitate.horizon sets a planning expert's steps ahead; expert "
+                f"{settings.expert} does not plan. Use run.imitate.expert=oracle_horizon, or "
+                "drop run.imitate.horizon."
+            )
+        if isinstance(horizon, bool) or not isinstance(horizon, int) or horizon < 1:
+            raise UserError(
+                f"run.imitate.horizon must be a whole number of steps >= 1, got {horizon}. "
+                "Use e.g. run.imitate.horizon=2."
+            )

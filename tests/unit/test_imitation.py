@@ -17,7 +17,8 @@ def _env(obs: str = "topk_gain") -> dict:
 def test_dagger_imitates_the_oracle_on_small_after_a_tiny_budget(capsys) -> None:
     import torch
 
-    from mobrl.training.imitation import Collector, GreedyActor, accuracy, dagger, make_net
+    from mobrl.training.imitation import GreedyActor, accuracy, dagger, make_net
+    from mobrl.training.labels import Collector
 
     torch.manual_seed(0)
     env_config = _env()
@@ -37,7 +38,7 @@ def test_dagger_imitates_the_oracle_on_small_after_a_tiny_budget(capsys) -> None
     assert len(said) == 1 and f"fit {seen['train_acc']:.3f};" in said[0], lines
     assert f"on {seen['all']:.3f} of moves, {seen['toggles']:.3f} of the expert's" in said[0]
     # on an unseen episode, in the states the policy itself reaches
-    _, labels, played, _ = Collector(env_config, 3).episode(1_500_000, learner=GreedyActor(net))
+    _, labels, played, *_ = Collector(env_config, 3).episode(1_500_000, learner=GreedyActor(net))
     acc = accuracy(played, labels)
     assert acc["all"] > 0.85, acc
 
@@ -46,7 +47,7 @@ def test_gain_features_are_topk_gains_last_columns() -> None:
     from mobrl.envs.observations import ue_columns
     from mobrl.envs.wrappers import find_core, ue_id
     from mobrl.evaluation.rollout import episode_env
-    from mobrl.training.imitation import with_features
+    from mobrl.training.labels import with_features
 
     plain, gain = episode_env(_env("topk"), 3), episode_env(_env(), 3)
     obs_p, _ = plain.reset(seed=3)
@@ -71,6 +72,9 @@ def test_gain_features_are_topk_gains_last_columns() -> None:
         (["run.resources.num_learners=1"], "run.resources.num_learners=0"),
         (["run.imitate.episodes=0"], "run.imitate.episodes must be >= 1"),
         (["run.imitate.revisions=0.5"], r"run.imitate.revisions \(a revised move's weight"),
+        (["run.imitate.ahead=0"], r"run.imitate.ahead \(the weight of a move planned ahead"),
+        (["run.imitate.horizon=2"], "expert oracle does not plan. Use run.imitate.expert=orac"),
+        (["run.imitate.expert=oracle_horizon", "run.imitate.horizon=0"], "a whole number of"),
     ],
 )
 def test_imitate_where_it_applies_only(overrides: list[str], message: str) -> None:

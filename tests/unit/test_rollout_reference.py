@@ -254,3 +254,49 @@ def test_oracle_mpc_plans_on_a_sampled_future_and_plays_the_real_one() -> None:
     row = run_episode(config, BASELINES["oracle_mpc"](), 5)
     steps = config["layout"]["episode_length"]
     assert row[keys.UTILITY_MEAN] == pytest.approx(planned / steps, abs=1e-12)
+
+
+def test_a_planning_expert_labels_the_moves_it_plans_ahead() -> None:
+    """`run.imitate` with a planning expert and UEs in turns: where `oracle_horizon`'s move
+    departs from `oracle`'s step (`Labelled.ahead`) a row's label is the plan's move, and
+    elsewhere `oracle`'s turn label (its search given the moves before, a best reply in the
+    second round); `run.imitate.horizon` sets the expert's steps ahead. Some rows are
+    planned ahead."""
+    from mobrl.envs.observations import slots_of
+    from mobrl.envs.turns import turn_env
+    from mobrl.training.labels import TurnCollector, turn_labels
+
+    config = {
+        **_config(0),
+        "layout": _layout(0, 30),
+        "obs": "topk_gain",
+        "topk": 3,
+        "decide": "in_turns",
+        "turn_rounds": 2,
+        "policies": {f"ue_{i}": "shared" for i in range(6)},
+    }
+    oracle = BASELINES["oracle"]()
+    seen = {"ahead": 0, "rows": 0, "second": 0}
+
+    class Checked(TurnCollector):
+        def _rows(self, env, core, obs, expert):  # type: ignore[no-untyped-def]
+            found = super()._rows(env, core, obs, expert)
+            if found is None:
+                return found
+            turns = turn_env(env).turns
+            assert expert.HORIZON == 2
+            _, y, _, ahead = found
+            plan = slots_of(turns.order, expert.station_actions(core))[turns.group]
+            step = slots_of(turns.order, expert.step_oracle)[turns.group]
+            assert np.array_equal(ahead, plan != step)
+            assert np.array_equal(y[ahead], plan[ahead])
+            assert np.array_equal(y[~ahead], turn_labels(core, turns, oracle)[~ahead])
+            seen["ahead"] += int(ahead.sum())
+            seen["rows"] += len(y)
+            seen["second"] += int(turns.round == 1)
+            return found
+
+    for seed in range(3):
+        labelled = Checked(config, 3, "oracle_horizon", horizon=2).episode(1_000_000 + seed)
+        assert len(labelled.ahead) == len(labelled.y)
+    assert seen["ahead"] > 0 and seen["second"] > 0, seen

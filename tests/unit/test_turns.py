@@ -138,10 +138,10 @@ def test_turn_labels_search_given_the_moves_before() -> None:
     scores at least greedy's."""
     from mobrl.evaluation.policies import BASELINES
     from mobrl.evaluation.rollout import run_episode
-    from mobrl.training.imitation import TurnCollector
+    from mobrl.training.labels import TurnCollector
 
     in_turns = _env("scenario=small", "env.obs=topk_gain", "env.decide=in_turns")
-    x, y, played, revised = TurnCollector(in_turns, 3).episode(1_000_000)
+    x, y, played, revised, _ = TurnCollector(in_turns, 3).episode(1_000_000)
     assert not revised.any()  # one round: no move is revised
     assert x.shape[1] == 5 * 3 + 2 + 3 + 3 + 1 and len(x) == len(y) == len(played)
     assert (played == y).all() and ((0 <= y) & (y <= 3)).all() and (y > 0).any()
@@ -172,7 +172,7 @@ def test_a_later_round_revises_each_move_given_every_other_ues() -> None:
     from mobrl.envs.turns import extra_width, signed_log
     from mobrl.evaluation.policies import BASELINES
     from mobrl.evaluation.rollout import episode_env
-    from mobrl.training.imitation import turn_labels
+    from mobrl.training.labels import turn_labels
 
     config = _env("scenario=umi_dense", "env.obs=topk_gain", "env.decide=in_turns",
                   "env.turn_rounds=2")  # fmt: skip
@@ -232,7 +232,7 @@ def test_run_imitate_finds_the_rows_that_revise_a_move() -> None:
     the step: replaying the moves played turn by turn finds the same rows. A learner that
     toggles its first slot in every turn is revised often; the expert, in one round, never."""
     from mobrl.evaluation.rollout import episode_env
-    from mobrl.training.imitation import TurnCollector
+    from mobrl.training.labels import TurnCollector
 
     class FirstSlot:
         def reset(self, seed: int | None = None) -> None:
@@ -243,7 +243,7 @@ def test_run_imitate_finds_the_rows_that_revise_a_move() -> None:
 
     config = _env("scenario=small", "env.obs=topk_gain", "env.decide=in_turns",
                   "env.turn_rounds=2")  # fmt: skip
-    x, y, played, revised = TurnCollector(config, 3).episode(1_000_003, learner=FirstSlot())
+    x, y, played, revised, _ = TurnCollector(config, 3).episode(1_000_003, learner=FirstSlot())
     assert (played == 1).all() and (x[revised, -1] == 1).all()
     env = episode_env(config, 1_000_003)
     obs, _ = env.reset(seed=1_000_003)
