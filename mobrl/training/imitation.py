@@ -374,14 +374,17 @@ def check_imitate(cfg: Any) -> None:
             f"{settings.ahead}. Use run.imitate.ahead=1 (every row alike)."
         )
     horizon = settings.get("horizon")
-    if horizon is not None:
-        plans = getattr(BASELINES[settings.expert], "PLANS", False)
-        if not plans:
+    plans = getattr(BASELINES[settings.expert], "PLANS", False)
+    for key, what, unset in (
+        ("horizon", "sets a planning expert's steps ahead", horizon is None),
+        ("ahead", "weighs the moves a planning expert plans ahead", settings.get("ahead", 1) == 1),
+    ):
+        if not unset and not plans:
             raise UserError(
-                f"run.imitate.horizon sets a planning expert's steps ahead; expert "
-                f"{settings.expert} does not plan. Use run.imitate.expert=oracle_horizon, or "
-                "drop run.imitate.horizon."
+                f"run.imitate.{key} {what}; expert {settings.expert} does not plan. Use "
+                f"run.imitate.expert=oracle_horizon, or drop run.imitate.{key}."
             )
+    if horizon is not None:
         if isinstance(horizon, bool) or not isinstance(horizon, int) or horizon < 1:
             raise UserError(
                 f"run.imitate.horizon must be a whole number of steps >= 1, got {horizon}. "
