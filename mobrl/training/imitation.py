@@ -384,6 +384,12 @@ def check_imitate(cfg: Any) -> None:
                 f"run.imitate.{key} {what}; expert {settings.expert} does not plan. Use "
                 f"run.imitate.expert=oracle_horizon, or drop run.imitate.{key}."
             )
+    if settings.get("ahead", 1) != 1 and cfg.env.get("decide", "at_once") != "in_turns":
+        raise UserError(
+            "run.imitate.ahead weighs the turns a planning expert labels ahead; UEs deciding at "
+            "once are labelled with its whole step. Add env.decide=in_turns, or drop "
+            "run.imitate.ahead."
+        )
     if horizon is not None:
         if isinstance(horizon, bool) or not isinstance(horizon, int) or horizon < 1:
             raise UserError(

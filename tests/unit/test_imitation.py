@@ -74,6 +74,7 @@ def test_gain_features_are_topk_gains_last_columns() -> None:
         (["run.imitate.revisions=0.5"], r"run.imitate.revisions \(a revised move's weight"),
         (["run.imitate.ahead=0"], r"run.imitate.ahead \(the weight of a move planned ahead"),
         (["run.imitate.ahead=10"], "expert oracle does not plan. Use run.imitate.expert=oracle_h"),
+        (["run.imitate.expert=oracle_horizon", "run.imitate.ahead=10"], "Add env.decide=in_turns"),
         (["run.imitate.horizon=2"], "expert oracle does not plan. Use run.imitate.expert=orac"),
         (["run.imitate.expert=oracle_horizon", "run.imitate.horizon=0"], "a whole number of"),
     ],
