@@ -368,23 +368,23 @@ def check_imitate(cfg: Any) -> None:
         )
     if int(settings.rounds) < 0:
         raise UserError(f"run.imitate.rounds must be >= 0, got {settings.rounds}.")
-    if not float(settings.get("ahead", 1.0)) >= 1:
+    ahead, horizon = float(settings.get("ahead", 1.0)), settings.get("horizon")
+    if not ahead >= 1:
         raise UserError(
             f"run.imitate.ahead (the weight of a move planned ahead in a fit) must be >= 1, got "
             f"{settings.ahead}. Use run.imitate.ahead=1 (every row alike)."
         )
-    horizon = settings.get("horizon")
     plans = getattr(BASELINES[settings.expert], "PLANS", False)
-    for key, what, unset in (
-        ("horizon", "sets a planning expert's steps ahead", horizon is None),
-        ("ahead", "weighs the moves a planning expert plans ahead", settings.get("ahead", 1) == 1),
+    for key, what, given in (
+        ("horizon", "sets a planning expert's steps ahead", horizon is not None),
+        ("ahead", "weighs the moves a planning expert plans ahead", ahead != 1),
     ):
-        if not unset and not plans:
+        if given and not plans:
             raise UserError(
                 f"run.imitate.{key} {what}; expert {settings.expert} does not plan. Use "
                 f"run.imitate.expert=oracle_horizon, or drop run.imitate.{key}."
             )
-    if settings.get("ahead", 1) != 1 and cfg.env.get("decide", "at_once") != "in_turns":
+    if ahead != 1 and cfg.env.get("decide", "at_once") != "in_turns":
         raise UserError(
             "run.imitate.ahead weighs the turns a planning expert labels ahead; UEs deciding at "
             "once are labelled with its whole step. Add env.decide=in_turns, or drop "

@@ -181,22 +181,31 @@ def turn_labels(core: Any, turns: Any, expert: Any) -> np.ndarray:
     that differs from `oracle`'s step (`planned_ahead`: a link prepared ahead of what the
     step alone pays for), `oracle`'s labels as above for the others. With another expert,
     its own step actions as slot actions."""
+    return turn_rows(core, turns, expert)[0]
+
+
+def turn_rows(core: Any, turns: Any, expert: Any) -> tuple[np.ndarray, np.ndarray]:
+    """`turn_labels`, and which of them are a planning expert's moves ahead (`planned_ahead`;
+    none for another expert)."""
     group = turns.group
     if getattr(expert, "PLANS", False):
         plan, ahead = planned_ahead(core, turns, expert)
-        return np.where(ahead, plan, _search_labels(core, turns, "oracle"))
+        return np.where(ahead, plan, _search_labels(core, turns, "oracle")), ahead
     if expert.name not in TURN_SEARCHES:
-        return slot_labels(core, expert.station_actions(core), turns.k)[0][group]
-    return _search_labels(core, turns, expert.name)
+        labels = slot_labels(core, expert.station_actions(core), turns.k)[0][group]
+    else:
+        labels = _search_labels(core, turns, expert.name)
+    return labels, np.zeros(len(group), dtype=bool)
 
 
 def planned_ahead(core: Any, turns: Any, expert: Any) -> tuple[np.ndarray, np.ndarray]:
     """A planning expert's slot actions for the group acting in `turns`, and where they differ
     from `oracle`'s step (the step's best alone, which the planner's candidates start from);
-    both of the step's start, computed once a step."""
-    plan = slot_labels(core, expert.station_actions(core), turns.k)[0][turns.group]
-    step = slot_labels(core, expert.step_oracle, turns.k)[0][turns.group]
-    return plan, plan != step
+    both of the step's start (the expert decides once a step), in the step's slots."""
+    from mobrl.envs.observations import slots_of
+
+    plan = slots_of(turns.order, expert.station_actions(core))[turns.group]
+    return plan, plan != slots_of(turns.order, expert.step_oracle)[turns.group]
 
 
 def _search_labels(core: Any, turns: Any, search_name: str) -> np.ndarray:
@@ -239,12 +248,8 @@ class TurnCollector(Collector):
         turns = turn_env(env).turns
         if turns is None or not turns.groups:
             return None
-        labels = turn_labels(core, turns, expert)
+        labels, ahead = turn_rows(core, turns, expert)
         revised = (labels != turns.slots[turns.group]) & (turns.round > 0)
-        if getattr(expert, "PLANS", False):
-            ahead = planned_ahead(core, turns, expert)[1]
-        else:
-            ahead = np.zeros(len(labels), dtype=bool)
         return np.stack(list(obs.values())), labels, revised, ahead
 
 
