@@ -64,7 +64,8 @@ class Timed:
 
 def policies(lookahead: bool) -> dict[str, Any]:
     from mobrl.envs.service import best_links
-    from mobrl.evaluation.policies import BASELINES, _LinkSetPolicy
+    from mobrl.evaluation.policies import BASELINES
+    from mobrl.evaluation.references import _LinkSetPolicy
 
     class PlanPolicy(_LinkSetPolicy):
         name = "plan"

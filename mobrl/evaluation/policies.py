@@ -21,15 +21,13 @@ from mobrl.evaluation.baselines import (  # noqa: F401 (imported from here by ot
     RandomPolicy,
     _PerUEBaseline,
 )
-from mobrl.evaluation.references import (  # noqa: F401 (imported from here by others)
+from mobrl.evaluation.references import (
     CappedPolicy,
     HorizonOraclePolicy,
     LookaheadOraclePolicy,
     MpcOraclePolicy,
     OraclePolicy,
     RolloutOraclePolicy,
-    _least_lost,
-    _LinkSetPolicy,
 )
 
 

@@ -153,7 +153,7 @@ def test_no_baseline_serves_a_step_better_from_the_same_state(layout: str) -> No
 def _plan():
     """The link-set planner the oracle replaced: the step's best link set, walked towards
     one toggle per UE."""
-    from mobrl.evaluation.policies import _LinkSetPolicy
+    from mobrl.evaluation.references import _LinkSetPolicy
 
     class Plan(_LinkSetPolicy):
         def links(self, state):

@@ -125,7 +125,8 @@ def test_the_changes_kept_are_those_that_lose_least_in_the_step() -> None:
     scored whole for each changed move, ranks them (under interference, UEs coupled)."""
     from mobrl.envs.service import link_state
     from mobrl.evaluation.oracle import StepSearch, step_utility
-    from mobrl.evaluation.policies import GreedyPolicy, _least_lost
+    from mobrl.evaluation.policies import GreedyPolicy
+    from mobrl.evaluation.references import _least_lost
 
     core = make_mobile_core(_layout(4), "ma")
     core.reset()
