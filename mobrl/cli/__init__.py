@@ -17,7 +17,14 @@ from mobrl.cli import train, evaluate, render, report, scenarios, zoo, serve  # 
 
 # isort: on
 from mobrl.cli.app import app, unknown_option
-from mobrl.core.errors import INTERRUPTED_EXIT, USER_ERROR_EXIT, UserError, first_line
+from mobrl.core.errors import (
+    FAILED_EXIT,
+    INTERRUPTED_EXIT,
+    USER_ERROR_EXIT,
+    RunFailed,
+    UserError,
+    first_line,
+)
 
 __all__ = ["app", "entry", "main"]
 
@@ -33,6 +40,9 @@ def main() -> None:
     except UserError as err:  # every command's bad input: one line, exit 2
         print(f"error: {err}", file=sys.stderr)
         raise SystemExit(USER_ERROR_EXIT) from None
+    except RunFailed as err:  # an env that failed: one line, exit 1
+        print(f"error: {first_line(err)}", file=sys.stderr)
+        raise SystemExit(FAILED_EXIT) from None
     except usage_error as err:
         command_error = err.ctx is not None and not isinstance(
             err.ctx.command, typer.core.TyperGroup

@@ -176,10 +176,11 @@ class InjectConf:
 class FaultConf:
     """What a run survives: failed env runners (RLlib) and crashed trials (Tune)."""
 
-    #: restart an env runner that failed (its env raised, its process died) as a fresh copy
-    restart_env_runners: bool = True
-    #: restarts of env runners allowed in one trial
-    max_env_runner_restarts: int = 1000
+    #: restart an env runner that failed (its env raised, its process died) as a fresh copy;
+    #: off, the trial stops at the first failure with one line naming its cause
+    restart_env_runners: bool = False
+    #: failures of env runners one trial survives with restarts on; one more stops it
+    max_env_runner_restarts: int = 5
     #: seconds before an env runner is restarted (RLlib's own default is 60)
     restart_delay_s: float = 5.0
     #: retries of a crashed trial, each from its latest checkpoint (-1: retry forever)

@@ -18,6 +18,15 @@ class UserError(Exception):
     """Bad user input; the CLI prints the message as one line and exits with code 2."""
 
 
+class RunFailed(Exception):
+    """A command that could not finish for a cause outside mobrl's input (an env that raised,
+    a simulator that died): the CLI prints the message as one line and exits with code 1."""
+
+
+#: exit code of a run or an evaluation that failed (`RunFailed`)
+FAILED_EXIT = 1
+
+
 class Interrupted(KeyboardInterrupt):
     """Ctrl-C, told: what was stopped and what was kept (complete files stay, nothing
     half-written is left). The CLI prints it as one line and exits 130; from Python it is
@@ -48,17 +57,25 @@ _RAISED = re.compile(
 )
 
 
-def error_summary(text: str, limit: int = 160) -> str:
-    """One line for a trial's error (Tune's error.txt or the error's text): the last raised
-    exception that carries a message (a bare `RuntimeError` re-raised from the real cause is
-    skipped), else the first line of the text."""
+#: mobrl's own errors whose message is the one line: shown without their type's name
+_TOLD = re.compile(r"^mobrl(?:\.\w+)*\.EnvFailedError:\s*")
+
+
+def error_summary(text: str) -> str:
+    """One line for a trial's error (Tune's error.txt or the error's text), whole: the last
+    raised exception that carries a message (a bare `RuntimeError` re-raised from the real
+    cause is skipped; mobrl's own one-line errors without their type's name), else the first
+    line of the text. Ray's wrapper text around it stays in error.txt."""
     lines = [line.strip() for line in text.splitlines() if line.strip()]
+    told = [line for line in lines if _TOLD.match(line)]
+    if told:  # mobrl's own line (the env's traceback may follow it)
+        return _TOLD.sub("", told[-1])
     raised = [(line, match) for line in lines if (match := _RAISED.match(line))]
     if raised:
         with_message = [line for line, match in raised if match.group(1)]
-        return (with_message or [line for line, _ in raised])[-1][:limit]
+        return (with_message or [line for line, _ in raised])[-1]
     told = [line for line in lines if not line.startswith("Failure #")]  # Tune's header
-    return (told[0] if told else "no message")[:limit]
+    return told[0] if told else "no message"
 
 
 def first_line(err: BaseException | str) -> str:

@@ -23,6 +23,10 @@ EPISODE_LEN_MEAN = "env_runners/episode_len_mean"
 #: per-agent mean return: f"{AGENT_RETURN_MEAN}/{agent_id}"
 AGENT_RETURN_MEAN = "env_runners/agent_episode_returns_mean"
 ENV_STEPS = "num_env_steps_sampled_lifetime"
+#: env runners of the trial that failed so far (their env raised, or their process died), and
+#: those restarted after a failure (`run.fault.restart_env_runners`; mobrl.training.envwatch)
+ENV_RUNNER_FAILURES = "env_runner_failures"
+ENV_RUNNER_RESTARTS = "env_runner_restarts"
 ITERATION = "training_iteration"
 TIME_TOTAL = "time_total_s"
 

@@ -50,6 +50,8 @@ class RunDir:
     TUNER_STATE = "tuner.pkl"
     #: claimed faults of run.fault.inject (mobrl.core.faults)
     FAULTS = ".faults"
+    #: what envs that failed under this run said (mobrl.core.envfailures)
+    ENV_FAILURES = ".env-failures"
 
     def __init__(self, path: Path | str):
         self.path = Path(path).expanduser().absolute()
@@ -76,6 +78,10 @@ class RunDir:
     @property
     def faults_dir(self) -> Path:
         return self.path / self.FAULTS
+
+    @property
+    def env_failures_dir(self) -> Path:
+        return self.path / self.ENV_FAILURES
 
     def is_run(self) -> bool:
         """Whether the folder holds a `mobrl train` run (its config and manifest)."""

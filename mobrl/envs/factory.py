@@ -307,7 +307,22 @@ def register() -> None:
 
 
 def make_rllib_env(env_config: dict[str, Any]) -> Any:
-    """The env creator mobrl registers with Tune: `make_env` for RLlib's runners."""
+    """The env creator mobrl registers with Tune: `make_env` for RLlib's runners. Where the
+    run says where env failures go (`env_config["failures"]`), an exception from making the
+    env, its reset or its step is recorded there first (`core.envfailures`): an env runner
+    whose env raises dies, and its log is not where the user looks."""
+    from mobrl.core import envfailures
     from mobrl.core.faults import arm_env
+    from mobrl.scenarios.kinds import kind_of
 
-    return arm_env(make_env(env_config, rllib=True), env_config.get("fault"))
+    folder = env_config.get("failures")
+    runner = int(getattr(env_config, "worker_index", 0) or 0)
+    label = kind_of(env_config).label(env_config) if folder else ""
+    with envfailures.making(folder, label, runner):
+        env = make_env(env_config, rllib=True)
+    env = arm_env(env, env_config.get("fault"))
+    if not folder:
+        return env
+    # a remote env runner (index 1 and up) that RLlib will not restart ends cleanly
+    end = runner > 0 and not (env_config.get("watch") or {}).get("restart")
+    return envfailures.guard(env, folder, label, runner, end)

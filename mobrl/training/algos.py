@@ -69,10 +69,13 @@ def build_algorithm_config(
     env_config: dict,
     fault: dict | None = None,
     imitate: bool = True,
+    failures: str | None = None,
 ) -> AlgorithmConfig:
     """Translate the composed mobrl config into an RLlib AlgorithmConfig (new API stack);
     `fault`: a fault to make on purpose (`mobrl.core.faults.plan`); `imitate=False` leaves
-    `run.imitate` out (a resumed run continues from its checkpoint).
+    `run.imitate` out (a resumed run continues from its checkpoint); `failures`: the run's
+    folder of env failures (`RunDir.env_failures_dir`), where the env runners' guards record
+    what failed and the trial (`envwatch.watched`) reads it.
 
     Built section by section: the env, the env runners, the learners, seed and reporting,
     training (with `run.batch`), the model, the callbacks, the policies; then RLlib's own
@@ -84,7 +87,7 @@ def build_algorithm_config(
     # UE slots: RLlib sees one vector slot per UE of each env copy, and counts slot steps
     slots = uses_slots(env_config)
     per_env = num_ues(env_config) if slots else 1
-    _environment(algo, env_name, env_config, fault)
+    _environment(algo, env_name, env_config, fault, _watch(cfg, failures))
     _env_runners(algo, cfg, per_env)
     _env_runner_class(algo, env_config, slots)
     _learners(algo, cfg)
@@ -94,13 +97,34 @@ def build_algorithm_config(
     _callbacks(algo, cfg, env_config, fault, per_env if slots else None, imitate)
     _policies(algo, env_config, slots)
     _validate(algo, cfg)
+    from mobrl.training.envwatch import watched
+
+    algo.algo_class = watched(algo.algo_class)
     return algo
 
 
-def _environment(algo: AlgorithmConfig, env_name: str, env_config: dict, fault: Any) -> None:
-    """mobrl's env with its `env_config` (and the fault to make, which the env runners read),
-    on torch."""
-    runner_env_config = env_config if fault is None else {**env_config, "fault": fault}
+def _watch(cfg: DictConfig, failures: str | None) -> dict[str, Any]:
+    """What the env runners and the trial need to tell env failures (`envwatch`)."""
+    if failures is None:
+        return {}
+    fault = cfg.run.fault
+    watch = {
+        "restart": bool(fault.restart_env_runners),
+        "max_restarts": int(fault.max_env_runner_restarts),
+        "delay": float(fault.restart_delay_s),
+        "time_s": cfg.run.stop.time_s,
+    }
+    return {"failures": str(failures), "watch": watch}
+
+
+def _environment(
+    algo: AlgorithmConfig, env_name: str, env_config: dict, fault: Any, watch: dict[str, Any]
+) -> None:
+    """mobrl's env with its `env_config` (and the fault to make and where env failures go,
+    which the env runners read), on torch."""
+    runner_env_config = {**env_config, **watch}
+    if fault is not None:
+        runner_env_config["fault"] = fault
     algo.environment(env_name, env_config=runner_env_config).framework("torch")
 
 

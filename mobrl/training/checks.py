@@ -252,9 +252,23 @@ def check_numbers(cfg: DictConfig) -> None:
             f"run.fault.max_failures={cfg.run.fault.max_failures} must be -1 (retry forever), "
             "0 (never) or a number of retries."
         )
+    _check_restarts(cfg)
     from mobrl.core.faults import check_inject
 
     check_inject(cfg.run.fault.inject)
+
+
+def _check_restarts(cfg: DictConfig) -> None:
+    """Env-runner restarts need env runners to restart."""
+    from mobrl.training.algos import env_runners
+
+    fault = cfg.run.fault
+    if fault.restart_env_runners is True and env_runners(cfg) == 0:
+        raise UserError(
+            "run.fault.restart_env_runners=true restarts failed env runners, but the run "
+            "samples in its own process (run.resources.num_env_runners=0). Use "
+            "run.resources.num_env_runners=1 or more, or leave the restarts off."
+        )
 
 
 #: composing the Cartesian product of group sweeps is cheap, but not unbounded

@@ -132,6 +132,7 @@ class ProgressCallback(Callback):
         row["metric"] = _float_or_none(_get(result, self.metric))
         # the training return is the mean over the last few episodes: say how many
         row["averaged"] = _int_or_none(_get(result, metrics.RETURN_EPISODES))
+        self._tell_env_failures(trial, row, result)
         if self._live is not None:
             self._refresh()
         else:
@@ -146,6 +147,23 @@ class ProgressCallback(Callback):
                 + f"elapsed {_fmt(row['elapsed'], 1)} s",
                 highlight=False,
             )
+
+    def _tell_env_failures(self, trial: Any, row: dict[str, Any], result: dict) -> None:
+        """A line for each env runner failure the trial counted since its last result, from
+        its `env-failures.log` (`training.envwatch`)."""
+        from mobrl.training.envwatch import LOG
+
+        failures = _int_or_none(_get(result, metrics.ENV_RUNNER_FAILURES)) or 0
+        told = row.get("failures_told", 0)
+        if failures <= told:
+            return
+        row["failures_told"] = failures
+        path = getattr(trial, "local_path", None) or getattr(trial, "path", None)
+        log = Path(path) / LOG if path else None
+        lines = log.read_text(errors="replace").splitlines() if log and log.is_file() else []
+        new = lines[told:failures] or [f"{failures - told} env runner failure(s), cause unknown"]
+        for line in new:
+            self.console.print(f"{trial_name(trial)} {line}", highlight=False)
 
     def on_trial_complete(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
         self.rows.setdefault(trial_name(trial), {})["status"] = "done"

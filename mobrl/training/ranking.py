@@ -127,9 +127,14 @@ def report(
             f"trial failed: {r['error']} (see {Path(r['trial_dir']) / 'error.txt'})",
             file=sys.stderr,
         )
-    if any(r.get("last_checkpoint") for r in failed):
+    if failed:
+        where = (
+            "from the latest checkpoint"
+            if any(r.get("last_checkpoint") for r in failed)
+            else "(from the start: no checkpoint was written yet)"
+        )
         print(
-            f"once the cause is fixed, continue from the latest checkpoint: mobrl train "
+            f"once the cause is fixed, continue {where}: mobrl train "
             f"--resume {run.path} --retry-errored",
             file=sys.stderr,
         )

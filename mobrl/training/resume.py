@@ -107,6 +107,7 @@ def _prepare_resume(
         manifest.get("env_config") or factory.env_config_from(cfg),
         faults.plan(cfg.run.fault.inject, run.path),
         imitate=False,  # the checkpoint holds the imitated policy already
+        failures=str(run.env_failures_dir),
     )
     space, locations = tuning.param_space(cfg, algo_config)
     console.print(f"[bold]mobrl[/bold] resuming run dir: {run.path}")

@@ -127,7 +127,9 @@ def _build(cfg: DictConfig, run: RunDir) -> tuple[dict[str, Any], Any, dict[str,
     factory.check_env(env_config)
     probe_ray_address(cfg.ray.address)
     fault = faults.plan(cfg.run.fault.inject, run.path)
-    algo_config = build_algorithm_config(cfg, factory.ENV_NAME, env_config, fault)
+    algo_config = build_algorithm_config(
+        cfg, factory.ENV_NAME, env_config, fault, failures=str(run.env_failures_dir)
+    )
     space, locations = tuning.param_space(cfg, algo_config)
     return env_config, algo_config, space, locations
 

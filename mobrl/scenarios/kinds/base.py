@@ -103,6 +103,11 @@ class ScenarioKind:
         """The scenario in words for messages, e.g. `scenario=small env=ma`."""
         return f"scenario={cfg.scenario.name}"
 
+    def label(self, env_config: dict[str, Any]) -> str:
+        """The env of `env_config` in words for a failure's one line, e.g. `scenario=small`
+        (an env runner's own env where runners differ: its `EnvContext`)."""
+        return f"scenario={env_config.get('scenario') or env_config['id']}"
+
     def other_mode(self, cfg: Any) -> str:
         """An override of this kind that gives other action spaces (for error messages)."""
         return ""

@@ -99,6 +99,9 @@ class CustomKind(ScenarioKind):
     def where(self, cfg: Any) -> str:
         return f"scenario.entry={cfg.scenario.get('entry')}"
 
+    def label(self, env_config: dict[str, Any]) -> str:
+        return f"scenario.entry={env_config['entry']}"
+
 
 def check_metrics(cfg: Any) -> None:
     """`scenario.metrics` parses, or a one-line error."""

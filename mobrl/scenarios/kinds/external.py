@@ -45,11 +45,11 @@ class ExternalKind(CustomKind):
         from mobrl.external import connect
         from mobrl.scenarios.kinds.custom import adapted
 
-        found = env_config["addresses"]
-        # RLlib's EnvContext says which env runner builds the env (0: the driver's own)
-        runner = max(int(getattr(env_config, "worker_index", 0) or 0), 1) - 1
-        env = connect(found[runner % len(found)], **env_config["connection"])
+        env = connect(runner_address(env_config), **env_config["connection"])
         return adapted(env, env_config, rllib)
+
+    def label(self, env_config: dict[str, Any]) -> str:
+        return f"scenario.address={runner_address(env_config)}"
 
     def check_native(self, env_config: dict[str, Any]) -> None:
         """The protocol's client checks observations against the announced spaces itself."""
@@ -70,6 +70,14 @@ class ExternalKind(CustomKind):
 
     def where(self, cfg: Any) -> str:
         return f"scenario.address={cfg.scenario.get('address')}"
+
+
+def runner_address(env_config: dict[str, Any]) -> str:
+    """The simulator an env runner connects to: RLlib's EnvContext says which runner builds
+    the env (0: the driver's own), and runner i takes the i-th address, cycling."""
+    found = env_config["addresses"]
+    runner = max(int(getattr(env_config, "worker_index", 0) or 0), 1) - 1
+    return found[runner % len(found)]
 
 
 def addresses(value: Any) -> list[str]:
