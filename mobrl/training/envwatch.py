@@ -10,8 +10,9 @@ failures yourself"): `watched(PPO)` is PPO with a `step` that
   original error stays chained beneath it, in the trial's error.txt);
 - counts every failure of an env runner, and every restart (`run.fault.restart_env_runners`),
   as result keys (`metrics.ENV_RUNNER_FAILURES`, `ENV_RUNNER_RESTARTS`: columns of
-  progress.csv) and as lines of the trial dir's `env-failures.log`, which the live progress
-  prints; more failures than `run.fault.max_env_runner_restarts` stop the trial;
+  progress.csv) and as lines of the trial's log beside the run's records
+  (`.env-failures/TRIAL_ID.log`), which the live progress prints; more failures than
+  `run.fault.max_env_runner_restarts` stop the trial;
 - runs the iteration again, once an env runner is back, when it sampled nothing because its
   env runners had failed: such an iteration is neither reported nor checkpointed. If none comes
   back within the restart delay plus `RESTART_WINDOW_S` (or the run's `run.stop.time_s`), the
@@ -28,8 +29,13 @@ from typing import Any
 from mobrl.core import envfailures, metrics
 from mobrl.core.envfailures import EnvFailedError
 
-#: the trial dir's log of its env runners' failures, a line each (the live progress prints them)
-LOG = "env-failures.log"
+
+
+def log_path(folder: str | Path, trial_id: str) -> Path:
+    """A trial's log of its env runners' failures, a line each, beside the run's records
+    (the live progress prints its new lines)."""
+    return Path(folder) / f"{trial_id}.log"
+
 #: seconds a restarted env runner may take to start (a new process imports torch and builds
 #: its env), beyond `run.fault.restart_delay_s`
 RESTART_WINDOW_S = 120.0
@@ -82,33 +88,30 @@ class _Watched:
             watch.look(self, result)
             result[metrics.ENV_RUNNER_FAILURES] = watch.failures
             result[metrics.ENV_RUNNER_RESTARTS] = watch.restarts
-            if _sampled(result) or not watch.remote(self) or not watch.down(self):
+            if watch.sampled(result) or not watch.remote(self) or not watch.down(self):
                 return result
             watch.wait_for_runner(self, result)
-
-
-def _sampled(result: dict[str, Any]) -> float:
-    from ray.rllib.utils.metrics import ENV_RUNNER_RESULTS, NUM_ENV_STEPS_SAMPLED
-
-    return float((result.get(ENV_RUNNER_RESULTS) or {}).get(NUM_ENV_STEPS_SAMPLED) or 0)
 
 
 class Watch:
     """What a trial knows of its env runners' failures."""
 
-    def __init__(self, settings: dict[str, Any], started: float, logdir: str | None):
+    def __init__(self, settings: dict[str, Any], started: float, trial_id: str | None):
         self.folder = settings.get("failures")
         self.time_s = settings.get("time_s")
         self.restart = bool(settings.get("restart"))
         self.max_restarts = int(settings.get("max_restarts") or 0)
         self.delay = float(settings.get("delay") or 0.0)
         self.started = started
-        self.log = Path(logdir) / LOG if logdir else None
+        self.log = log_path(self.folder, trial_id) if self.folder and trial_id else None
         self.group = envfailures.group_id()
         self.seen: set[str] = set()
         self.down_ids: set[int] = set()
         self.failures = self.restarts = 0
         self.latest: str | None = None
+        #: env steps sampled in the trial's life at its latest result (None: none yet)
+        self.steps: float | None = None
+        self.iteration = 0
 
     @staticmethod
     def settings(config: Any) -> dict[str, Any]:
@@ -125,7 +128,14 @@ class Watch:
 
     @classmethod
     def of(cls, algo: Any) -> Watch:
-        return cls(cls.settings(algo.config), time.time(), getattr(algo, "logdir", None))
+        return cls(cls.settings(algo.config), time.time(), _trial_id(algo))
+
+    def sampled(self, result: dict[str, Any]) -> bool:
+        """Whether the iteration of `result` sampled any env step (RLlib repeats its previous
+        per-iteration count when nothing was sampled: the lifetime count tells)."""
+        steps = float(result.get(metrics.ENV_STEPS) or 0)
+        before, self.steps = self.steps, steps
+        return steps > (before or 0.0) if before is not None else steps > 0
 
     # --- what failed -----------------------------------------------------------------------
 
@@ -149,27 +159,30 @@ class Watch:
         self.seen.update(r["file"] for r in found)
         return found
 
-    def _tell(self, line: str) -> None:
-        """Count one failure of an env runner, log it, and stop once there are too many."""
+    def _tell(self, line: str, detail: str = "") -> None:
+        """Count one failure of an env runner, log it (with when it happened, and whether the
+        runner restarts), and stop once there are too many."""
         self.failures += 1
         self.latest = line
         over = self.restart and self.failures > self.max_restarts
+        logged = f"iteration {self.iteration}: {line}"
         if self.restart and not over:
-            line += (
+            logged += (
                 f"; restarting it (failure {self.failures} of the "
                 f"{self.max_restarts} run.fault.max_env_runner_restarts allows)"
             )
         if self.log is not None:
             try:
                 with open(self.log, "a") as f:
-                    f.write(line + "\n")
+                    f.write(logged + "\n")
             except OSError:
                 pass
         if over:
             raise EnvFailedError(
                 f"{line}. The env runners failed {self.failures} times, more than "
                 f"run.fault.max_env_runner_restarts={self.max_restarts} restarts allow: fix "
-                "the env, then continue the run"
+                "the env, then continue the run",
+                detail,
             )
 
     def look(self, algo: Any, result: dict[str, Any]) -> None:
@@ -179,11 +192,11 @@ class Watch:
         fresh = down - self.down_ids
         self.restarts += len(self.down_ids - down)
         self.down_ids = down
-        iteration = int(result.get(metrics.ITERATION) or getattr(algo, "iteration", 0)) + 1
+        self.iteration = int(getattr(algo, "iteration", 0)) + 1
         for data in records:
-            self._tell(f"iteration {iteration}: {envfailures.one_line(data)}")
+            self._tell(envfailures.one_line(data), envfailures.detail(data))
         for runner in sorted(fresh)[len(records):]:  # died without a word: killed
-            self._tell(f"iteration {iteration}: env runner {runner} died (its process ended)")
+            self._tell(f"env runner {runner} died (its process ended)")
 
     def failure(self, err: BaseException, since: float, runners: Any) -> EnvFailedError | None:
         """The one-line error for `err`, raised by an iteration (or the algorithm's setup)
@@ -223,6 +236,19 @@ class Watch:
             f"{self.latest or 'every env runner failed'}; no env runner came back within "
             f"{window:.0f} s of its restart"
         )
+
+
+def _trial_id(algo: Any) -> str | None:
+    """The Tune trial the algorithm trains in (Tune's own context; the driver's trial sets
+    the algorithm's)."""
+    try:
+        from ray import tune
+
+        found = tune.get_context().get_trial_id()
+    except Exception:  # outside Tune
+        found = None
+    own = getattr(algo, "trial_id", None)
+    return found or (own if own != "default" else None)
 
 
 #: `pid: 1234` in Ray's text of a dead actor

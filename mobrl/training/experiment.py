@@ -69,7 +69,7 @@ def fit_in_driver(
 
     INTERRUPTED.clear()
     callbacks = [
-        ProgressCallback(cfg.tune.metric),
+        ProgressCallback(cfg.tune.metric, str(run.env_failures_dir)),
         DiskGuard(experiment_dir.parent, experiment_dir, cfg.run.checkpoint.min_free_mb),
         *trackers.callbacks(cfg, run.path, {}, in_driver=True),
     ]
@@ -118,7 +118,7 @@ def fit_with_tune(
             checkpoint_config=checkpoint_config,
             failure_config=tune.FailureConfig(max_failures=cfg.run.fault.max_failures),
             callbacks=[
-                ProgressCallback(cfg.tune.metric),
+                ProgressCallback(cfg.tune.metric, str(run.env_failures_dir)),
                 DiskGuard(storage, storage / name, cfg.run.checkpoint.min_free_mb),
                 *trackers.callbacks(cfg, run.path, locations, in_driver=False),
             ],

@@ -60,18 +60,21 @@ class ProgressCallback(Callback):
     one line, so progress stays readable.
     """
 
-    def __init__(self, metric: str = metrics.RETURN_MEAN):
+    def __init__(self, metric: str = metrics.RETURN_MEAN, failures: str | None = None):
         self.metric = metric
+        #: the run's folder of env failures (`RunDir.env_failures_dir`), where each trial logs
+        #: the failures of its env runners (`envwatch.log_path`)
+        self.failures = failures
         self.rows: dict[str, dict[str, Any]] = {}
         self._console: Console | None = None
         self._live: Live | None = None
 
     # rich objects hold locks and threads; Tune may pickle its callbacks with the experiment
     def __getstate__(self) -> dict[str, Any]:
-        return {"metric": self.metric, "rows": self.rows}
+        return {"metric": self.metric, "rows": self.rows, "failures": self.failures}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(state["metric"])  # type: ignore[misc]
+        self.__init__(state["metric"], state.get("failures"))  # type: ignore[misc]
         self.rows = state["rows"]
 
     @property
@@ -151,15 +154,14 @@ class ProgressCallback(Callback):
     def _tell_env_failures(self, trial: Any, row: dict[str, Any], result: dict) -> None:
         """A line for each env runner failure the trial counted since its last result, from
         its `env-failures.log` (`training.envwatch`)."""
-        from mobrl.training.envwatch import LOG
+        from mobrl.training.envwatch import log_path
 
         failures = _int_or_none(_get(result, metrics.ENV_RUNNER_FAILURES)) or 0
         told = row.get("failures_told", 0)
         if failures <= told:
             return
         row["failures_told"] = failures
-        path = getattr(trial, "local_path", None) or getattr(trial, "path", None)
-        log = Path(path) / LOG if path else None
+        log = log_path(self.failures, trial.trial_id) if self.failures else None
         lines = log.read_text(errors="replace").splitlines() if log and log.is_file() else []
         new = lines[told:failures] or [f"{failures - told} env runner failure(s), cause unknown"]
         for line in new:
