@@ -67,7 +67,8 @@ def train(
 
     _check_modes(multirun=multirun, cfg=cfg, info=info)
     if not (show_help or hydra_help or info):
-        _check_command_line(overrides, multirun)
+        # --cfg prints the config and runs nothing: it builds and reaches no env either
+        _check_command_line(overrides, multirun, build=not cfg)
     flags = {
         "--multirun": multirun, "--cfg": cfg and cfg.value, "--package": package,
         "--info": info and info.value, "--config-dir": config_dir, "--config-name": config_name,
@@ -100,12 +101,13 @@ def _check_modes(**modes: object) -> None:
         raise UserError(f"{' and '.join(given)} do not go together. Use one of them.")
 
 
-def _check_command_line(overrides: list[str], multirun: bool) -> None:
-    """Every override (every value of a sweep) checked before Hydra starts; a sweep needs -m."""
+def _check_command_line(overrides: list[str], multirun: bool, build: bool = True) -> None:
+    """Every override (every value of a sweep) checked before Hydra starts; a sweep needs -m.
+    `build=False`: only the checks that build no env (a simulator need not be running yet)."""
     from mobrl.config import parse_overrides
     from mobrl.training.checks import validate_command_line
 
-    validate_command_line(overrides)
+    validate_command_line(overrides, build=build)
     sweeps = [ov.input_line for ov in parse_overrides(overrides) if ov.is_sweep_override()]
     if sweeps and not multirun:
         raise UserError(

@@ -10,8 +10,10 @@ torch), in two stages:
 `check_config` runs both; `validate_command_line` (below) runs it for every value of a sweep
 before Hydra starts, and remembers each config it passed (a digest, also in `MOBRL_CHECKED` for
 a sweep's job processes): `check_once`, which the training task calls, checks only a config not
-checked before in the command. Training then runs RLlib's own env checker once
-(`factory.check_env`), which needs Ray.
+checked before in the command. For a command that runs nothing (`mobrl train --cfg`) it runs
+stage 1 alone with `build=False`: a kind that builds or reaches its env to learn its fields
+(`probes`: a user's env, a simulator) is then checked by its own `check`. Training then runs
+RLlib's own env checker once (`factory.check_env`), which needs Ray.
 """
 
 from __future__ import annotations
@@ -90,17 +92,26 @@ def preflight(cfg: DictConfig) -> None:
         )
 
 
-def check_settings(cfg: DictConfig) -> None:
+def check_settings(cfg: DictConfig, build: bool = True) -> None:
     """The checks of the config and the files it names, without building anything: the
     scenario, the algorithm, Ray and Tune, then the run's own settings, in this order (the
-    first problem found is the one reported)."""
-    _check_scenario(cfg)
+    first problem found is the one reported). `build=False`: not even a kind's probe of its
+    env (`_env_config`), so nothing is built or reached."""
+    _check_scenario(cfg, build)
     _check_algorithm(cfg)
     _check_ray_and_tune(cfg)
-    _check_run(cfg)
+    _check_run(cfg, build)
 
 
-def _check_scenario(cfg: DictConfig) -> None:
+def _env_config(cfg: DictConfig, build: bool) -> dict[str, Any] | None:
+    """`env_config_from(cfg)`, or None with `build=False` for a kind that builds or connects to
+    its env to learn its fields (`probes`: a user's env, a simulator that may not run yet)."""
+    if not build and kind_of(cfg).probes:
+        return None
+    return env_config_from(cfg)
+
+
+def _check_scenario(cfg: DictConfig, build: bool = True) -> None:
     """The scenario kind, the sampler, and the env as training will build it."""
     kind = kind_of(cfg)  # an unknown kind is a one-line error
     if cfg.env.sampler not in SAMPLERS:
@@ -108,7 +119,7 @@ def _check_scenario(cfg: DictConfig) -> None:
     kind.check(cfg)
     # the layout (one-line errors naming the file, key and fix), the kind's env settings, the
     # policy mapping and the sampler, as training will read them
-    env_config_from(cfg)
+    _env_config(cfg, build)
 
 
 def _check_algorithm(cfg: DictConfig) -> None:
@@ -147,7 +158,7 @@ def _check_ray_and_tune(cfg: DictConfig) -> None:
     in_driver(cfg)  # run.executor: a known value, and driver only where one trial can
 
 
-def _check_run(cfg: DictConfig) -> None:
+def _check_run(cfg: DictConfig, build: bool = True) -> None:
     """The run's settings: stop criteria, numbers, evaluation, checkpoints, storage, logger
     and imitation."""
     stop = cfg.run.stop
@@ -156,7 +167,7 @@ def _check_run(cfg: DictConfig) -> None:
             "run.stop has no criterion, so training would never end. "
             "Set one, e.g. run.stop.iterations=100."
         )
-    check_numbers(cfg)
+    check_numbers(cfg, build)
     from mobrl.training.periodic_eval import check_eval_config
 
     check_eval_config(cfg)
@@ -209,7 +220,7 @@ _NON_NEGATIVE = (
 )
 
 
-def _check_minibatch(cfg: DictConfig) -> None:
+def _check_minibatch(cfg: DictConfig, build: bool = True) -> None:
     """A minibatch no larger than the batch: in env steps, or in rows (UE decisions) where
     the batch counts them (UE slots, `algos.rows_per_batch_step`)."""
     batch = cfg.run.batch
@@ -217,9 +228,12 @@ def _check_minibatch(cfg: DictConfig) -> None:
         return
     if batch.minibatch_size <= batch.train_batch_size:
         return
+    env_config = _env_config(cfg, build)
+    if env_config is None:
+        return  # the rows per step need the env; the run's own check tells
     from mobrl.training.algos import rows_per_batch_step
 
-    rows = rows_per_batch_step(cfg, env_config_from(cfg))
+    rows = rows_per_batch_step(cfg, env_config)
     limit = batch.train_batch_size * rows
     if batch.minibatch_size > limit:
         rows_note = f" ({limit} rows: {rows} UEs x {batch.train_batch_size} env steps)"
@@ -230,7 +244,7 @@ def _check_minibatch(cfg: DictConfig) -> None:
         )
 
 
-def check_numbers(cfg: DictConfig) -> None:
+def check_numbers(cfg: DictConfig, build: bool = True) -> None:
     """Counts, budgets and rates that cannot work (zero or negative batch sizes, a negative
     learning rate, a discount above 1, ...) as one-line errors before anything starts."""
     for key in (*_POSITIVE, *_NON_NEGATIVE, *_RANGES):
@@ -246,7 +260,7 @@ def check_numbers(cfg: DictConfig) -> None:
             if not ((value >= low if closed else value > low) and value <= high):
                 interval = f"{'[' if closed else '('}{low:g}, {high:g}]"
                 raise UserError(f"{key}={value} must lie in {interval}. Use e.g. {key}=0.99.")
-    _check_minibatch(cfg)
+    _check_minibatch(cfg, build)
     if cfg.run.fault.max_failures < -1:
         raise UserError(
             f"run.fault.max_failures={cfg.run.fault.max_failures} must be -1 (retry forever), "
@@ -275,12 +289,13 @@ def _check_restarts(cfg: DictConfig) -> None:
 _MAX_VALIDATED_COMBINATIONS = 64
 
 
-def validate_command_line(overrides: Sequence[str]) -> DictConfig:
+def validate_command_line(overrides: Sequence[str], build: bool = True) -> DictConfig:
     """Check every override (every value of a sweep) without running anything.
 
     Returns the config composed from the first value of each sweep. Raises `UserError` with a
     one-line message on unknown groups, options or keys, bad values and unsupported algorithm
-    and scenario combinations.
+    and scenario combinations. `build=False` (a command that runs nothing, `--cfg`): only
+    `check_settings` without building or reaching any env, and nothing remembered as checked.
     """
     parsed = parse_overrides(overrides)
     for ov in parsed:
@@ -322,13 +337,13 @@ def validate_command_line(overrides: Sequence[str]) -> DictConfig:
     )
     first_cfg = None
     for combo in combos:
-        cfg = _compose_checked(plain + list(combo) + first_keys)
+        cfg = _compose_checked(plain + list(combo) + first_keys, build)
         first_cfg = first_cfg if first_cfg is not None else cfg
     base_groups = [line(ov, choices(ov)[0]) for ov in group_sweeps]
     for i, ov in enumerate(key_sweeps):
         for value in choices(ov)[1:]:
             others = first_keys[:i] + first_keys[i + 1 :]
-            _compose_checked(plain + base_groups + others + [line(ov, value)])
+            _compose_checked(plain + base_groups + others + [line(ov, value)], build)
     assert first_cfg is not None
     return first_cfg
 
@@ -341,7 +356,10 @@ def _format_value(value: Any) -> str:
     return str(value).replace("'", "") if isinstance(value, (list, dict)) else repr(value)
 
 
-def _compose_checked(overrides: list[str]) -> DictConfig:
+def _compose_checked(overrides: list[str], build: bool) -> DictConfig:
     cfg = compose(overrides)
-    check_config(cfg)
+    if build:
+        check_config(cfg)
+    else:
+        check_settings(cfg, build=False)
     return cfg

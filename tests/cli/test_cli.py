@@ -51,6 +51,24 @@ def test_cfg_job_prints_resolved_config_without_ray(tmp_path) -> None:
     assert not (tmp_path / "outputs").exists()
 
 
+def test_cfg_job_reaches_no_simulator(mobrl_cli, tmp_path) -> None:
+    """`--cfg job` runs nothing, so it connects to nothing: the config of a simulator not
+    started yet prints (its settings still checked), and no run dir is made."""
+    import socket
+
+    with socket.socket() as free:
+        free.bind(("127.0.0.1", 0))
+        port = free.getsockname()[1]  # closed again: nobody listens there
+    address = f"scenario.address=127.0.0.1:{port}"
+    result = mobrl_cli("train", "scenario=external", address, "--cfg", "job", cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"address: 127.0.0.1:{port}\n" in result.stdout
+    assert not (tmp_path / "outputs").exists()
+    bad = mobrl_cli("train", "scenario=external", "scenario.address=nowhere", "--cfg", "job")
+    assert bad.returncode == 2 and bad.stderr.startswith("error: scenario.address 'nowhere'")
+    assert len(bad.stderr.strip().splitlines()) == 1
+
+
 def test_config_error_does_not_import_heavy_modules(tmp_path) -> None:
     _, stderr = _probe(["train", "scenario=nope"], tmp_path)
     assert "HEAVY=\n" in stderr and "CODE=2" in stderr

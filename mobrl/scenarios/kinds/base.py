@@ -27,6 +27,9 @@ class ScenarioKind:
     transferable: bool = False
     #: whether `mobrl render` draws the env itself (True) or uses the env's rgb_array frames
     draws_own_frames: bool = False
+    #: whether `env_fields` builds the env, or connects to it, to learn its agents and spaces
+    #: (a check that runs nothing, `mobrl train --cfg`, leaves it out)
+    probes: bool = False
 
     def check(self, cfg: Any) -> None:
         """One-line `UserError`s for the settings this kind reads, before anything runs."""

@@ -19,6 +19,7 @@ from mobrl.scenarios.kinds.base import ScenarioKind, action_kind
 
 class CustomKind(ScenarioKind):
     name = "custom"
+    probes = True  # `probe`: the env built once (a simulator's: reached, `external`)
 
     def check(self, cfg: Any) -> None:
         from mobrl.core.errors import UserError
