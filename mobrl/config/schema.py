@@ -28,8 +28,9 @@ class ScenarioConf:
     #: directory and PYTHONPATH); it returns a Gymnasium Env, a PettingZoo ParallelEnv or AEC
     #: env, or an RLlib MultiAgentEnv
     entry: Optional[str] = None
-    #: custom, external: values of the env's `infos` logged like mobrl's UE metrics, as `KEY`
-    #: or `KEY:REDUCE` (per episode: mean, sum, last, max or min; default mean)
+    #: custom, external: values of the env's `infos` logged like mobrl's UE metrics, as `KEY`,
+    #: `KEY:REDUCE` (per episode: mean, sum, last, max or min; default mean) or
+    #: `KEY:REDUCE:BETTER` (max: higher is better, the default; min: lower, a cost)
     metrics: list[str] = field(default_factory=list)
     #: external: the simulator's `HOST:PORT`, or a list of them (env runner i connects to
     #: the i-th, cycling)

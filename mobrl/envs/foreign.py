@@ -12,32 +12,61 @@ No Ray here: evaluation and rendering play these envs without it; `rllib_env.py`
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, NamedTuple
 
 import gymnasium as gym
 import numpy as np
 
 #: how a metric's values over an episode become one number (`KEY:REDUCE`; mean by default)
 REDUCTIONS = ("mean", "sum", "last", "max", "min")
+#: which way a metric is better (`KEY:REDUCE:BETTER`): higher (max, by default) or lower (min:
+#: a cost, e.g. energy); evaluation's paired tables say which side each difference favours
+BETTER = {"max": "higher is better", "min": "lower is better"}
 #: the key of values an RLlib-style env reports for the whole env (mobile-env's, mobrl's)
 COMMON = "__common__"
 #: result tags of the metrics: over all agents (or the env) and per agent
 INFO_TAG, AGENT_TAG = "info/{key}", "agent/{agent}/{key}"
 
 
-def parse_metrics(specs: Any) -> list[tuple[str, str]]:
-    """`scenario.metrics` as (key, reduction) pairs; a `ValueError` naming a bad entry."""
-    out: list[tuple[str, str]] = []
+class MetricSpec(NamedTuple):
+    """One entry of `scenario.metrics`: the `infos` key, how an episode's values become one
+    number, and which way is better."""
+
+    key: str
+    reduce: str = "mean"
+    better: str = "max"
+
+
+def parse_metrics(specs: Any) -> list[MetricSpec]:
+    """`scenario.metrics` (`KEY`, `KEY:REDUCE` or `KEY:REDUCE:BETTER`) as `MetricSpec`s; a
+    `ValueError` naming a bad entry, its bad part and the choices."""
+    out: list[MetricSpec] = []
     for spec in list(specs or []):
-        key, _, reduce = str(spec).partition(":")
-        reduce = reduce or "mean"
-        if not key or reduce not in REDUCTIONS:
+        parts = str(spec).split(":")
+        key, reduce, better = [*parts, "", ""][:3]
+        reduce, better = reduce or "mean", better or "max"
+        if not key or len(parts) > 3:
             raise ValueError(
-                f"scenario.metrics entry '{spec}' is not KEY or KEY:REDUCE with REDUCE one of "
+                f"scenario.metrics entry '{spec}' is not KEY, KEY:REDUCE or KEY:REDUCE:BETTER"
+            )
+        if reduce not in REDUCTIONS:
+            raise ValueError(
+                f"scenario.metrics entry '{spec}': REDUCE '{reduce}' is not one of "
                 f"{', '.join(REDUCTIONS)}"
             )
-        out.append((key, reduce))
+        if better not in BETTER:
+            raise ValueError(
+                f"scenario.metrics entry '{spec}': BETTER '{better}' is not one of "
+                + ", ".join(f"{way} ({words})" for way, words in BETTER.items())
+            )
+        out.append(MetricSpec(key, reduce, better))
     return out
+
+
+def metric_senses(specs: Any) -> dict[str, str]:
+    """Which way each metric of `scenario.metrics` is better (`max` or `min`), by its result
+    column (`info/KEY`); the last entry of a key wins, as it does in the counts."""
+    return {INFO_TAG.format(key=spec.key): spec.better for spec in parse_metrics(specs)}
 
 
 class _Series:
@@ -69,9 +98,9 @@ _ACROSS = {"mean": np.mean, "sum": np.sum, "last": np.mean, "max": np.max, "min"
 class InfoMetrics:
     """The values of named `infos` keys over one episode, per agent (or for the env)."""
 
-    def __init__(self, specs: list[tuple[str, str]], per_agent: bool = True) -> None:
+    def __init__(self, specs: list[MetricSpec], per_agent: bool = True) -> None:
         self.specs, self.per_agent = specs, per_agent
-        self.series: dict[str, dict[Any, _Series]] = {key: {} for key, _ in specs}
+        self.series: dict[str, dict[Any, _Series]] = {spec.key: {} for spec in specs}
 
     def reset(self) -> None:
         for per_agent in self.series.values():
@@ -105,7 +134,7 @@ class InfoMetrics:
     def episode_stats(self) -> dict[str, float]:
         """Each metric over the episode: the env's value, or the agents' combined."""
         out = {}
-        for key, how in self.specs:
+        for key, how, _ in self.specs:
             per_agent = self.series[key]
             if None in per_agent:
                 out[INFO_TAG.format(key=key)] = per_agent[None].reduced(how)
@@ -120,7 +149,7 @@ class InfoMetrics:
             return {}
         return {
             AGENT_TAG.format(agent=who, key=key): series.reduced(how)
-            for key, how in self.specs
+            for key, how, _ in self.specs
             for who, series in self.series[key].items()
             if who is not None
         }

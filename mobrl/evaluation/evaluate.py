@@ -14,7 +14,7 @@ from typing import Any
 
 from mobrl.core.errors import Interrupted, UserError
 from mobrl.evaluation.outputs import EpisodeJournal, EpisodeLog, EvalDir
-from mobrl.evaluation.paired import TRAINED, Tally
+from mobrl.evaluation.paired import TRAINED, Tally, senses
 from mobrl.evaluation.policies import check_baselines
 from mobrl.evaluation.scheduling import play_blocks, policy_jobs, set_main_policy
 from mobrl.evaluation.tables import measures, paired_table, policies_table
@@ -139,7 +139,7 @@ def _play(
 
     seeds, explore = opts.seeds, opts.explore
     total = len(seeds) * len(policies)
-    tally = Tally(policies)
+    tally = Tally(policies, senses(target.env_config))
     jobs = policy_jobs(target, policies)
     journal = output.journal(_journal_settings(target, opts, policies))
     known = dict(journal.known)

@@ -28,7 +28,8 @@ class EvalDir:
     """The files of one evaluation:
 
     - `summary.json` (`mobrl evaluate`): `checkpoint`, `env_config`, `episodes`, `seed_range`,
-      `explore`, then per policy the mean, `ci95` and `n` of every measure (`policies`), the
+      `explore`, then per policy the mean, `ci95` and `n` of every measure (`policies`), which
+      way each measure is better (`better`: max, or min for a cost of `scenario.metrics`), the
       paired differences (`paired_vs_trained` or `paired_vs_greedy`, each with `diff` per
       measure), `reference`, `gap_closed` and `notes` (`paired.Tally.summary`);
     - `episodes.csv`: one row per policy and episode (`policy`, `episode`, `seed`, measures;

@@ -83,6 +83,20 @@ def ci_text(mean: float | None, half: float | None, digits: int = 3, sign: bool 
     return text if half is None or math.isnan(half) else f"{text} ± {half:.{digits}f}"
 
 
+def senses(env_config: dict[str, Any]) -> dict[str, str]:
+    """Which way the measures of `env_config`'s env are better where it says (`min`: a cost,
+    `scenario.metrics`'s `KEY:REDUCE:min`), by column; higher is better for every other."""
+    from mobrl.envs.foreign import metric_senses
+
+    return metric_senses(env_config.get("metrics"))
+
+
+def lower_better(summary: dict[str, Any]) -> list[str]:
+    """The measures of a summary where lower is better (`better`: min), in its order (none in
+    a summary written before it recorded which way)."""
+    return [col for col, way in (summary.get("better") or {}).items() if way == "min"]
+
+
 def reference(policies: list[str]) -> str | None:
     """The policy the others are paired with: the trained one, else greedy, else none."""
     if TRAINED in policies:
@@ -137,10 +151,12 @@ class Tally:
     """The evaluation statistics of episodes fed in blocks (`add`), in memory independent of
     how many: per policy the mean, 95 % CI and n of every measure, and the differences paired
     by seed against the reference (trained − each baseline with a checkpoint, else each
-    baseline − greedy). Every policy's episode of a seed must come in the same block."""
+    baseline − greedy). Every policy's episode of a seed must come in the same block.
+    `better`: which way a measure is better where it is not higher (`senses`: "min")."""
 
-    def __init__(self, policies: list[str]) -> None:
+    def __init__(self, policies: list[str], better: dict[str, str] | None = None) -> None:
         self.policies = list(policies)
+        self.better = dict(better or {})
         self.ref = reference(self.policies)
         self.present: set[str] = set()
         self.single: dict[tuple[str, str], Moments] = defaultdict(Moments)
@@ -166,11 +182,14 @@ class Tally:
         return self
 
     def summary(self) -> dict[str, Any]:
-        """Per policy: mean, 95 % CI half-width and n of every column; the paired differences
-        in every column: `paired_vs_trained` with a checkpoint, else `paired_vs_greedy`; the
-        share of the greedy -> oracle gap in mean UE utility that each policy closes."""
+        """Per policy: mean, 95 % CI half-width and n of every column; which way each column
+        is better (`better`: max or min); the paired differences in every column (first −
+        second whatever the way: < 0 favours the first in a min column): `paired_vs_trained`
+        with a checkpoint, else `paired_vs_greedy`; the share of the greedy -> oracle gap in
+        mean UE utility that each policy closes."""
         columns = result_columns([dict.fromkeys(self.present)])
         out: dict[str, Any] = {"policies": {}}
+        out["better"] = {col: self.better.get(col, "max") for col in columns}
         for name in self.policies:
             out["policies"][name] = {col: self.single[name, col].as_dict() for col in columns}
         out["reference"] = self.ref
@@ -197,9 +216,11 @@ class Tally:
         return out
 
 
-def summarize(rows: list[dict[str, Any]], policies: list[str]) -> dict[str, Any]:
+def summarize(
+    rows: list[dict[str, Any]], policies: list[str], better: dict[str, str] | None = None
+) -> dict[str, Any]:
     """The `Tally` summary of `rows` (all of them at once)."""
-    return Tally(policies).add(rows).summary()
+    return Tally(policies, better).add(rows).summary()
 
 
 #: a trained policy that connects this many fewer UE-steps than a baseline it beats is named

@@ -6,11 +6,23 @@ from __future__ import annotations
 from typing import Any
 
 from mobrl.core import metrics as keys
-from mobrl.evaluation.paired import TRAINED, ci_text, closed_text
+from mobrl.evaluation.paired import TRAINED, ci_text, closed_text, lower_better
 
 
 def _cell(stats: dict[str, float], sign: bool = False) -> str:
     return ci_text(stats["mean"], stats["ci95"], sign=sign)
+
+
+def _header(summary: dict[str, Any], col: str) -> str:
+    """A measure's column header, marked where lower is better (a cost the env reports)."""
+    return f"{keys.label(col)} (lower better)" if col in lower_better(summary) else keys.label(col)
+
+
+def better_legend(summary: dict[str, Any]) -> str:
+    """Which sign of a paired difference favours the first policy: > 0, and < 0 in the
+    measures where lower is better."""
+    low = lower_better(summary)
+    return "> 0: the first better" + (f"; < 0 for {', '.join(map(keys.label, low))}" if low else "")
 
 
 def measures(summary: dict[str, Any]) -> list[str]:
@@ -26,7 +38,7 @@ def policies_table(summary: dict[str, Any], policies: list[str], title: str) -> 
     columns = measures(summary)
     table.add_column("policy")
     for col in columns:
-        table.add_column(keys.label(col), justify="right")
+        table.add_column(_header(summary, col), justify="right")
     for name in policies:
         table.add_row(name, *(_cell(summary["policies"][name][c]) for c in columns))
     return table
@@ -43,10 +55,11 @@ def paired_table(summary: dict[str, Any], columns: list[str]) -> Any:
         title, first = "trained − each baseline", "vs"
     else:
         title, first = f"each baseline − {ref}", "policy"
-    table = Table(title=f"{title}, paired by seed: mean ± 95 % CI (> 0: the first better)")
+    legend = better_legend(summary)
+    table = Table(title=f"{title}, paired by seed: mean ± 95 % CI ({legend})")
     table.add_column(first)
     for col in columns:
-        table.add_column(keys.label(col), justify="right")
+        table.add_column(_header(summary, col), justify="right")
     if closed:
         table.add_column(
             f"greedy→{summary.get('gap_reference') or 'oracle'} gap closed", justify="right"

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from mobrl.core import metrics as keys
-from mobrl.evaluation.paired import closed_text
+from mobrl.evaluation.paired import closed_text, lower_better
 from mobrl.reporting.contents import EVAL_COLUMNS, INFO_PREFIX
 from mobrl.reporting.figures import gap_stats, paired_gaps, plot_evaluation, plot_matrix
 from mobrl.reporting.markup import Draft, capital, column_header, md_table
@@ -53,7 +53,9 @@ def _paired_table(summary: dict[str, Any], shown: list[str]) -> list[str]:
     if not gaps:
         return []
     first = "trained − each baseline" if ref == "trained" else f"each baseline − {ref}"
-    md = ["", f"{capital(first)}, paired by seed (> 0: the first is better):", ""]
+    low = [column_header(c) for c in lower_better(summary) if c in shown]  # costs: < 0 better
+    lower = f"; < 0 for {', '.join(low)}, where lower is better" if low else ""
+    md = ["", f"{capital(first)}, paired by seed (> 0: the first is better{lower}):", ""]
     table = []
     for other, gap in gaps.items():
         row = {"vs" if ref == "trained" else "policy": other}

@@ -4,6 +4,7 @@ PettingZoo parallel and AEC, RLlib-style), its info metrics, policy patterns and
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import textwrap
@@ -165,6 +166,36 @@ def test_info_metrics_reduce_per_agent_and_over_agents(user_dir) -> None:
 def test_metric_specs_are_checked(user_dir) -> None:
     with pytest.raises(UserError, match="hits:median.*Fix scenario.metrics"):
         _config("user_envs:Relays", "scenario.metrics=[hits:median]")
+    with pytest.raises(UserError) as bad:
+        _config("user_envs:Relays", "scenario.metrics=[hits:sum:lower]")
+    assert str(bad.value) == (
+        "scenario.metrics entry 'hits:sum:lower': BETTER 'lower' is not one of max (higher is "
+        "better), min (lower is better). Fix scenario.metrics."
+    )
+
+
+def test_metric_specs_say_how_to_reduce_and_which_way_is_better() -> None:
+    """`KEY`, `KEY:REDUCE` and `KEY:REDUCE:BETTER`: mean and higher-is-better by default; the
+    last entry of a key says which way, as it says how to count."""
+    from mobrl.envs.foreign import MetricSpec, metric_senses, parse_metrics
+
+    specs = parse_metrics(["hits", "t:last", "energy:sum:min", "rate::max", "e:"])
+    assert specs == [
+        MetricSpec("hits", "mean", "max"),
+        MetricSpec("t", "last", "max"),
+        MetricSpec("energy", "sum", "min"),
+        MetricSpec("rate", "mean", "max"),
+        MetricSpec("e", "mean", "max"),
+    ]
+    assert metric_senses(["energy:sum", "energy:sum:min"]) == {"info/energy": "min"}
+    for spec, problem in (
+        ("energy:sum:cost", "BETTER 'cost' is not one of max (higher is better), min"),
+        ("energy:median:min", "REDUCE 'median' is not one of mean, sum, last, max, min"),
+        ("energy:sum:min:x", "is not KEY, KEY:REDUCE or KEY:REDUCE:BETTER"),
+        (":sum", "is not KEY, KEY:REDUCE or KEY:REDUCE:BETTER"),
+    ):
+        with pytest.raises(ValueError, match=re.escape(f"'{spec}'") + ".*" + re.escape(problem)):
+            parse_metrics([spec])
 
 
 def test_policy_groups_take_patterns(user_dir) -> None:

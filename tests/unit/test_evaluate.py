@@ -36,6 +36,42 @@ def test_summarize_pairs_by_seed() -> None:
     assert paired["return_diff_mean"] == 3.5 and paired["n"] == 2
 
 
+def test_a_cost_metric_is_better_lower_in_the_summary_and_the_paired_table() -> None:
+    """A `scenario.metrics` entry `KEY:REDUCE:min` is a cost: summary.json records which way
+    each measure is better, and the paired table says < 0 favours the first there (the
+    differences stay first − second), while the return keeps > 0."""
+    from rich.console import Console
+
+    from mobrl.evaluation.paired import senses
+    from mobrl.evaluation.tables import better_legend, paired_table, policies_table
+
+    better = senses({"metrics": ["hits", "energy:sum:min"]})
+    assert better == {"info/hits": "max", "info/energy": "min"}
+    rows = [
+        {"policy": p, "episode": i, "seed": i, "return": r, "info/energy": e, "info/hits": h}
+        for p, returns, energy, hits in (
+            ("trained", [5.0, 7.0], [2.0, 4.0], [1.0, 1.0]),
+            ("random", [1.0, 4.0], [5.0, 6.0], [0.0, 1.0]),
+        )
+        for i, (r, e, h) in enumerate(zip(returns, energy, hits))
+    ]
+    out = summarize(rows, ["trained", "random"], better)
+    assert out["better"] == {"return": "max", "info/energy": "min", "info/hits": "max"}
+    diff = out["paired_vs_trained"]["random"]["diff"]
+    assert diff["info/energy"]["mean"] == -2.5 and diff["return"]["mean"] == 3.5
+    assert better_legend(out) == "> 0: the first better; < 0 for info/energy"
+    console = Console(width=300, record=True)
+    console.print(paired_table(out, ["return", "info/energy", "info/hits"]))
+    console.print(policies_table(out, ["trained", "random"], "small"))
+    text = " ".join(console.export_text().split())  # the title wraps at the table's width
+    assert "(> 0: the first better; < 0 for info/energy)" in text
+    assert text.count("info/energy (lower better)") == 2 and "hits (lower" not in text
+    # a summary with no cost, or written before it recorded which way, keeps > 0 alone
+    plain = summarize(rows, ["trained", "random"])
+    assert set(plain["better"].values()) == {"max"}
+    assert better_legend(plain) == better_legend({}) == "> 0: the first better"
+
+
 def _rows(policy: str, returns: list[float], connected: list[float]) -> list[dict]:
     from mobrl.core import metrics
 

@@ -417,3 +417,24 @@ def test_progress_csv_is_repaired_after_a_resume(tmp_path) -> None:
     (trial / "result.json").write_text("\n".join(lines))
     repair_progress_csv(trial)
     assert pd.read_csv(trial / "progress.csv")["training_iteration"].tolist() == [1, 2, 3]
+
+
+def test_the_paired_table_says_where_lower_is_better() -> None:
+    """An evaluation whose env reports a cost (`scenario.metrics` `KEY:REDUCE:min`) says so
+    above its paired table: < 0 favours the first policy in that column."""
+    from mobrl.evaluation.paired import summarize
+    from mobrl.reporting.evaluation_sections import _evaluation_lines
+
+    rows = [
+        {"policy": p, "episode": i, "seed": i, "return": r, "info/energy": e}
+        for p, returns, energy in (("trained", [5, 7], [2, 4]), ("random", [1, 4], [5, 6]))
+        for i, (r, e) in enumerate(zip(returns, energy))
+    ]
+    cost = summarize(rows, ["trained", "random"], {"info/energy": "min"})
+    lines = _evaluation_lines("e", cost, Path("e.png"))
+    assert (
+        "Trained − each baseline, paired by seed (> 0: the first is better; < 0 for info "
+        "energy, where lower is better):" in lines
+    )
+    plain = _evaluation_lines("e", summarize(rows, ["trained", "random"]), Path("e.png"))
+    assert "Trained − each baseline, paired by seed (> 0: the first is better):" in plain
