@@ -105,7 +105,9 @@ def cause(data: dict) -> str:
 def one_line(data: dict) -> str:
     """What a record says, for a person: the env, where it failed, the exception."""
     runner = f" on env runner {data['runner']}" if data.get("runner") else ""
-    return f"the env ({data['env']}) failed in {data['where']}{runner}: {cause(data)}"
+    named = data["env"].partition("=")[2] in data["message"]  # the message names it already
+    env = "the env" if named else f"the env ({data['env']})"
+    return f"{env} failed in {data['where']}{runner}: {cause(data)}"
 
 
 def detail(data: dict) -> str:

@@ -31,10 +31,10 @@ from mobrl.core.envfailures import EnvFailedError
 
 
 
-def log_path(folder: str | Path, trial_id: str) -> Path:
+def log_path(folder: str | Path, trial: str) -> Path:
     """A trial's log of its env runners' failures, a line each, beside the run's records
-    (the live progress prints its new lines)."""
-    return Path(folder) / f"{trial_id}.log"
+    (the live progress prints its new lines); `trial`: its dir name."""
+    return Path(folder) / f"{trial}.log"
 
 #: seconds a restarted env runner may take to start (a new process imports torch and builds
 #: its env), beyond `run.fault.restart_delay_s`
@@ -96,14 +96,14 @@ class _Watched:
 class Watch:
     """What a trial knows of its env runners' failures."""
 
-    def __init__(self, settings: dict[str, Any], started: float, trial_id: str | None):
+    def __init__(self, settings: dict[str, Any], started: float, trial: str | None):
         self.folder = settings.get("failures")
         self.time_s = settings.get("time_s")
         self.restart = bool(settings.get("restart"))
         self.max_restarts = int(settings.get("max_restarts") or 0)
         self.delay = float(settings.get("delay") or 0.0)
         self.started = started
-        self.log = log_path(self.folder, trial_id) if self.folder and trial_id else None
+        self.log = log_path(self.folder, trial) if self.folder and trial else None
         self.group = envfailures.group_id()
         self.seen: set[str] = set()
         self.down_ids: set[int] = set()
@@ -128,7 +128,7 @@ class Watch:
 
     @classmethod
     def of(cls, algo: Any) -> Watch:
-        return cls(cls.settings(algo.config), time.time(), _trial_id(algo))
+        return cls(cls.settings(algo.config), time.time(), _trial_name(algo))
 
     def sampled(self, result: dict[str, Any]) -> bool:
         """Whether the iteration of `result` sampled any env step (RLlib repeats its previous
@@ -173,6 +173,7 @@ class Watch:
             )
         if self.log is not None:
             try:
+                self.log.parent.mkdir(parents=True, exist_ok=True)
                 with open(self.log, "a") as f:
                     f.write(logged + "\n")
             except OSError:
@@ -238,17 +239,11 @@ class Watch:
         )
 
 
-def _trial_id(algo: Any) -> str | None:
-    """The Tune trial the algorithm trains in (Tune's own context; the driver's trial sets
-    the algorithm's)."""
-    try:
-        from ray import tune
-
-        found = tune.get_context().get_trial_id()
-    except Exception:  # outside Tune
-        found = None
-    own = getattr(algo, "trial_id", None)
-    return found or (own if own != "default" else None)
+def _trial_name(algo: Any) -> str | None:
+    """The trial's dir name (e.g. `PPO_2c5a9_00000`, what `progress.trial_name` calls it): the
+    name of the algorithm's log dir, under Tune as in the driver."""
+    logdir = getattr(algo, "logdir", None)
+    return Path(logdir).name if logdir else None
 
 
 #: `pid: 1234` in Ray's text of a dead actor

@@ -151,27 +151,29 @@ class ProgressCallback(Callback):
                 highlight=False,
             )
 
-    def _tell_env_failures(self, trial: Any, row: dict[str, Any], result: dict) -> None:
-        """A line for each env runner failure the trial counted since its last result, from
-        its `env-failures.log` (`training.envwatch`)."""
+    def _tell_env_failures(self, trial: Any, row: dict[str, Any], result: dict | None) -> None:
+        """A line for each env runner failure the trial logged (`envwatch.log_path`) since
+        the last one told: after each result that counts more, and when the trial ends."""
         from mobrl.training.envwatch import log_path
 
-        failures = _int_or_none(_get(result, metrics.ENV_RUNNER_FAILURES)) or 0
         told = row.get("failures_told", 0)
-        if failures <= told:
-            return
-        row["failures_told"] = failures
-        log = log_path(self.failures, trial.trial_id) if self.failures else None
+        if result is not None:
+            counted = _int_or_none(_get(result, metrics.ENV_RUNNER_FAILURES)) or 0
+            if counted <= told:
+                return
+        log = log_path(self.failures, trial_name(trial)) if self.failures else None
         lines = log.read_text(errors="replace").splitlines() if log and log.is_file() else []
-        new = lines[told:failures] or [f"{failures - told} env runner failure(s), cause unknown"]
-        for line in new:
+        for line in lines[told:]:
             self.console.print(f"{trial_name(trial)} {line}", highlight=False)
+        row["failures_told"] = max(told, len(lines))
 
     def on_trial_complete(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
+        self._tell_env_failures(trial, self.rows.setdefault(trial_name(trial), {}), None)
         self.rows.setdefault(trial_name(trial), {})["status"] = "done"
         self._refresh()
 
     def on_trial_error(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
+        self._tell_env_failures(trial, self.rows.setdefault(trial_name(trial), {}), None)
         self.rows.setdefault(trial_name(trial), {})["status"] = "ERROR"
         self._refresh()
 
