@@ -20,24 +20,24 @@ def _iterations(run_dir: Path) -> list[tuple[int, float]]:
     return [(r["training_iteration"], r.get("num_env_steps_sampled_lifetime", 0)) for r in rows]
 
 
-@pytest.mark.parametrize("what", ["env_error", "env_exit"])
-def test_a_failed_env_runner_is_restarted_and_training_finishes(tmp_path: Path, what) -> None:
+def test_a_failed_env_runner_is_restarted_and_training_finishes(tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
     summary = train_smoke(
         run_dir,
         "run.resources.num_env_runners=1",  # a runner actor to fail and restart
         "run.stop.iterations=null",
         "run.stop.env_steps=600",
-        f"run.fault.inject.what={what}",
+        "run.fault.inject.what=env_error",
         "run.fault.inject.at=120",
+        "run.fault.restart_env_runners=true",
         "run.fault.restart_delay_s=1",
     )
-    assert made(run_dir) == [f"{what}-0"]  # the fault did happen, once
+    assert made(run_dir) == ["env_error-0"]  # the fault did happen, once
     assert not summary["failed"]
     steps = [s for _, s in _iterations(run_dir)]
     assert steps[-1] >= 600
-    # the restarted runner sampled: steps grew after the iterations that had none
-    assert 0 in steps[:-1] or steps[0] < 200
+    # no iteration is reported without samples: the one the runner failed in ran again
+    assert all(b > a for a, b in zip([0, *steps], steps)), steps
 
 
 def test_a_crashed_trial_is_retried_from_its_latest_checkpoint(tmp_path: Path) -> None:
@@ -74,7 +74,10 @@ def test_a_crashed_trial_without_retries_fails_the_run_with_its_error(tmp_path: 
     )
     assert result.returncode == 1, result.stdout + result.stderr
     printed = result.stdout + result.stderr
-    assert "trial failed: mobrl.core.faults.InjectedFault: run.fault.inject: env_error" in printed
+    assert (
+        "trial failed: the env (scenario=small) failed in step: "
+        "InjectedFault: run.fault.inject: env_error at step 50" in printed
+    ), printed
     assert "Traceback" not in printed and "Trials did not complete" not in printed
     assert json.loads((run_dir / "summary.json").read_text())["failed"]
     # the trial trained in mobrl's process: RLlib's own log of the failure is kept in the trial
