@@ -113,9 +113,10 @@ def one_line(data: dict) -> str:
 def detail(data: dict) -> str:
     """A record's traceback, told where it came from (for error.txt, after the one line)."""
     where = f"env runner {data['runner']}, " if data.get("runner") else ""
-    return f"The env's own traceback ({where}pid {data['pid']} on {data['host']}):\n" + data[
-        "traceback"
-    ].rstrip()
+    return (
+        f"The env's own traceback ({where}pid {data['pid']} on {data['host']}):\n"
+        + data["traceback"].rstrip()
+    )
 
 
 def _end_runner() -> None:

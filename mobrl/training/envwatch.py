@@ -30,11 +30,11 @@ from mobrl.core import envfailures, metrics
 from mobrl.core.envfailures import EnvFailedError
 
 
-
 def log_path(folder: str | Path, trial: str) -> Path:
     """A trial's log of its env runners' failures, a line each, beside the run's records
     (the live progress prints its new lines); `trial`: its dir name."""
     return Path(folder) / f"{trial}.log"
+
 
 #: seconds a restarted env runner may take to start (a new process imports torch and builds
 #: its env), beyond `run.fault.restart_delay_s`
@@ -196,7 +196,7 @@ class Watch:
         self.iteration = int(getattr(algo, "iteration", 0)) + 1
         for data in records:
             self._tell(envfailures.one_line(data), envfailures.detail(data))
-        for runner in sorted(fresh)[len(records):]:  # died without a word: killed
+        for runner in sorted(fresh)[len(records) :]:  # died without a word: killed
             self._tell(f"env runner {runner} died (its process ended)")
 
     def failure(self, err: BaseException, since: float, runners: Any) -> EnvFailedError | None:

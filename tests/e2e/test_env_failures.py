@@ -135,7 +135,9 @@ def simulators(tmp_path: Path) -> Iterator:
         process.wait(timeout=30)
 
 
-def _train(run_dir: Path, runners: int, *overrides: str) -> tuple[subprocess.CompletedProcess, float]:
+def _train(
+    run_dir: Path, runners: int, *overrides: str
+) -> tuple[subprocess.CompletedProcess, float]:
     began = time.monotonic()
     done = run_mobrl(
         "train",
