@@ -33,6 +33,7 @@ from mobrl.training.driver_trial import (
     TERMINATED,
     Checkpoints,
     DriverTrial,
+    clear_error,
     open_trial,
     read_state,
     record_error,
@@ -225,7 +226,8 @@ def fit(
     restore_from = checkpoints.reopen(state) if state else None
     status = state["status"] if state else RUNNING
     if status == TERMINATED or (status == ERROR and not retry_errored):
-        return [trial_result(trial, checkpoints, stored_error(trial))]
+        error = stored_error(trial) if status == ERROR else None
+        return [trial_result(trial, checkpoints, error)]
 
     training = _Training(cfg, trial, checkpoints, experiment_dir, status)
     hooks = _Hooks([*callbacks, *_tune_callbacks()], trial)
@@ -325,5 +327,6 @@ class _Training:
             hooks("on_step_end")
             if result.get("done"):
                 self.status = TERMINATED
+                clear_error(self.trial.path)
                 hooks("on_trial_complete")
                 break

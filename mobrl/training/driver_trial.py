@@ -180,6 +180,13 @@ def record_error(trial: DriverTrial, err: BaseException) -> Exception:
     return error
 
 
+def clear_error(trial_dir: Path) -> None:
+    """A trial that finished after an earlier failure (`--resume --retry-errored`) keeps no
+    error file of that failure, which would name it failed again."""
+    for name in ("error.txt", "error.pkl"):
+        (Path(trial_dir) / name).unlink(missing_ok=True)
+
+
 def stored_error(trial: DriverTrial) -> Exception | None:
     """The error a trial that failed earlier recorded (its error.txt), for its result."""
     error_txt = trial.path / "error.txt"

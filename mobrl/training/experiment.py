@@ -181,10 +181,16 @@ def finish_resumed(
     experiment_dir: Path,
     storage: Path,
 ) -> float | None:
-    """`finish` after each trial's progress.csv holds every iteration once again."""
+    """`finish` after each trial's progress.csv holds every iteration once again, and a
+    trial that finished this time keeps no error file of an earlier failure."""
+    from mobrl.training.driver_trial import clear_error
+
     for trial_dir in experiment_dir.iterdir():
         if trial_dir.is_dir():
             repair_progress_csv(trial_dir)
+    for result in results:
+        if result.error is None and result.path:
+            clear_error(Path(result.path))
     return finish(cfg, results, locations, run, experiment_dir, storage)
 
 

@@ -67,8 +67,10 @@ def resume_run(
             str(experiment_dir),
             trainable=algo_config.algo_class,
             resume_unfinished=True,
-            resume_errored=False,
-            restart_errored=retry_errored,
+            # an errored trial continues from its latest checkpoint (Tune's restart_errored
+            # would start it over, and Ray 2.60 fails to rebuild its config for that)
+            resume_errored=retry_errored,
+            restart_errored=False,
             param_space=space,
         )
         results = tuner.fit()

@@ -10,6 +10,7 @@ x 0, 1 and 2 env runners x restarts off and on, and an env runner whose process 
 from __future__ import annotations
 
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -27,10 +28,13 @@ pytestmark = pytest.mark.slow
 #: a user's env that fails at its process's `at`-th step (or reset): every env runner that
 #: makes it fails, a restarted one too
 FLAKY = """
+import os
+
 import gymnasium as gym
 import numpy as np
 
 calls = {"step": 0, "reset": 0}
+FIXED = os.environ.get("FLAKY_FIXED") == "1"  # the cause fixed, for the resumed run
 
 
 class Flaky(gym.Env):
@@ -41,7 +45,7 @@ class Flaky(gym.Env):
 
     def _count(self, what):
         calls[what] += 1
-        if what == self.where and calls[what] == self.at:
+        if what == self.where and calls[what] == self.at and not FIXED:
             raise RuntimeError(f"simulated solver diverged at {what} {calls[what]}")
 
     def reset(self, *, seed=None, options=None):
@@ -193,6 +197,23 @@ def test_a_custom_env_that_raises_stops_the_run_with_its_error(tmp_path: Path, r
     assert "(raylet)" not in done.stdout + done.stderr  # the runner ended, it did not crash
     assert progress is not None and 1 <= len(progress) < 6
     assert seconds < 120
+    if runners != 1:
+        return
+    # the cause fixed, the printed command continues the run to its end, which then holds no
+    # error file of the failure
+    resumed = subprocess.run(
+        [sys.executable, "-m", "mobrl", "train", "--resume", str(run_dir), "--retry-errored"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "FLAKY_FIXED": "1"},
+    )
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    (trial,) = [p for p in (run_dir / "tune").iterdir() if p.is_dir()]
+    last = pd.read_csv(trial / "progress.csv")["training_iteration"].iloc[-1]
+    assert last == 6, resumed.stdout + resumed.stderr
+    assert not (trial / "error.txt").exists()
+    assert not json.loads((run_dir / "summary.json").read_text())["failed"]
 
 
 def test_a_custom_env_that_raises_in_reset_is_told_so(tmp_path: Path) -> None:

@@ -147,3 +147,4 @@ def test_a_simulator_that_dies_is_one_line_and_the_run_resumes(simulators, tmp_p
     resumed = run_mobrl("train", "--resume", str(run_dir), "--retry-errored")
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     assert _progress(run_dir)["training_iteration"].iloc[-1] == 5
+    assert not list((run_dir / "tune").glob("*/error.txt"))  # no stale error of the failure
