@@ -50,25 +50,31 @@ def group_id() -> str | None:
         return None
 
 
+def described(label: str, where: str, err: BaseException, runner: int) -> dict[str, Any]:
+    """What `err` says of the env `label` failing in `where` (`making the env`, `reset` or
+    `step`), as a record holds it."""
+    return {
+        "time": time.time(),
+        "pid": os.getpid(),
+        "host": socket.gethostname(),
+        "group": group_id(),
+        "runner": runner,
+        "env": label,
+        "where": where,
+        "type": type(err).__name__,
+        "message": first_line(err) if str(err).strip() else "",
+        "traceback": "".join(traceback.format_exception(type(err), err, err.__traceback__)),
+    }
+
+
 def record(folder: str | Path, label: str, where: str, err: BaseException, runner: int) -> None:
-    """Write what `err` says of the env `label` (failing in `where`: `making the env`, `reset`
-    or `step`) into `folder`, whole or not at all; never raises (the env's own error goes on)."""
+    """Write what `err` says of the env `label` (`described`) into `folder`, whole or not at
+    all; never raises (the env's own error goes on)."""
     try:
         folder = Path(folder)
         folder.mkdir(parents=True, exist_ok=True)
-        now = time.time()
-        data = {
-            "time": now,
-            "pid": os.getpid(),
-            "host": socket.gethostname(),
-            "group": group_id(),
-            "runner": runner,
-            "env": label,
-            "where": where,
-            "type": type(err).__name__,
-            "message": first_line(err) if str(err).strip() else "",
-            "traceback": "".join(traceback.format_exception(type(err), err, err.__traceback__)),
-        }
+        data = described(label, where, err, runner)
+        now = data["time"]
         name = f"{now:.6f}-{os.getpid()}.json"
         tmp = folder / f".{name}.tmp"
         tmp.write_text(json.dumps(data))
@@ -148,6 +154,26 @@ def guard(env: Any, folder: str, label: str, runner: int = 0, end: bool = False)
     remote env runner that will not be restarted ends there instead)."""
     env.reset = _guarded(env.reset, "reset", folder, label, runner, end)
     env.step = _guarded(env.step, "step", folder, label, runner, end)
+    return env
+
+
+def _told(method: Callable, where: str, label: str) -> Callable:
+    def call(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(*args, **kwargs)
+        except Exception as err:
+            data = described(label, where, err, 0)
+            raise EnvFailedError(one_line(data), detail(data)) from err
+
+    return call
+
+
+def telling(env: Any, label: str, episode: str) -> Any:
+    """`env` whose `reset` and `step` raise an exception as `EnvFailedError`, the one line
+    naming the env and the episode (`mobrl evaluate` and `render` of a user's env or a
+    simulator: a traceback through mobrl's code would hide which env failed, and why)."""
+    env.reset = _told(env.reset, f"reset ({episode})", label)
+    env.step = _told(env.step, f"step ({episode})", label)
     return env
 
 

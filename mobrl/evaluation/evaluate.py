@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mobrl.core.errors import Interrupted, UserError
+from mobrl.core.envfailures import EnvFailedError
+from mobrl.core.errors import Interrupted, UserError, first_line
 from mobrl.evaluation.outputs import EpisodeJournal, EpisodeLog, EvalDir
 from mobrl.evaluation.paired import TRAINED, Tally, senses
 from mobrl.evaluation.policies import check_baselines
@@ -65,6 +66,10 @@ def kept_whole(
             journal.close(finished=journal.played == 0)
         if isinstance(err, KeyboardInterrupt):
             raise stopped(done, total, kept) from None
+        if isinstance(err, EnvFailedError):  # the env's line, then what was kept
+            told = first_line(err)
+            rest = "the " + first_line(stopped(done, total, kept))
+            raise EnvFailedError(f"{told}; {rest}", str(err)) from err
         raise
 
 

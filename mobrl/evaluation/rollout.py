@@ -14,10 +14,17 @@ RETURN_OF = "return/"
 
 
 def episode_env(env_config: dict[str, Any], seed: int) -> Any:
-    """A fresh env whose episode is fixed by `seed` (with its reset seed: `play`)."""
+    """A fresh env whose episode is fixed by `seed` (with its reset seed: `play`). A user's env
+    or a simulator (a kind that `probes` its env) that raises says so in one line
+    (`envfailures.telling`)."""
+    from mobrl.core.envfailures import telling
     from mobrl.scenarios.kinds import kind_of
 
-    return make_env(kind_of(env_config).seeded(env_config, seed))
+    kind = kind_of(env_config)
+    env = make_env(kind.seeded(env_config, seed))
+    if kind.probes:
+        env = telling(env, kind.label(env_config), f"episode seed {seed}")
+    return env
 
 
 def run_episode(
