@@ -152,7 +152,8 @@ def target_for(checkpoint: Path | None, overrides: list[str], pick: str) -> Targ
         return Target(chosen, _override_env(overrides), note)
     if not overrides:
         return Target(chosen, trained, note, trained)
-    env_config = _override_env(_carry_settings(trained, overrides, label))
+    own = _own_scenario(chosen, trained, overrides)
+    env_config = _override_env(_carry_settings(trained, overrides, label), own)
     _check_plays(trained, env_config, label)
     played = env_config.get("scenario") or env_config["id"]
     carried = " ".join(f"{k}={v}" for k, v in kind_of(trained).policy_settings(trained).items())
@@ -181,15 +182,63 @@ def _policy_of(checkpoint: Path, pick: str) -> tuple[Path, dict[str, Any] | None
     return chosen, trained, "the checkpoint's policy", note
 
 
-def _override_env(overrides: list[str]) -> dict[str, Any]:
+def _override_env(overrides: list[str], own: dict[str, Any] | None = None) -> dict[str, Any]:
     """The env the overrides compose, checked once (a scenario that may never have been
-    trained on)."""
+    trained on); `own`: the run's own scenario settings, kept where the overrides do not set
+    them (`_own_scenario`)."""
     from mobrl.envs.factory import check_env, env_config_from
     from mobrl.training.checks import validate_command_line
 
-    env_config = env_config_from(validate_command_line(overrides))
+    cfg = validate_command_line(overrides)
+    if own:
+        _keep_scenario(cfg, own, overrides)
+    env_config = env_config_from(cfg)
     check_env(env_config, rllib=False)
     return env_config
+
+
+def _own_scenario(
+    chosen: Path, trained: dict[str, Any], overrides: list[str]
+) -> dict[str, Any] | None:
+    """The scenario section of the run the checkpoint belongs to, when the overrides change
+    only some of its keys (e.g. `scenario.address=` of a simulator now on another port) of a
+    kind whose env the user made (`probes`: its entry, kwargs and metrics are the run's own
+    settings, not a layout's): None otherwise."""
+    from omegaconf import OmegaConf
+
+    from mobrl.config import parse_overrides
+
+    if not kind_of(trained).probes:
+        return None
+    if any(ov.key_or_group == "scenario" for ov in parse_overrides(overrides)):
+        return None  # another scenario: its own settings
+    for folder in [chosen, *chosen.parents]:
+        if (folder / RunDir.MANIFEST).is_file() and (folder / RunDir.CONFIG).is_file():
+            scenario = OmegaConf.load(folder / RunDir.CONFIG).get("scenario")
+            return OmegaConf.to_container(scenario, resolve=True) if scenario else None
+    return None
+
+
+def _keep_scenario(cfg: Any, own: dict[str, Any], overrides: list[str]) -> None:
+    """`cfg.scenario` with the run's own settings where the overrides set none (a dict, such
+    as `kwargs`, keeps the run's entries the overrides do not name)."""
+    from omegaconf import open_dict
+
+    from mobrl.config import parse_overrides
+
+    given = {
+        ov.key_or_group.removeprefix("scenario.")
+        for ov in parse_overrides(overrides)
+        if ov.key_or_group.startswith("scenario.")
+    }
+    with open_dict(cfg):
+        for key, value in own.items():
+            if key in given:
+                continue
+            current = cfg.scenario.get(key)
+            if isinstance(value, dict) and current is not None:
+                value = {**value, **dict(current)}
+            cfg.scenario[key] = value
 
 
 #: overrides the user may type for a policy setting under another key: each option of the env
@@ -237,6 +286,8 @@ def _check_plays(trained: dict[str, Any], env_config: dict[str, Any], label: str
             f"{label} was trained on {here}, a scenario of kind {kind.name}, and cannot act "
             f"on {there}, of kind {theirs.name}. Play it on scenario={here}."
         )
+    if kind.remote:  # the trained env is a simulator that may be gone from its address
+        return
     mine, got = _spaces(trained), _spaces(env_config)
     if mine == got:
         return

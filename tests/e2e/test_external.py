@@ -82,10 +82,14 @@ def simulators() -> Iterator[list]:
             assert line or process.poll() is None, f"simulator {argv} exited"
         return line.rsplit(" on ", 1)[1].strip()
 
+    def kill_all() -> None:
+        for process in started:
+            process.kill()
+            process.wait(timeout=30)
+
+    start.kill_all = kill_all
     yield start
-    for process in started:
-        process.kill()
-        process.wait(timeout=30)
+    kill_all()
 
 
 def _serve_small(start, address: str = "127.0.0.1:0") -> str:
@@ -148,3 +152,53 @@ def test_a_simulator_that_dies_is_one_line_and_the_run_resumes(simulators, tmp_p
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     assert _progress(run_dir)["training_iteration"].iloc[-1] == 5
     assert not list((run_dir / "tune").glob("*/error.txt"))  # no stale error of the failure
+
+
+#: a simulator of a small env whose infos carry a cost, `energy`
+METERED = """
+import sys
+import gymnasium as gym
+import numpy as np
+from mobrl.external import serve_env
+
+
+class Metered(gym.Env):
+    observation_space = gym.spaces.Box(-1.0, 1.0, (2,), np.float32)
+    action_space = gym.spaces.Discrete(2)
+
+    def reset(self, *, seed=None, options=None):
+        self.t = 0
+        return np.zeros(2, np.float32), {}
+
+    def step(self, action):
+        self.t += 1
+        return np.zeros(2, np.float32), 1.0, False, self.t >= 20, {"energy": 2.0 + int(action)}
+
+
+serve_env(Metered, sys.argv[1])
+"""
+
+
+def test_a_run_evaluates_on_its_simulator_moved_to_another_address(
+    simulators, tmp_path: Path
+) -> None:
+    script = tmp_path / "metered.py"
+    script.write_text(METERED)
+    first = simulators([sys.executable, str(script), "127.0.0.1:0"])
+    run_dir = tmp_path / "run"
+    trained = _train(
+        run_dir, "scenario=external", f"scenario.address={first}",
+        "scenario.metrics=[energy:sum:min]", "+scenario.kwargs.step_timeout=5",
+    )  # fmt: skip
+    assert trained.returncode == 0, trained.stdout + trained.stderr
+    simulators.kill_all()  # the training's simulator is gone; another serves elsewhere
+    moved = simulators([sys.executable, str(script), "127.0.0.1:0"])
+    began = time.monotonic()
+    done = run_mobrl(
+        "evaluate", "--checkpoint", str(run_dir), "--episodes", "3", "--baselines", "random",
+        "--output", str(tmp_path / "ev"), f"scenario.address={moved}",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert time.monotonic() - began < 25  # the old address is not waited for (timeout 30 s)
+    summary = json.loads((tmp_path / "ev" / "summary.json").read_text())
+    assert "info/energy" in json.dumps(summary)  # the run's metrics are kept

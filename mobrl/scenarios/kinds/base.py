@@ -30,6 +30,9 @@ class ScenarioKind:
     #: whether `env_fields` builds the env, or connects to it, to learn its agents and spaces
     #: (a check that runs nothing, `mobrl train --cfg`, leaves it out)
     probes: bool = False
+    #: whether its env lives in another process reached over the network (a simulator): the
+    #: env a policy was trained in is not rebuilt to compare spaces, it may be gone
+    remote: bool = False
 
     def check(self, cfg: Any) -> None:
         """One-line `UserError`s for the settings this kind reads, before anything runs."""

@@ -23,6 +23,7 @@ SETTINGS = {"timeout": 30.0, "step_timeout": 60.0, "encoding": "msgpack"}
 
 class ExternalKind(CustomKind):
     name = "external"
+    remote = True
 
     def check(self, cfg: Any) -> None:
         addresses(cfg.scenario.get("address"))
