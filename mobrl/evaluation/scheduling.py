@@ -120,6 +120,9 @@ class _Plays:
         self.jobs, self.explore, self.progress = jobs, explore, progress
         self.known, self.record, self.pace = known or {}, record, pace
         self.lock = threading.Lock()  # progress also advances from the pool's callback thread
+        #: the first error recording a worker's episode raised in the pool's callback thread (a
+        #: full disk, a second writer): `_collect` stops the pool and raises it, once
+        self.failed: BaseException | None = None
 
     def done(self, j: int, i: int, seed: int, timed: tuple[float, dict]) -> dict[str, Any]:
         """Episode `i` (on `seed`) of job `j` is played (`timed`: its seconds and result):
@@ -138,8 +141,13 @@ class _Plays:
     def tick(self, key: tuple[int, int, int], future: Any) -> None:
         """A worker's episode (job, episode, seed) is done (the pool calls this in its own
         thread)."""
-        if not future.cancelled() and future.exception() is None:
+        if future.cancelled() or future.exception() is not None or self.failed is not None:
+            return
+        try:
             self.done(*key, future.result())
+        except BaseException as err:  # told once by `_collect`, not by the pool per episode
+            with self.lock:
+                self.failed = self.failed or err
 
     def play(self, j: int, i: int, seed: int) -> dict[str, Any]:
         """Episode `i` (on `seed`) of job `j`: played in this process, unless it is known."""
@@ -274,9 +282,20 @@ def _collect(plays: _Plays, futures: dict[Any, tuple], found: Found) -> None:
     """Wait for the workers' episodes of the block and add their rows to `found` (those this
     process took over are there already)."""
     for future in as_completed(futures):
+        _stop_if_failed(plays, futures)
         if not future.cancelled():
             j, i, seed = futures[future]
             found[j, i] = _row(plays.jobs[j].name, i, seed, future.result()[1])
+    _stop_if_failed(plays, futures)
+
+
+def _stop_if_failed(plays: _Plays, futures: dict[Any, tuple]) -> None:
+    """Recording a worker's episode failed: drop the episodes not started, raise its error."""
+    if plays.failed is None:
+        return
+    for future in futures:
+        future.cancel()
+    raise plays.failed
 
 
 def run_all(

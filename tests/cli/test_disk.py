@@ -54,3 +54,20 @@ def test_two_evaluations_into_one_output_one_is_refused(tmp_path: Path) -> None:
     refused = next(err for code, err in outcomes if code == 2)
     assert "being written by another mobrl command" in refused or "already holds" in refused
     assert (out / "summary.json").is_file() and not (out / ".mobrl-writing").exists()
+
+
+def test_a_disk_that_fills_while_workers_play_is_one_line(tmp_path: Path) -> None:
+    """The journal runs out of room while worker processes hand in episodes (recorded in the
+    pool's callback thread): the pool stops once and the error is told once."""
+    with small_tmpfs(tmp_path / "tight", "64k") as mount:
+        with open(mount / "filler", "wb") as f:
+            f.write(b"\0" * (64 * 1024 - 12 * 1024))  # a journal's settings and a few rows fit
+        out = mount / "eval"
+        result = run_mobrl(
+            "baselines", "scenario=small", "--baselines", "greedy,random,greedy_fill",
+            "--episodes", "40", "--workers", "2", "--output", str(out),
+        )  # fmt: skip
+    assert result.returncode == 2, result.stdout + result.stderr
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, result.stderr
+    assert "No space left on device" in lines[0] and "Traceback" not in result.stderr
