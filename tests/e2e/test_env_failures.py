@@ -3,9 +3,10 @@ and the original error, keeps what it finished, and never spins on iterations th
 nothing; with `run.fault.restart_env_runners` each restart is counted and told, and a run whose
 env fails forever ends on its own after `run.fault.max_env_runner_restarts`.
 
-The matrix: a user's Gymnasium env (raising in step or reset) and a simulator in another
-process (dying, answering outside its announced space, stalling past `step_timeout`, raising)
-x 0, 1 and 2 env runners x restarts off and on, and an env runner whose process is killed."""
+The matrix: a user's Gymnasium env (raising in step or reset), a layout's own mobile-env class
+and a simulator in another process (dying, answering outside its announced space, stalling past
+`step_timeout`, raising) x 0, 1 and 2 env runners x restarts off and on, and an env runner whose
+process is killed."""
 
 from __future__ import annotations
 
@@ -320,3 +321,35 @@ def test_a_simulator_gone_for_good_ends_the_run_when_restarts_run_out(
     )
     _checked(done, run_dir, f"external env at {address}")
     assert seconds < 200
+
+
+#: a user's mobile-env channel that fails at its process's 30,000th path loss (the small
+#: layout's 50 links a step: in the 3rd or 4th iteration of 200 env steps)
+BROKEN_CHANNEL = """
+from logdistance import LogDistance
+
+calls = 0
+
+
+class Broken(LogDistance):
+    def power_loss(self, bs, ue):
+        global calls
+        calls += 1
+        if calls == 30000:
+            raise FloatingPointError("path loss of station 2 is nan")
+        return super().power_loss(bs, ue)
+"""
+
+
+def test_a_users_mobile_env_class_that_raises_stops_the_run(tmp_path: Path) -> None:
+    from tests.conftest import REPO
+
+    example = REPO / "examples" / "mobile_env_classes"
+    (tmp_path / "logdistance.py").write_text((example / "logdistance.py").read_text())
+    (tmp_path / "brokenchannel.py").write_text(BROKEN_CHANNEL)
+    layout = (example / "logdistance.yaml").read_text()
+    layout = layout.replace("logdistance:LogDistance", "brokenchannel:Broken")
+    (tmp_path / "broken.yaml").write_text(layout)
+    run_dir = tmp_path / "run"
+    done, _ = _train(run_dir, 1, f"scenario.path={tmp_path / 'broken.yaml'}")
+    _checked(done, run_dir, "in step on env runner 1", "FloatingPointError: path loss of station")
