@@ -12,11 +12,10 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
@@ -106,38 +105,12 @@ serve_env(Sim, sys.argv[1])
 """
 
 
-def _free_address() -> str:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return f"127.0.0.1:{s.getsockname()[1]}"
-
-
 @pytest.fixture
-def simulators(tmp_path: Path) -> Iterator:
-    """Start simulator processes, each waited for until it serves; all killed at the end."""
+def misbehaving(tmp_path: Path, simulators) -> Callable[[str, int], str]:
+    """Start a `SIMULATOR` that misbehaves by `mode` at its `at`-th step; its address."""
     script = tmp_path / "sim.py"
     script.write_text(SIMULATOR)
-    started: list[subprocess.Popen] = []
-
-    def start(mode: str, at: int) -> str:
-        address = _free_address()
-        process = subprocess.Popen(
-            [sys.executable, str(script), address, mode, str(at)],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
-        started.append(process)
-        deadline, line = time.monotonic() + 60, ""
-        while time.monotonic() < deadline and " on " not in line:
-            line = process.stdout.readline()
-            assert line or process.poll() is None, "the simulator exited"
-        return address
-
-    yield start
-    for process in started:
-        process.kill()
-        process.wait(timeout=30)
+    return lambda mode, at: simulators([sys.executable, str(script), "127.0.0.1:0", mode, str(at)])
 
 
 def _train(
@@ -285,9 +258,9 @@ def test_a_killed_env_runner_is_told_and_restarted_when_asked(tmp_path: Path) ->
     ],
 )
 def test_a_simulator_that_fails_stops_the_run_with_one_line(
-    tmp_path: Path, simulators, mode, runners, said
+    tmp_path: Path, misbehaving, mode, runners, said
 ) -> None:
-    addresses = [simulators(mode, 250) for _ in range(max(runners, 1))]
+    addresses = [misbehaving(mode, 250) for _ in range(max(runners, 1))]
     run_dir = tmp_path / "run"
     done, seconds = _train(
         run_dir,
@@ -302,9 +275,9 @@ def test_a_simulator_that_fails_stops_the_run_with_one_line(
 
 
 def test_a_simulator_gone_for_good_ends_the_run_when_restarts_run_out(
-    tmp_path: Path, simulators
+    tmp_path: Path, misbehaving
 ) -> None:
-    address = simulators("die", 250)
+    address = misbehaving("die", 250)
     run_dir = tmp_path / "run"
     done, seconds = _train(
         run_dir,

@@ -6,17 +6,16 @@ runner), and a simulator that dies mid-run gives one line and a run dir that res
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from tests.conftest import run_mobrl
+from tests.e2e.conftest import free_address
 
 pytestmark = pytest.mark.slow
 
@@ -57,39 +56,6 @@ class Dying:
 
 serve_env(Dying, sys.argv[1])
 """
-
-
-def _free_address() -> str:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return f"127.0.0.1:{s.getsockname()[1]}"
-
-
-@pytest.fixture
-def simulators() -> Iterator[list]:
-    """Start simulator processes (each waited for until it serves); all killed at the end."""
-    started: list[subprocess.Popen] = []
-
-    def start(argv: list[str]) -> str:
-        process = subprocess.Popen(
-            argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-        )
-        started.append(process)
-        deadline = time.monotonic() + 60
-        line = ""
-        while time.monotonic() < deadline and " on " not in line:
-            line = process.stdout.readline()
-            assert line or process.poll() is None, f"simulator {argv} exited"
-        return line.rsplit(" on ", 1)[1].strip()
-
-    def kill_all() -> None:
-        for process in started:
-            process.kill()
-            process.wait(timeout=30)
-
-    start.kill_all = kill_all
-    yield start
-    kill_all()
 
 
 def _serve_small(start, address: str = "127.0.0.1:0") -> str:
@@ -133,7 +99,7 @@ def test_small_served_elsewhere_trains_to_the_in_process_numbers(
 
 
 def test_a_simulator_that_dies_is_one_line_and_the_run_resumes(simulators, tmp_path: Path) -> None:
-    address = _free_address()
+    address = free_address()
     script = tmp_path / "dying.py"
     script.write_text(DYING)
     simulators([sys.executable, str(script), address, "650"])  # dies in the 4th iteration
