@@ -67,7 +67,7 @@ class _Watched:
         try:
             super().setup(config)  # type: ignore[misc]
         except Exception as err:  # an env runner that could not make its env
-            failure = Watch.from_config(config, started).failure(err, started, runners=None)
+            failure = Watch.from_config(config, started).failure(err, started)
             if failure is None:
                 raise
             raise failure from err
@@ -81,7 +81,7 @@ class _Watched:
             try:
                 result = super().step()  # type: ignore[misc]
             except Exception as err:
-                failure = watch.failure(err, started, runners=self.env_runner_group)
+                failure = watch.failure(err, started)
                 if failure is None:
                     raise
                 raise failure from err
@@ -112,6 +112,9 @@ class Watch:
         #: env steps sampled in the trial's life at its latest result (None: none yet)
         self.steps: float | None = None
         self.iteration = 0
+        #: a restarted env runner could not make its env: Ray restarts a runner's process, not
+        #: a failed construction, so that runner does not come back
+        self.unmade = False
 
     @staticmethod
     def settings(config: Any) -> dict[str, Any]:
@@ -195,11 +198,12 @@ class Watch:
         self.down_ids = down
         self.iteration = int(getattr(algo, "iteration", 0)) + 1
         for data in records:
+            self.unmade = self.unmade or data["where"] == "making the env"
             self._tell(envfailures.one_line(data), envfailures.detail(data))
         for runner in sorted(fresh)[len(records) :]:  # died without a word: killed
             self._tell(f"env runner {runner} died (its process ended)")
 
-    def failure(self, err: BaseException, since: float, runners: Any) -> EnvFailedError | None:
+    def failure(self, err: BaseException, since: float) -> EnvFailedError | None:
         """The one-line error for `err`, raised by an iteration (or the algorithm's setup)
         that started at `since`, when an env failed or an env runner died; None otherwise."""
         records = envfailures.read(self.folder, since - 1.0, self.group)
@@ -232,6 +236,11 @@ class Watch:
                 self.down_ids -= set(restored)
                 return
             self.look(algo, result)
+            if self.unmade:
+                raise EnvFailedError(
+                    f"{self.latest}; a restarted env runner that cannot make its env does not "
+                    "come back: fix the env, then continue the run"
+                )
             time.sleep(POLL_S)
         raise EnvFailedError(
             f"{self.latest or 'every env runner failed'}; no env runner came back within "
