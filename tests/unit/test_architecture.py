@@ -97,6 +97,7 @@ def test_the_top_level_is_a_short_list_of_floors() -> None:
     """`mobrl/` holds the package's entry points and its floors, nothing loose."""
     entries = sorted(p.name for p in (REPO / "mobrl").iterdir() if p.name != "__pycache__")
     assert entries == [
-        "__init__.py", "__main__.py", "api.py", "cli", "config", "core", "envs", "evaluation",
-        "external", "radio", "rendering", "reporting", "scenarios", "serve", "training",
+        "__init__.py", "__main__.py", "api.py", "cli", "config", "core", "energy", "envs",
+        "evaluation", "external", "radio", "rendering", "reporting", "scenarios", "serve",
+        "training",
     ]  # fmt: skip
