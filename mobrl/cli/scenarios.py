@@ -1,4 +1,4 @@
-"""`mobrl scenarios list|show|plot|budget|generate|import`: layouts as files."""
+"""`mobrl scenarios list|show|plot|budget|power|generate|import`: layouts as files."""
 
 from __future__ import annotations
 
@@ -227,3 +227,30 @@ def scenarios_budget(
     from mobrl.scenarios.commands import budget
 
     budget(name, at, seed, transmitting, json_out, make_console())
+
+
+@scenarios_app.command("power")
+def scenarios_power(
+    model: Annotated[str, typer.Argument(help="Power model: tr38864 or earth.")],
+    category: Annotated[
+        int | None, typer.Option("--category", help="tr38864: BS category 1 or 2.")
+    ] = None,
+    config: Annotated[
+        int | None,
+        typer.Option("--config", help="tr38864: reference configuration set 1, 2 or 3."),
+    ] = None,
+    kind: Annotated[
+        str | None,
+        typer.Option("--kind", help="earth: macro, rrh, micro, pico or femto."),
+    ] = None,
+    json_out: Annotated[
+        Path | None, typer.Option("--json", help="Also write the rows and settings as JSON.")
+    ] = None,
+) -> None:
+    """A base station's power in each state of a power model, at loads 0, 0.5 and 1, and what
+    waking from each sleep state takes (docs/energy.md)."""
+    from mobrl.core.console import make_console
+    from mobrl.scenarios.power import power
+
+    params = {"category": category, "config": config, "kind": kind}
+    power(model, params, json_out, make_console())

@@ -181,6 +181,8 @@ CASES = [
         "env.sampler=ue_slots needs mobrl's fast engine",
     ),
     ("budget position not X,Y", "scenarios budget uma19 --at 10", "--at '10'"),
+    ("power unknown model", "scenarios power tr38865", "unknown power.model 'tr38865'"),
+    ("power category", "scenarios power tr38864 --category 3", "power.category=3 is not"),
     (
         "generate bad radio pair",
         "scenarios generate --sites hex:7 --ues 5 --radio umi --out {f}/r.yaml",

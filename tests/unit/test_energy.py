@@ -101,3 +101,23 @@ def test_every_model_lists_active_first_and_answers_every_state() -> None:
         assert found.states[0] == "active" and found.name == name
         got = station_power(name, list(found.states), 0.5)
         assert got.shape == (len(found.states),) and (got > 0).all()
+
+
+def test_the_power_command_tells_every_state_and_writes_json(tmp_path) -> None:
+    import json
+
+    from rich.console import Console
+
+    from mobrl.scenarios.power import power
+
+    console = Console(record=True, width=120)
+    out = tmp_path / "power.json"
+    power("tr38864", {"category": 2, "config": 3, "kind": None}, out, console)
+    text = console.export_text()
+    assert "tr38864 (category=2, config=3): power in relative (deep sleep = 1)" in text
+    data = json.loads(out.read_text())
+    rows = {row["state"]: row for row in data["rows"]}
+    # Table 5.1-3, category 2, set 3: micro sleep 3.0, active DL 17.6: at half load 10.3
+    assert rows["active"]["load 0.5"] == pytest.approx(10.3)
+    assert rows["deep_sleep"]["wake s"] == 10.0 and rows["deep_sleep"]["wake energy"] == 17.0
+    assert data["settings"] == {"category": 2, "config": 3}
