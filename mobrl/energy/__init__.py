@@ -7,12 +7,12 @@ A model is one module in this package defining `MODEL` (a `base.PowerModel`) and
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
 import numpy as np
 
 from mobrl.core.errors import unknown_choice
+from mobrl.core.registry import load_registry
 from mobrl.energy.base import ACTIVE, PowerModel, Transition, check_load
 
 __all__ = ["ACTIVE", "MODELS", "PowerModel", "Transition", "model", "station_power"]
@@ -21,17 +21,8 @@ __all__ = ["ACTIVE", "MODELS", "PowerModel", "Transition", "model", "station_pow
 _MODULES = ("tr38864", "earth")
 
 
-def _load() -> dict[str, PowerModel]:
-    found: dict[str, PowerModel] = {}
-    for module in _MODULES:
-        defined = importlib.import_module(f"{__name__}.{module}").MODEL
-        assert defined.name == module, f"{__name__}.{module}.MODEL is named '{defined.name}'"
-        found[module] = defined
-    return found
-
-
 #: every power model by name
-MODELS: dict[str, PowerModel] = _load()
+MODELS: dict[str, PowerModel] = load_registry(__name__, _MODULES, "MODEL")
 
 
 def model(name: str) -> PowerModel:

@@ -12,9 +12,8 @@ the module's name added to `_MODULES` below.
 
 from __future__ import annotations
 
-import importlib
-
 from mobrl.core.errors import closest_first
+from mobrl.core.registry import load_registry
 from mobrl.envs.mobility.base import MobilityModel, MovementError
 
 __all__ = ["MODELS", "MobilityModel", "MovementError", "model_class"]
@@ -23,16 +22,8 @@ __all__ = ["MODELS", "MobilityModel", "MovementError", "model_class"]
 _MODULES = ("gauss_markov", "trace")
 
 
-def _load() -> dict[str, type[MobilityModel]]:
-    models: dict[str, type[MobilityModel]] = {}
-    for module_name in _MODULES:
-        model = importlib.import_module(f"{__name__}.{module_name}").MODEL
-        models[model.name] = model
-    return models
-
-
 #: every model by its name in the layout's `movement.model`
-MODELS: dict[str, type[MobilityModel]] = _load()
+MODELS: dict[str, type[MobilityModel]] = load_registry(__name__, _MODULES, "MODEL")
 
 
 def model_class(name: str) -> type[MobilityModel]:

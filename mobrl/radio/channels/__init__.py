@@ -6,9 +6,8 @@ Each module named in `_MODULES` defines `CHANNEL`, an instance of a `Channel` su
 
 from __future__ import annotations
 
-import importlib
-
 from mobrl.core.errors import closest_first
+from mobrl.core.registry import load_registry
 from mobrl.radio.channels.base import Channel
 
 __all__ = ["CHANNELS", "Channel", "channel"]
@@ -17,17 +16,8 @@ __all__ = ["CHANNELS", "Channel", "channel"]
 _MODULES = ("uma", "umi", "free_space", "okumura_hata")
 
 
-def _load() -> dict[str, Channel]:
-    found: dict[str, Channel] = {}
-    for module in _MODULES:
-        model = importlib.import_module(f"{__name__}.{module}").CHANNEL
-        assert model.name == module, f"{__name__}.{module}.CHANNEL is named '{model.name}'"
-        found[module] = model
-    return found
-
-
 #: every channel model by name
-CHANNELS: dict[str, Channel] = _load()
+CHANNELS: dict[str, Channel] = load_registry(__name__, _MODULES, "CHANNEL")
 
 
 def channel(name: str) -> Channel:

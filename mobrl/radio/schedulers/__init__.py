@@ -9,10 +9,11 @@ resources; a link's rate is then `share * rate`.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any, Protocol
+from typing import Protocol
 
 import numpy as np
+
+from mobrl.core.registry import load_registry
 
 _MODULES = ("resource_fair", "rate_fair", "proportional_fair")
 
@@ -27,15 +28,7 @@ class Scheduler(Protocol):
     ) -> np.ndarray: ...
 
 
-def _load() -> dict[str, Any]:
-    out = {}
-    for name in _MODULES:
-        sched = importlib.import_module(f"{__name__}.{name}").SCHEDULER
-        out[sched.name] = sched
-    return out
-
-
-SCHEDULERS: dict[str, Scheduler] = _load()
+SCHEDULERS: dict[str, Scheduler] = load_registry(__name__, _MODULES, "SCHEDULER")
 
 
 def scheduler(name: str) -> Scheduler:
