@@ -34,7 +34,6 @@ class EnvFailedError(RunFailed):
     own traceback (`detail`), where one was recorded, follows it for error.txt."""
 
     def __init__(self, line: str, detail: str = ""):
-        self.line = line
         super().__init__(f"{line}\n\n{detail}" if detail else line)
 
 
@@ -134,16 +133,15 @@ def _end_runner() -> None:
     exit_actor()
 
 
-def _guarded(
-    method: Callable, where: str, folder: str, label: str, runner: int, end: bool
-) -> Callable:
+def _on_error(method: Callable, handle: Callable[[Exception], None]) -> Callable:
+    """`method` whose exception is first handed to `handle` (which may raise instead), then
+    raised on."""
+
     def call(*args: Any, **kwargs: Any) -> Any:
         try:
             return method(*args, **kwargs)
         except Exception as err:
-            record(folder, label, where, err, runner)
-            if end:
-                _end_runner()
+            handle(err)
             raise
 
     return call
@@ -152,28 +150,34 @@ def _guarded(
 def guard(env: Any, folder: str, label: str, runner: int = 0, end: bool = False) -> Any:
     """`env` whose `reset` and `step` record an exception before raising it on (`end`: a
     remote env runner that will not be restarted ends there instead)."""
-    env.reset = _guarded(env.reset, "reset", folder, label, runner, end)
-    env.step = _guarded(env.step, "step", folder, label, runner, end)
+
+    def recorder(where: str) -> Callable[[Exception], None]:
+        def handle(err: Exception) -> None:
+            record(folder, label, where, err, runner)
+            if end:
+                _end_runner()
+
+        return handle
+
+    env.reset = _on_error(env.reset, recorder("reset"))
+    env.step = _on_error(env.step, recorder("step"))
     return env
-
-
-def _told(method: Callable, where: str, label: str) -> Callable:
-    def call(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return method(*args, **kwargs)
-        except Exception as err:
-            data = described(label, where, err, 0)
-            raise EnvFailedError(one_line(data), detail(data)) from err
-
-    return call
 
 
 def telling(env: Any, label: str, episode: str) -> Any:
     """`env` whose `reset` and `step` raise an exception as `EnvFailedError`, the one line
     naming the env and the episode (`mobrl evaluate` and `render` of a user's env or a
     simulator: a traceback through mobrl's code would hide which env failed, and why)."""
-    env.reset = _told(env.reset, f"reset ({episode})", label)
-    env.step = _told(env.step, f"step ({episode})", label)
+
+    def teller(where: str) -> Callable[[Exception], None]:
+        def handle(err: Exception) -> None:
+            data = described(label, f"{where} ({episode})", err, 0)
+            raise EnvFailedError(one_line(data), detail(data)) from err
+
+        return handle
+
+    env.reset = _on_error(env.reset, teller("reset"))
+    env.step = _on_error(env.step, teller("step"))
     return env
 
 

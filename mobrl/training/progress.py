@@ -168,13 +168,15 @@ class ProgressCallback(Callback):
         row["failures_told"] = max(told, len(lines))
 
     def on_trial_complete(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
-        self._tell_env_failures(trial, self.rows.setdefault(trial_name(trial), {}), None)
-        self.rows.setdefault(trial_name(trial), {})["status"] = "done"
+        row = self.rows.setdefault(trial_name(trial), {})
+        self._tell_env_failures(trial, row, None)
+        row["status"] = "done"
         self._refresh()
 
     def on_trial_error(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
-        self._tell_env_failures(trial, self.rows.setdefault(trial_name(trial), {}), None)
-        self.rows.setdefault(trial_name(trial), {})["status"] = "ERROR"
+        row = self.rows.setdefault(trial_name(trial), {})
+        self._tell_env_failures(trial, row, None)
+        row["status"] = "ERROR"
         self._refresh()
 
     def on_trial_recover(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
