@@ -138,6 +138,34 @@ NETWORK_METRICS = (
     Metric(NET_CONNECTIONS_PER_BS, "connections per station", False, "connections per station"),
     Metric(NET_BS_BUSY, "busy stations", False, "busy base stations", "fraction, 0…1"),
 )
+#: a layout with `power:` or `traffic:` (mobrl.envs.power_engine): the network's mean power per
+#: step (the power model's unit), its energy in the episode (unit x s), energy per bit served,
+#: the share of station-steps asleep, each state's share (`state_share`), and the share of the
+#: offered bits served (finite demand)
+NET_POWER = "network/power"
+NET_ENERGY = "network/energy"
+NET_ENERGY_PER_BIT = "network/energy_per_bit"
+NET_ASLEEP = "network/asleep_fraction"
+NET_DEMAND_SERVED = "network/demand_served"
+#: each state's key starts so
+STATE_SHARE = "network/state/"
+
+
+def state_share(state: str) -> str:
+    """The key of the share of station-steps spent in power state `state`."""
+    return f"{STATE_SHARE}{state}"
+
+
+ENERGY_METRICS = (
+    Metric(NET_POWER, "power", True, "mean network power", "power model's unit"),
+    Metric(NET_ENERGY, "energy", True, "network energy per episode", "unit x s"),
+    Metric(NET_ENERGY_PER_BIT, "energy per bit", True, "network energy per bit served"),
+    Metric(NET_ASLEEP, "asleep", True, "station-steps asleep", "fraction, 0…1"),
+    Metric(NET_DEMAND_SERVED, "demand served", True, "offered bits served", "fraction, 0…1"),
+)
+#: the energy measures where lower is better
+LOWER_BETTER = (NET_POWER, NET_ENERGY, NET_ENERGY_PER_BIT)
+
 #: their keys
 NETWORK_TAGS = tuple(m.key for m in NETWORK_METRICS)
 #: what `mobrl evaluate`, the generalisation matrix and zoo records report per episode,
@@ -160,8 +188,8 @@ RESULT_METRICS = (
     Metric(TIME_TOTAL, "wall time", False, "wall time", "min", 1 / 60),
     Metric(ITERATION, "iterations", False, "training iterations"),
 )
-_BY_KEY = {m.key: m for m in NETWORK_METRICS + RESULT_METRICS}
-_LABELS = {m.key: m.label for m in NETWORK_METRICS}
+_BY_KEY = {m.key: m for m in NETWORK_METRICS + ENERGY_METRICS + RESULT_METRICS}
+_LABELS = {m.key: m.label for m in NETWORK_METRICS + ENERGY_METRICS}
 
 #: `run.eval.metric` choices: the column of an evaluation episode each names (all: higher is
 #: better). `utility`, mobile-env's central reward, is the default for mobile-env scenarios

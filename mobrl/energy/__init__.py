@@ -11,11 +11,20 @@ from typing import Any
 
 import numpy as np
 
-from mobrl.core.errors import unknown_choice
+from mobrl.core.errors import UserError, unknown_choice
 from mobrl.core.registry import load_registry
 from mobrl.energy.base import ACTIVE, PowerModel, Transition, check_load
 
-__all__ = ["ACTIVE", "MODELS", "PowerModel", "Transition", "model", "station_power"]
+__all__ = [
+    "ACTIVE",
+    "MODELS",
+    "PowerModel",
+    "Transition",
+    "check",
+    "check_step_seconds",
+    "model",
+    "station_power",
+]
 
 #: the modules that define a power model, in the order they are listed to users
 _MODULES = ("tr38864", "earth")
@@ -56,3 +65,46 @@ def station_power(name: str, state: Any, load: Any = 1.0, **params: Any) -> np.n
         where = states == found
         out[where] = np.broadcast_to(powers[str(found)], loads.shape)[where]
     return out if out.ndim else out[()]
+
+
+def check(section: Any) -> dict[str, Any]:
+    """A layout's `power:` section completed and checked: `model`, the model's keys
+    (`category`, `config`, `kind`) and `sleep`, the sleep states a station may enter (by
+    default all of the model's, lightest first; `active_ul` is not a sleep state); or a
+    one-line `UserError` naming the key and the fix."""
+    if not isinstance(section, dict) or "model" not in section:
+        raise UserError(
+            f"power={section!r} needs a model: power: {{model: tr38864}} (or earth). "
+            "See docs/energy.md."
+        )
+    chosen = model(section["model"])
+    params = chosen.check({k: v for k, v in section.items() if k not in ("model", "sleep")})
+    sleep = section.get("sleep")
+    allowed = chosen.sleep_states
+    if sleep is None:
+        sleep = list(allowed)
+    if isinstance(sleep, str):
+        sleep = [sleep]
+    if not isinstance(sleep, list) or not sleep:
+        raise UserError(
+            f"power.sleep={sleep!r} must list sleep states, e.g. [{', '.join(allowed)}]."
+        )
+    for state in sleep:
+        if state not in allowed:
+            raise unknown_choice(
+                f"power.sleep state of model {chosen.name}",
+                str(state),
+                allowed,
+                "List only the model's sleep states.",
+            )
+    ordered = [s for s in allowed if s in sleep]  # lightest first, each once
+    return {"model": chosen.name, **params, "sleep": ordered}
+
+
+def check_step_seconds(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+        raise UserError(
+            f"step_seconds={value!r} must be a duration above 0 (seconds per step; "
+            "mobile-env's UE velocities are per step: 1)."
+        )
+    return float(value)

@@ -36,6 +36,14 @@ class PowerModel:
     #: its states, active first, then the sleep states from the lightest to the deepest
     states: tuple[str, ...] = (ACTIVE,)
 
+    @property
+    def sleep_states(self) -> tuple[str, ...]:
+        """The states a station sleeps in (serving nobody), lightest first."""
+        return tuple(s for s in self.states if s not in self.serving)
+
+    #: the states a station serves in
+    serving: tuple[str, ...] = (ACTIVE,)
+
     def check(self, params: dict[str, Any]) -> dict[str, Any]:
         """`params` completed with the defaults, or a one-line `UserError` naming the key, its
         bad value and the choices."""

@@ -63,6 +63,7 @@ class TR38864(PowerModel):
     unit = "relative (deep sleep = 1)"
     defaults = {"category": 1, "config": 1}
     states = (ACTIVE, "active_ul", "micro_sleep", "light_sleep", "deep_sleep")
+    serving = (ACTIVE, "active_ul")
 
     def check(self, params: dict[str, Any]) -> dict[str, Any]:
         params = super().check(params)

@@ -38,6 +38,7 @@ from mobrl.envs import channel
 from mobrl.envs.engine_views import StockViews
 from mobrl.envs.neighbours import SparseLinks, SparseState, grid_for
 from mobrl.envs.observations import topk_station_actions
+from mobrl.envs.power_engine import PowerSteps
 from mobrl.envs.radio_engine import RadioSteps
 from mobrl.envs.service import marginal_utilities, toggle
 
@@ -89,7 +90,7 @@ def unsupported_models(core: MComCore) -> list[str]:
     return bad
 
 
-class FastEngine(RadioSteps, SparseLinks, StockViews):
+class FastEngine(PowerSteps, RadioSteps, SparseLinks, StockViews):
     """Mixin placed before a mobile-env core class: `class X(FastEngine, MComCore)` (or one of
     mobile-env's scenario classes, e.g. `class X(FastEngine, MComSmall)`)."""
 
@@ -142,7 +143,10 @@ class FastEngine(RadioSteps, SparseLinks, StockViews):
         # city-scale layouts: the step on candidate (BS, UE) pairs only (mobrl.envs.neighbours)
         self._grid = grid_for(self, getattr(core.handler, "topk", None) or 0)
         # a layout's radio model and mobility beyond mobile-env's (mobrl.envs.radio_engine)
-        self._setup_radio(args[2] if len(args) > 2 else kwargs.get("config") or {})
+        config = args[2] if len(args) > 2 else kwargs.get("config") or {}
+        self._setup_radio(config)
+        # stations that sleep, finite demand, the day's load (mobrl.envs.power_engine)
+        self._setup_power(config.get("mobrl") or {})
 
     # --- state as arrays ----------------------------------------------------------------------
 
@@ -158,13 +162,20 @@ class FastEngine(RadioSteps, SparseLinks, StockViews):
         if self._grid is not None:
             return self._sparse_snr()
         self._snr = self._dense_snr()
+        if self._off is not None:  # stations asleep are off the air
+            self._snr_all = self._snr
+            self._snr = self._mask_off(self._snr)
         self._reach = self._snr > self._thr
 
     def _set_active(self) -> None:
         t = self.time
         if self._active_mask is not None and t not in self._change_times:
-            return  # nobody arrives or leaves at this time
+            if self._presence is None:
+                return  # nobody arrives or leaves at this time
         mask = (self._extime > t) & (self._stime <= t)
+        present = self._present(t)  # a layout's load over the day (mobrl.envs.power_engine)
+        if present is not None:
+            mask &= present
         if not np.array_equal(mask, self._active_mask):
             self._follow_active(mask)
 
@@ -222,6 +233,7 @@ class FastEngine(RadioSteps, SparseLinks, StockViews):
         for ue in core.users.values():
             ue.x, ue.y = core.movement.initial_position(ue)
         self._reset_radio()
+        self._reset_power()
         self._stime = np.array([ue.stime for ue in self._ue_list], dtype=float)
         self._extime = np.array([ue.extime for ue in self._ue_list], dtype=float)
         self._positions_from_ues()
@@ -346,7 +358,9 @@ class FastEngine(RadioSteps, SparseLinks, StockViews):
                 toggle(conn, self._reach, act[chosen] - 1, chosen)
 
         # data rates, each UE's summed rate (in BS order, as mobile-env adds them), utilities
-        if self._grid is None:
+        if self._off is not None:  # demand, loads (mobrl.envs.power_engine)
+            macro = self._served_rates(self._rates()).sum(axis=0)
+        elif self._grid is None:
             # numpy adds a C-ordered array's rows one after another along axis 0: the BS order
             macro = self._rates().sum(axis=0)
         else:
@@ -372,6 +386,8 @@ class FastEngine(RadioSteps, SparseLinks, StockViews):
         util0[sel] = scaled
         self._set_utilities(util, util0)
         self._step_rewards = self._reward_values()
+        if self._off is not None:
+            self._count_energy(macro)
         if monitor:
             self._monitor_update()
 
@@ -383,6 +399,7 @@ class FastEngine(RadioSteps, SparseLinks, StockViews):
             act_idx = self._active_idx
             conn[:, act_idx[self._extime[act_idx] <= core.time]] = False
             self._bs_stats = self._station_utilities()
+        self._advance_wakes()
         self._set_active()
         self._compute_snr()
         core.time += 1

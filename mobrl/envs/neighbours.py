@@ -208,7 +208,7 @@ class SparseLinks:
     def _snr(self) -> np.ndarray:
         snr = self.__dict__.get("_snr_dense")
         if snr is None:
-            snr = self._snr_dense = self._dense_snr()
+            snr = self._snr_dense = self._mask_off(self._dense_snr())
         return snr
 
     @_snr.setter
@@ -235,6 +235,12 @@ class SparseLinks:
     def _sparse_snr(self) -> None:
         p = self._pairs = self._grid.pairs(self._x, self._y)
         self._snr_dense = None
+        off = getattr(self, "_off", None)
+        if off is not None:  # stations asleep are off the air (mobrl.envs.power_engine)
+            p.snr_all = p.snr
+            if off.any():
+                p.snr = np.where(off[p.b], 0.0, p.snr)
+                p.reach = p.reach & ~off[p.b]
         reach = np.zeros(self._t1.shape, dtype=bool)
         reach[p.b[p.reach], p.u[p.reach]] = True
         self._reach = reach

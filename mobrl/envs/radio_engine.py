@@ -147,6 +147,7 @@ class RadioSteps:
 
     _radio: RadioArrays | None = None
     _mobility: Any = None
+    _off: np.ndarray | None = None
 
     def _setup_radio(self, config: dict[str, Any]) -> None:
         extra = config.get("mobrl") or {}
@@ -181,6 +182,9 @@ class RadioSteps:
         transmit now; reach: SINR above the UE's threshold."""
         r = self._radio
         self._rx = r.rx(self._x, self._y)
+        if self._off is not None:  # stations asleep are off the air (mobrl.envs.power_engine)
+            self._rx_all = self._rx
+            self._rx = self._mask_off(self._rx)
         self._snr = reach_sinr(r.model, self._rx, r.noise, self._conn)
         self._reach = self._snr > r.thr
 

@@ -154,6 +154,30 @@ def link_rates(
     return out.reshape(shape)
 
 
+def link_caps(
+    model: LinkModel,
+    rx: np.ndarray,
+    noise: np.ndarray,
+    bw: np.ndarray,
+    thr: np.ndarray,
+    conn: np.ndarray,
+) -> np.ndarray:
+    """(station, UE) rate of every link up in `conn` with all of its station's resources
+    (`carried_rate` under the interference of the stations transmitting with `conn`; 0
+    elsewhere): what a link's demand is weighed against when demand is finite. Links carry
+    their own data (`sum_rates`)."""
+    b, u = np.nonzero(conn)
+    on = transmitting(model, conn)
+    noise = np.broadcast_to(noise, conn.shape)
+    signal = rx[b, u]
+    others = None
+    if on is not None:
+        others = interference_sum(rx, on)[u] - np.where(on[b], signal, 0.0)
+    out = np.zeros(conn.shape)
+    out[b, u] = carried_rate(model, signal, noise[b, u], others, thr[0, u], bw[b, 0])
+    return out
+
+
 def _joint_scheduler(model: LinkModel) -> Scheduler:
     """The scheduler under non-coherent joint transmission: a UE's stations serve it together
     on common resources, so it has no separate links to trade between them and proportional

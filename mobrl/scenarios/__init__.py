@@ -199,7 +199,8 @@ def build_config(data: dict[str, Any]) -> tuple[list[Any], list[Any], dict[str, 
 
 def beyond_mobile_env(data: dict[str, Any]) -> dict[str, Any]:
     """The parts of a validated layout mobile-env's own step does not model: a radio section
-    other than mobile-env's model, a movement model other than random waypoint ({}: none)."""
+    other than mobile-env's model, a movement model other than random waypoint, the energy
+    sections (power:, traffic:, step_seconds) ({}: none)."""
     from mobrl.radio.config import RadioConfig
 
     extra: dict[str, Any] = {}
@@ -208,4 +209,7 @@ def beyond_mobile_env(data: dict[str, Any]) -> dict[str, Any]:
         extra["radio"] = dict(radio)
     if data["movement"].get("model", "random_waypoint") != "random_waypoint":
         extra["movement"] = dict(data["movement"])
+    from mobrl.scenarios.energy_sections import energy_config
+
+    extra.update(energy_config(data))  # power:, traffic:, step_seconds
     return extra

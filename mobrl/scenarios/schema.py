@@ -31,7 +31,7 @@ from mobrl.radio.config import (
     SCHEDULER_CHOICES,
     SINR_THRESHOLD_DB,
 )
-from mobrl.scenarios import classes
+from mobrl.scenarios import classes, energy_sections
 
 #: random_waypoint is mobile-env's own; the others are mobrl.envs.mobility's models
 MOVEMENT_MODELS = ("random_waypoint", "gauss_markov", "trace")
@@ -306,12 +306,13 @@ def validate(raw: dict[str, Any], path: Path) -> dict[str, Any]:
     _check_fits(check, data)
     _check_values(check, data["arrival"], Arrival, "arrival.", data)
     _check_window(check, data)
+    energy_sections.check(data, path)
     return data
 
 
 def _check_keys(check: Checker, raw: dict[str, Any]) -> None:
     """Refuse an unknown key, at the top or in a section, and a section that is no mapping."""
-    check.keys(raw, [*DEFAULTS, OPTIONAL], "")
+    check.keys(raw, [*DEFAULTS, OPTIONAL, *energy_sections.KEYS], "")
     for name in _sections(Layout):
         if name in raw:
             if not isinstance(raw[name], dict):

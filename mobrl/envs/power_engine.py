@@ -1,0 +1,369 @@
+"""The fast engine's stations that sleep and UEs whose demand is finite, where a layout has a
+`power:` or `traffic:` section (docs/energy.md); a layout without them never builds any of
+this, and its episodes are the same to the bit.
+
+- **States.** Every station is active or in one of the layout's sleep states (`power.sleep`).
+  A controller sets them before a step (`set_cell_states`): a station sent to sleep leaves
+  the air at once, so it serves nobody and interferes with nobody (its received powers are 0
+  everywhere, its links drop), and a station told to wake serves again after its state's
+  transition time, rounded up to whole steps (`power.model`'s table: 0 for micro sleep).
+  While waking it draws its sleep state's power; the wake-up's extra energy is counted when
+  it starts.
+- **Demand.** Each present UE asks for its demand's rate (`mobrl.traffic`). A station gives
+  each of its links the share of its resources the link's demand needs at the link's rate
+  with all of them, the smallest needs first, and splits what is left equally among the
+  links that need more (max-min fair time shares: resource fair when every UE wants more
+  than it can get, as under full buffer). A UE linked to k stations asks each for 1/k of its
+  demand. A station's load is the share of its resources in use: under full buffer 1 while
+  it serves anyone.
+- **Power.** A station's power in a step is the model's at its state and load
+  (`mobrl.energy`); the network's energy in a step is the stations' power times the step's
+  duration plus the wake-ups started in it.
+- **The day.** With a `traffic.profile` a UE is present at a step when its own uniform draw,
+  made at the episode's start, lies below the profile at the step's hour of the day.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+#: the traffic RNG's stream, apart from mobile-env's draws and the radio model's
+_STREAM = 38864
+
+
+class CellPower:
+    """A layout's power model on arrays: per state (0: active, then the layout's sleep states
+    lightest first) its power at load 0 and at load 1, and waking from it: steps and extra
+    energy (the model's unit x seconds)."""
+
+    def __init__(self, section: dict[str, Any], step_seconds: float) -> None:
+        from mobrl import energy
+
+        self.model = energy.model(section["model"])
+        self.params = {k: section[k] for k in self.model.defaults}
+        self.states: tuple[str, ...] = (energy.ACTIVE, *section["sleep"])
+        self.unit = self.model.unit
+        low = self.model.powers(self.params, np.zeros(1))
+        high = self.model.powers(self.params, np.ones(1))
+        self.idle = np.array([float(low[s][0]) for s in self.states])
+        self.full = np.array([float(high[s][0]) for s in self.states])
+        wakes = [self.model.transition(s, self.params) for s in self.states]
+        # a wake-up within a step's rounding (1e-9 s) does not cost a whole step more
+        self.wake_steps = np.array([math.ceil(w.seconds / step_seconds - 1e-9) for w in wakes])
+        self.wake_energy = np.array([w.energy for w in wakes])
+
+    def index(self, state: Any) -> int:
+        """The index of `state` (a name or an index) among `states`."""
+        if isinstance(state, str):
+            if state not in self.states:
+                raise ValueError(
+                    f"state '{state}' is not one of this layout's: {', '.join(self.states)}"
+                )
+            return self.states.index(state)
+        value = int(state)
+        if not 0 <= value < len(self.states):
+            raise ValueError(f"state {value} is not one of 0..{len(self.states) - 1}")
+        return value
+
+    def deepest_within(self, steps: int) -> int:
+        """The deepest sleep state that wakes within `steps` steps (0: none does)."""
+        ok = [i for i in range(1, len(self.states)) if self.wake_steps[i] <= steps]
+        return ok[-1] if ok else 0
+
+    def power(self, state: np.ndarray, load: np.ndarray) -> np.ndarray:
+        """Each station's power at its state index and load."""
+        idle, full = self.idle[state], self.full[state]
+        return idle + load * (full - idle)
+
+
+class Traffic:
+    """A layout's traffic on arrays: the demand model and its parameters, the 24 hourly
+    values of the profile (None: flat), the hour an episode starts at (None: drawn)."""
+
+    def __init__(self, section: dict[str, Any]) -> None:
+        from mobrl import traffic
+
+        spec = dict(section["demand"])
+        self.demand = traffic.demand_model(spec.pop("model"))
+        self.params = spec
+        hourly = traffic.hourly(section["profile"])
+        self.hourly = None if bool((hourly == 1.0).all()) else hourly
+        self.hour = section.get("hour")
+        self.finite = not self.demand.full
+
+
+def water_fill(
+    b: np.ndarray, cap: np.ndarray, need: np.ndarray, n_bs: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Max-min fair time shares of links (station `b`, rate `cap` with all of the station's
+    resources, rate `need` wanted): each link's share and each station's summed share (its
+    load). Links of a station get what they need, smallest needs first, until an equal split
+    of what is left is less than the next need; from there each gets that split."""
+    want = np.where(cap > 0.0, np.minimum(need / np.where(cap > 0.0, cap, 1.0), 1.0), 0.0)
+    order = np.lexsort((want, b))
+    sb, sw = b[order], want[order]
+    counts = np.bincount(sb, minlength=n_bs)
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    pos = np.arange(sb.size) - starts[sb]  # rank of each link within its station
+    ahead = np.cumsum(sw) - sw  # needs of the links before each, over all stations
+    before = ahead - ahead[starts[sb]]  # ... within its station
+    left = counts[sb] - pos
+    level = (1.0 - before) / left  # an equal split of what the smaller needs left
+    short = sw > level  # from the first such link on, the rest share equally
+    first_short = np.full(n_bs, sb.size)
+    np.minimum.at(first_short, sb[short], pos[short])
+    fs = first_short[sb]
+    beyond = fs <= pos
+    cut = np.where(beyond, level[starts[sb] + np.where(beyond, fs, 0)], np.inf)
+    share = np.empty_like(want)
+    share[order] = np.minimum(sw, cut)
+    load = np.bincount(b, weights=share, minlength=n_bs)
+    return share, load
+
+
+class EnergyTally:
+    """One episode's sums: energy, station-steps per state, power-steps, bits offered and
+    served, and the steps counted."""
+
+    def __init__(self, n_states: int) -> None:
+        self.steps = 0
+        self.energy = 0.0
+        self.power = 0.0
+        self.state_steps = np.zeros(n_states)
+        self.offered = 0.0
+        self.served = 0.0
+        self.bits = 0.0
+
+
+class PowerSteps:
+    """Mixin of `FastEngine`: station states as decisions, finite demand and the energy of
+    each step, where the layout asks for them."""
+
+    _cells: CellPower | None = None
+    _traffic: Traffic | None = None
+    _off: np.ndarray | None = None
+    _presence: np.ndarray | None = None
+
+    def _setup_power(self, extra: dict[str, Any]) -> None:
+        if "power" not in extra and "traffic" not in extra:
+            return
+        self._step_seconds = float(extra.get("step_seconds", 1.0))
+        n_bs = len(self._bs_list)
+        if "power" in extra:
+            self._cells = CellPower(extra["power"], self._step_seconds)
+        if "traffic" in extra:
+            self._traffic = Traffic(extra["traffic"])
+            if self._traffic.finite:
+                self._grid = None  # finite demand: the dense path
+        seed = int(getattr(self, "seed", 0) or 0)
+        self._traffic_rng = np.random.default_rng([seed, _STREAM])
+        self._cell = np.zeros(n_bs, dtype=np.int64)
+        self._wake = np.zeros(n_bs, dtype=np.int64)
+        self._off = np.zeros(n_bs, dtype=bool)
+        self._load = np.zeros(n_bs)
+        self._station_power = np.zeros(n_bs)
+
+    def _reset_power(self) -> None:
+        """At reset, after the radio's: every station active, the episode's hour and which
+        UEs are present when, the demand's start."""
+        if self._off is None:
+            return
+        n_ue = len(self._ue_list)
+        rng = self._traffic_rng
+        t = self._traffic
+        self._start_hour = float(rng.uniform(0.0, 24.0)) if t is None or t.hour is None else t.hour
+        self._presence = None
+        if t is not None and t.hourly is not None:
+            self._presence = rng.uniform(0.0, 1.0, n_ue)
+        self._demand_state = None if t is None else t.demand.start(t.params, n_ue, rng)
+        self._demand = np.full(n_ue, np.inf)
+        self._cell[:] = 0
+        self._wake[:] = 0
+        self._off[:] = False
+        self._load[:] = 0.0
+        self._tally = EnergyTally(len(self._cells.states) if self._cells else 1)
+        self._wake_energy_now = 0.0
+
+    # --- what controllers read and set -------------------------------------------------------
+
+    @property
+    def hour(self) -> float:
+        """The hour of the day (0 to 24) at the current step."""
+        return (self._start_hour + self.time * self._step_seconds / 3600.0) % 24.0
+
+    def power_model(self) -> CellPower | None:
+        """The layout's power model on arrays (None: the layout has no `power:` section)."""
+        return self._cells
+
+    def cell_states(self) -> tuple[np.ndarray, np.ndarray]:
+        """Each station's state index (0 active, else its sleep state in `power_model().states`)
+        and the steps left until a waking station serves (0: not waking)."""
+        return self._cell.copy(), self._wake.copy()
+
+    def cell_loads(self) -> np.ndarray:
+        """Each station's load in the last step (the share of its resources in use)."""
+        return self._load.copy()
+
+    def set_cell_states(self, states: Any) -> None:
+        """The state every station is to be in (station order; indices or names of
+        `power_model().states`), before the next step: a station sent to sleep leaves the air
+        now, one told to wake starts waking and serves once its transition is over."""
+        cells = self._cells
+        if cells is None:
+            raise ValueError("this layout has no power: section; its stations cannot sleep")
+        target = np.array([cells.index(s) for s in np.asarray(states).ravel().tolist()])
+        if target.shape != self._cell.shape:
+            raise ValueError(f"give one state per station ({self._cell.size}), not {target.size}")
+        asleep = self._cell > 0
+        wake = asleep & (target == 0) & (self._wake == 0)
+        steps = cells.wake_steps[self._cell[wake]]
+        self._wake_energy_now += float(cells.wake_energy[self._cell[wake]].sum())
+        now = np.flatnonzero(wake)
+        self._wake[now] = steps
+        self._cell[now[steps == 0]] = 0
+        self._wake[now[steps == 0]] = 0
+        sleep = target > 0
+        self._cell[sleep] = target[sleep]
+        self._wake[sleep] = 0  # a wake-up called off (its energy is spent)
+        self._follow_states()
+
+    def _follow_states(self) -> None:
+        off = self._cell > 0
+        if np.array_equal(off, self._off):
+            return
+        self._off = off
+        self._views = {}
+        self._compute_snr()  # the stations on the air now
+        self._bs_stats = self._station_utilities()
+
+    def best_stations(self) -> np.ndarray:
+        """Each UE's (column's) station of the strongest signal among those it could link to
+        were every station awake (-1: none): where it would link (`idle_off`'s wake-up)."""
+        signal, reach = self._full_signal()
+        best = np.argmax(np.where(reach, signal, -np.inf), axis=0)
+        return np.where(reach.any(axis=0), best, -1)
+
+    def _full_signal(self) -> tuple[np.ndarray, np.ndarray]:
+        """(BS, UE) signal (received power; mobile-env's model: SNR) of every station, asleep
+        or not, and where it is above the UE's threshold without interference."""
+        if self._radio is not None:
+            r = self._radio
+            rx = self._rx_all
+            return rx, rx / r.noise > r.thr
+        snr = self._snr_all if self._grid is None else self._sparse_all()
+        return snr, snr > self._thr
+
+    def _sparse_all(self) -> np.ndarray:
+        p = self._pairs
+        out = np.zeros(self._t1.shape)
+        out[p.b, p.u] = p.snr_all
+        return out
+
+    # --- the step ---------------------------------------------------------------------------
+
+    def _mask_off(self, values: np.ndarray) -> np.ndarray:
+        """`values` (BS, UE) with the rows of stations off the air set to 0."""
+        off = self._off
+        if off is None or not off.any():
+            return values
+        return np.where(off[:, None], 0.0, values)
+
+    def _present(self, t: float) -> np.ndarray | None:
+        """Which UEs the profile has present at time `t` (None: all)."""
+        if self._presence is None:
+            return None
+        from mobrl.traffic import at_hour
+
+        hour = self._start_hour + t * self._step_seconds / 3600.0
+        return self._presence < at_hour(self._traffic.hourly, hour)
+
+    def _served_rates(self, rates: np.ndarray) -> np.ndarray:
+        """The step's (BS, UE) link rates under the UEs' demands (full buffer: `rates`);
+        sets each station's load."""
+        n_bs = len(self._bs_list)
+        t = self._traffic
+        if t is None or not t.finite:
+            self._load = (rates > 0.0).any(axis=1).astype(float)
+            return rates
+        active = self._active_mask
+        demand = t.demand.offered(
+            t.params, self._demand_state, self._step_seconds, active, self._traffic_rng
+        )
+        self._demand = np.where(active, demand, 0.0)
+        b, u = np.nonzero(rates > 0.0)
+        if not b.size:
+            self._load = np.zeros(n_bs)
+            return rates
+        cap = self._link_caps(b, u, rates)
+        per_ue = np.bincount(u, minlength=len(self._ue_list))
+        share, self._load = water_fill(b, cap, self._demand[u] / per_ue[u], n_bs)
+        out = np.zeros_like(rates)
+        out[b, u] = share * cap
+        return out
+
+    def _link_caps(self, b: np.ndarray, u: np.ndarray, rates: np.ndarray) -> np.ndarray:
+        """The rate of each link (b, u) with all of its station's resources."""
+        if self._radio is not None and not self._radio.model.separable:
+            from mobrl.radio.links import link_caps
+
+            r = self._radio
+            return link_caps(r.model, self._rx, r.noise, r.bw, r.thr, self._conn)[b, u]
+        counts = np.bincount(b, minlength=len(self._bs_list))
+        return rates[b, u] * counts[b]  # resource fair: rate = cap / links of the station
+
+    def _count_energy(self, macro: np.ndarray) -> None:
+        """Add the step's power, energy, states and bits to the episode's tally."""
+        tally = self._tally
+        seconds = self._step_seconds
+        t = self._traffic
+        active = self._active_mask
+        tally.steps += 1
+        tally.bits += float(macro[active].sum()) * seconds
+        if t is not None and t.finite:
+            got = np.minimum(macro, self._demand)
+            tally.offered += float(self._demand[active].sum()) * seconds
+            tally.served += float(got[active].sum()) * seconds
+            t.demand.served(t.params, self._demand_state, got, seconds)
+        cells = self._cells
+        if cells is None:
+            return
+        self._station_power = cells.power(self._cell, np.where(self._cell > 0, 0.0, self._load))
+        total = float(self._station_power.sum())
+        tally.power += total
+        tally.energy += total * seconds + self._wake_energy_now
+        self._wake_energy_now = 0.0
+        tally.state_steps += np.bincount(self._cell, minlength=len(cells.states))
+
+    def _advance_wakes(self) -> None:
+        """At a step's end: waking stations a step nearer; those done serve from the next."""
+        if self._off is None or not self._wake.any():
+            return
+        waking = self._wake > 0
+        self._wake[waking] -= 1
+        self._cell[waking & (self._wake == 0)] = 0
+        self._off = self._cell > 0  # `_compute_snr` follows, at the step's end
+
+    def energy_summary(self) -> dict[str, float]:
+        """The episode so far, by metric key (mobrl.core.metrics): power, energy, per-state
+        shares, energy per bit, demand served ({} without a power or traffic section)."""
+        from mobrl.core import metrics as keys
+
+        if self._off is None or not self._tally.steps:
+            return {}
+        tally = self._tally
+        out: dict[str, float] = {}
+        if self._traffic is not None and self._traffic.finite:
+            out[keys.NET_DEMAND_SERVED] = tally.served / tally.offered if tally.offered else 1.0
+        cells = self._cells
+        if cells is not None:
+            station_steps = tally.state_steps.sum()
+            out[keys.NET_POWER] = tally.power / tally.steps
+            out[keys.NET_ENERGY] = tally.energy
+            out[keys.NET_ENERGY_PER_BIT] = tally.energy / tally.bits if tally.bits else math.nan
+            out[keys.NET_ASLEEP] = float(tally.state_steps[1:].sum() / station_steps)
+            for i, state in enumerate(cells.states):
+                out[keys.state_share(state)] = float(tally.state_steps[i] / station_steps)
+        return out
