@@ -147,6 +147,8 @@ NET_ENERGY = "network/energy"
 NET_ENERGY_PER_BIT = "network/energy_per_bit"
 NET_ASLEEP = "network/asleep_fraction"
 NET_DEMAND_SERVED = "network/demand_served"
+#: the mean over steps of the objective service − λ·energy (`power.weight`; docs/energy.md)
+NET_OBJECTIVE = "network/objective"
 #: each state's key starts so
 STATE_SHARE = "network/state/"
 
@@ -162,6 +164,7 @@ ENERGY_METRICS = (
     Metric(NET_ENERGY_PER_BIT, "energy per bit", True, "network energy per bit served"),
     Metric(NET_ASLEEP, "asleep", True, "station-steps asleep", "fraction, 0…1"),
     Metric(NET_DEMAND_SERVED, "demand served", True, "offered bits served", "fraction, 0…1"),
+    Metric(NET_OBJECTIVE, "objective", True, "service − λ·energy per step"),
 )
 #: the energy measures where lower is better
 LOWER_BETTER = (NET_POWER, NET_ENERGY, NET_ENERGY_PER_BIT)

@@ -26,6 +26,10 @@ __all__ = [
     "station_power",
 ]
 
+#: λ of the objective, service − λ·energy (docs/energy.md: the mean scaled UE utility of a
+#: step less λ times the network's power over its power with every station fully loaded)
+WEIGHT = 0.1
+
 #: the modules that define a power model, in the order they are listed to users
 _MODULES = ("tr38864", "earth")
 
@@ -78,7 +82,14 @@ def check(section: Any) -> dict[str, Any]:
             "See docs/energy.md."
         )
     chosen = model(section["model"])
-    params = chosen.check({k: v for k, v in section.items() if k not in ("model", "sleep")})
+    own = ("model", "sleep", "weight")
+    params = chosen.check({k: v for k, v in section.items() if k not in own})
+    weight = section.get("weight", WEIGHT)
+    if isinstance(weight, bool) or not isinstance(weight, int | float) or weight < 0:
+        raise UserError(
+            f"power.weight={weight!r} must be a number from 0 up: the λ of the objective "
+            f"service - λ·energy (default {WEIGHT})."
+        )
     sleep = section.get("sleep")
     allowed = chosen.sleep_states
     if sleep is None:
@@ -98,7 +109,7 @@ def check(section: Any) -> dict[str, Any]:
                 "List only the model's sleep states.",
             )
     ordered = [s for s in allowed if s in sleep]  # lightest first, each once
-    return {"model": chosen.name, **params, "sleep": ordered}
+    return {"model": chosen.name, **params, "sleep": ordered, "weight": float(weight)}
 
 
 def check_step_seconds(value: Any) -> float:

@@ -231,6 +231,9 @@ class EpisodeRecorder:
         # an env that also counts per agent (an env mobrl did not write: mobrl.envs.foreign)
         self.per_agent = getattr(self.counter, "agent_stats", None)
         self.agent_counts: dict[str, float] = {}
+        # a layout with power: or traffic: (mobrl.envs.power_engine): energy and demand
+        self.energy_of = getattr(self.core, "energy_summary", None)
+        self.energy: dict[str, float] = {}
 
     def __deepcopy__(self, memo: dict) -> EpisodeRecorder:
         """The recorder itself: it is a live handle on the env, not episode data. RLlib cuts an
@@ -248,6 +251,8 @@ class EpisodeRecorder:
             if self.tracker is None:  # the episode's UEs, known once its env was reset
                 self.tracker = EpisodeTracker(self.core.NUM_STATIONS, sorted(self.core.users))
             self.tracker.record(*step_arrays(self.core, self.tracker.ue_ids))
+            if self.energy_of is not None:
+                self.energy = self.energy_of()
         if self.counter is not None:
             self.counts = self.counter.episode_stats()
             if self.per_agent is not None:
@@ -260,4 +265,5 @@ class EpisodeRecorder:
             out.update((key, float(value)) for key, value in self.agent_counts.items())
         if self.tracker is not None:
             out.update(self.tracker.summary(per_ue=per_ue))
+        out.update(self.energy)
         return out

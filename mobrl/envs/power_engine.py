@@ -39,7 +39,7 @@ class CellPower:
     lightest first) its power at load 0 and at load 1, and waking from it: steps and extra
     energy (the model's unit x seconds)."""
 
-    def __init__(self, section: dict[str, Any], step_seconds: float) -> None:
+    def __init__(self, section: dict[str, Any], step_seconds: float, n_bs: int) -> None:
         from mobrl import energy
 
         self.model = energy.model(section["model"])
@@ -54,6 +54,17 @@ class CellPower:
         # a wake-up within a step's rounding (1e-9 s) does not cost a whole step more
         self.wake_steps = np.array([math.ceil(w.seconds / step_seconds - 1e-9) for w in wakes])
         self.wake_energy = np.array([w.energy for w in wakes])
+        #: λ of the objective, and the power it is counted against: every station active and
+        #: fully loaded
+        self.weight = float(section.get("weight", 0.1))
+        self.n_bs = n_bs
+
+    def reference(self) -> float:
+        return self.n_bs * float(self.full[0])
+
+    def objective(self, service: float, power: float) -> float:
+        """The step's objective: service − λ · power / (stations × full-load active power)."""
+        return service - self.weight * power / self.reference()
 
     def index(self, state: Any) -> int:
         """The index of `state` (a name or an index) among `states`."""
@@ -136,6 +147,7 @@ class EnergyTally:
         self.offered = 0.0
         self.served = 0.0
         self.bits = 0.0
+        self.objective = 0.0
 
 
 class PowerSteps:
@@ -153,7 +165,7 @@ class PowerSteps:
         self._step_seconds = float(extra.get("step_seconds", 1.0))
         n_bs = len(self._bs_list)
         if "power" in extra:
-            self._cells = CellPower(extra["power"], self._step_seconds)
+            self._cells = CellPower(extra["power"], self._step_seconds, n_bs)
         if "traffic" in extra:
             self._traffic = Traffic(extra["traffic"])
             if self._traffic.finite:
@@ -242,11 +254,11 @@ class PowerSteps:
     def best_stations(self) -> np.ndarray:
         """Each UE's (column's) station of the strongest signal among those it could link to
         were every station awake (-1: none): where it would link (`idle_off`'s wake-up)."""
-        signal, reach = self._full_signal()
+        signal, reach = self.full_signal()
         best = np.argmax(np.where(reach, signal, -np.inf), axis=0)
         return np.where(reach.any(axis=0), best, -1)
 
-    def _full_signal(self) -> tuple[np.ndarray, np.ndarray]:
+    def full_signal(self) -> tuple[np.ndarray, np.ndarray]:
         """(BS, UE) signal (received power; mobile-env's model: SNR) of every station, asleep
         or not, and where it is above the UE's threshold without interference."""
         if self._radio is not None:
@@ -255,6 +267,23 @@ class PowerSteps:
             return rx, rx / r.noise > r.thr
         snr = self._snr_all if self._grid is None else self._sparse_all()
         return snr, snr > self._thr
+
+    def full_capacity(self) -> np.ndarray:
+        """(BS, UE) rate of every link a UE could hold were every station awake, with all of
+        the station's resources and no interference (0 out of range): what a rule weighs a
+        UE's demand against."""
+        signal, reach = self.full_signal()
+        if self._radio is not None:
+            r = self._radio
+            return np.where(reach, r.bw * np.log2(1.0 + signal / r.noise), 0.0)
+        return np.where(reach, self._bw * np.log2(1.0 + signal), 0.0)
+
+    def ue_demands(self) -> np.ndarray:
+        """Each UE's demand (Mbit/s) in the last step (inf: full buffer; 0: not present)."""
+        t = self._traffic
+        if t is None or not t.finite:
+            return np.where(self._active_mask, np.inf, 0.0)
+        return self._demand.copy()
 
     def _sparse_all(self) -> np.ndarray:
         p = self._pairs
@@ -283,35 +312,50 @@ class PowerSteps:
     def _served_rates(self, rates: np.ndarray) -> np.ndarray:
         """The step's (BS, UE) link rates under the UEs' demands (full buffer: `rates`);
         sets each station's load."""
-        n_bs = len(self._bs_list)
+        t = self._traffic
+        if t is not None and t.finite:
+            active = self._active_mask
+            demand = t.demand.offered(
+                t.params, self._demand_state, self._step_seconds, active, self._traffic_rng
+            )
+            self._demand = np.where(active, demand, 0.0)
+        rates, self._load = self.demand_rates(rates, self._conn, self._rx_now())
+        return rates
+
+    def _rx_now(self) -> np.ndarray | None:
+        return self._rx if self._radio is not None else None
+
+    def demand_rates(
+        self, rates: np.ndarray, conn: np.ndarray, rx: np.ndarray | None, demand: Any = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """(BS, UE) link rates under the UEs' demands (`demand`, default the step's; under
+        full buffer `rates` as they are) and each station's load, given the full-buffer
+        `rates` of the links `conn` (under a radio model: received powers `rx`)."""
+        n_bs = rates.shape[0]
         t = self._traffic
         if t is None or not t.finite:
-            self._load = (rates > 0.0).any(axis=1).astype(float)
-            return rates
-        active = self._active_mask
-        demand = t.demand.offered(
-            t.params, self._demand_state, self._step_seconds, active, self._traffic_rng
-        )
-        self._demand = np.where(active, demand, 0.0)
+            return rates, (rates > 0.0).any(axis=1).astype(float)
+        demand = self._demand if demand is None else demand
         b, u = np.nonzero(rates > 0.0)
         if not b.size:
-            self._load = np.zeros(n_bs)
-            return rates
-        cap = self._link_caps(b, u, rates)
-        per_ue = np.bincount(u, minlength=len(self._ue_list))
-        share, self._load = water_fill(b, cap, self._demand[u] / per_ue[u], n_bs)
+            return rates, np.zeros(n_bs)
+        cap = self._link_caps(b, u, rates, conn, rx)
+        per_ue = np.bincount(u, minlength=rates.shape[1])
+        share, load = water_fill(b, cap, demand[u] / per_ue[u], n_bs)
         out = np.zeros_like(rates)
         out[b, u] = share * cap
-        return out
+        return out, load
 
-    def _link_caps(self, b: np.ndarray, u: np.ndarray, rates: np.ndarray) -> np.ndarray:
+    def _link_caps(
+        self, b: np.ndarray, u: np.ndarray, rates: np.ndarray, conn: np.ndarray, rx: Any
+    ) -> np.ndarray:
         """The rate of each link (b, u) with all of its station's resources."""
         if self._radio is not None and not self._radio.model.separable:
             from mobrl.radio.links import link_caps
 
             r = self._radio
-            return link_caps(r.model, self._rx, r.noise, r.bw, r.thr, self._conn)[b, u]
-        counts = np.bincount(b, minlength=len(self._bs_list))
+            return link_caps(r.model, rx, r.noise, r.bw, r.thr, conn)[b, u]
+        counts = np.bincount(b, minlength=rates.shape[0])
         return rates[b, u] * counts[b]  # resource fair: rate = cap / links of the station
 
     def _count_energy(self, macro: np.ndarray) -> None:
@@ -333,6 +377,9 @@ class PowerSteps:
         self._station_power = cells.power(self._cell, np.where(self._cell > 0, 0.0, self._load))
         total = float(self._station_power.sum())
         tally.power += total
+        util = self._util[self._sel]
+        service = float(util.sum() / util.size) if util.size else 0.0  # nobody to serve
+        tally.objective += cells.objective(service, total)
         tally.energy += total * seconds + self._wake_energy_now
         self._wake_energy_now = 0.0
         tally.state_steps += np.bincount(self._cell, minlength=len(cells.states))
@@ -364,6 +411,7 @@ class PowerSteps:
             out[keys.NET_ENERGY] = tally.energy
             out[keys.NET_ENERGY_PER_BIT] = tally.energy / tally.bits if tally.bits else math.nan
             out[keys.NET_ASLEEP] = float(tally.state_steps[1:].sum() / station_steps)
+            out[keys.NET_OBJECTIVE] = tally.objective / tally.steps
             for i, state in enumerate(cells.states):
                 out[keys.state_share(state)] = float(tally.state_steps[i] / station_steps)
         return out

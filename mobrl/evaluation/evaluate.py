@@ -18,7 +18,7 @@ from mobrl.evaluation.outputs import EpisodeJournal, EpisodeLog, EvalDir
 from mobrl.evaluation.paired import TRAINED, Tally, senses
 from mobrl.evaluation.policies import check_baselines
 from mobrl.evaluation.scheduling import play_blocks, policy_jobs, set_main_policy
-from mobrl.evaluation.tables import measures, paired_table, policies_table
+from mobrl.evaluation.tables import column_groups, paired_table, policies_table
 from mobrl.evaluation.targets import Target, check_pick, target_for
 
 
@@ -223,9 +223,10 @@ def _scenario(env_config: dict[str, Any]) -> str:
 def _print_tables(console: Any, summary: dict[str, Any], policies: list[str], title: str) -> None:
     """Every policy's statistics, the paired differences (when there is a reference) and the
     summary's notes."""
-    console.print(policies_table(summary, policies, title))
-    if summary["reference"] is not None:
-        console.print(paired_table(summary, measures(summary)))
+    for part, columns in column_groups(summary):
+        console.print(policies_table(summary, policies, f"{title}{part}", columns))
+        if summary["reference"] is not None:
+            console.print(paired_table(summary, columns, part))
     for note in summary["notes"]:
         console.print(f"[bold]note:[/bold] {note}")
 

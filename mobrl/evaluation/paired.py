@@ -13,10 +13,21 @@ from mobrl.core.metrics import EPISODE_METRICS
 from mobrl.evaluation.rollout import RETURN_OF
 
 TRAINED = "trained"
-#: service first (mean UE utility, connected fraction, p5, Jain), then mobile-env's return
-COLUMNS = (*EPISODE_METRICS, "return")
+#: service first (mean UE utility, connected fraction, p5, Jain, demand served), then energy
+#: (a layout with power:), then mobile-env's return: service and energy apart, never summed
+COLUMNS = (
+    *EPISODE_METRICS,
+    keys.NET_DEMAND_SERVED,
+    keys.NET_POWER,
+    keys.NET_ENERGY,
+    keys.NET_ENERGY_PER_BIT,
+    keys.NET_ASLEEP,
+    "return",
+)
 #: the paired reference of `mobrl baselines` (no trained policy): what coordination must beat
 REFERENCE_BASELINE = "greedy"
+#: ... and where cells sleep and greedy is not played: the network with every station on
+ALL_ON = "all_on"
 #: row keys that describe an episode rather than measure it
 _NOT_MEASURES = ("policy", "episode", "seed", "length")
 
@@ -88,7 +99,8 @@ def senses(env_config: dict[str, Any]) -> dict[str, str]:
     `scenario.metrics`'s `KEY:REDUCE:min`), by column; higher is better for every other."""
     from mobrl.envs.foreign import metric_senses
 
-    return metric_senses(env_config.get("metrics"))
+    costs = dict.fromkeys(keys.LOWER_BETTER, "min")  # power and energy, where a layout has them
+    return {**costs, **metric_senses(env_config.get("metrics"))}
 
 
 def lower_better(summary: dict[str, Any]) -> list[str]:
@@ -98,10 +110,14 @@ def lower_better(summary: dict[str, Any]) -> list[str]:
 
 
 def reference(policies: list[str]) -> str | None:
-    """The policy the others are paired with: the trained one, else greedy, else none."""
+    """The policy the others are paired with: the trained one, else greedy, else all_on (the
+    network without energy saving, which the cell rules save against), else none."""
     if TRAINED in policies:
         return TRAINED
-    return REFERENCE_BASELINE if REFERENCE_BASELINE in policies else None
+    for name in (REFERENCE_BASELINE, ALL_ON):
+        if name in policies:
+            return name
+    return None
 
 
 #: the upper references, best known first: the gap a policy closes is measured to the best

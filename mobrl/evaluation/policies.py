@@ -21,6 +21,7 @@ from mobrl.evaluation.baselines import (  # noqa: F401 (imported from here by ot
     RandomPolicy,
     _PerUEBaseline,
 )
+from mobrl.evaluation.energy_oracle import EnergyOraclePolicy
 from mobrl.evaluation.references import (
     CappedPolicy,
     HorizonOraclePolicy,
@@ -234,6 +235,7 @@ BASELINES: dict[str, type[Baseline]] = {
             HorizonOraclePolicy,
             MpcOraclePolicy,
             PoleAnglePolicy,
+            EnergyOraclePolicy,
         )
     },
     **RULES,

@@ -121,4 +121,5 @@ def _play(
     if recorder.tracker is not None:  # a mobile-env episode: the measures evaluate reports
         summary = recorder.tracker.summary(per_ue=False)
         row.update({key: summary.get(key, float("nan")) for key in keys.EPISODE_METRICS})
+    row.update(recorder.energy)  # power, energy, sleep and demand served (a layout's power:)
     return row

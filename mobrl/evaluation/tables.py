@@ -30,12 +30,30 @@ def measures(summary: dict[str, Any]) -> list[str]:
     return list(next(iter(summary["policies"].values())))
 
 
-def policies_table(summary: dict[str, Any], policies: list[str], title: str) -> Any:
-    """Every policy's mean ± 95 % CI of every measure (rich table)."""
+#: the energy measures, shown in a table of their own (service and energy apart)
+ENERGY = (keys.NET_POWER, keys.NET_ENERGY, keys.NET_ENERGY_PER_BIT, keys.NET_ASLEEP,
+          keys.NET_OBJECTIVE)  # fmt: skip
+
+
+def column_groups(summary: dict[str, Any]) -> list[tuple[str, list[str]]]:
+    """The measures in the tables a person reads: service (and everything else), then
+    energy where a layout has a power model, each with its title's suffix. Each power
+    state's share stays in the files (summary.json, episodes.csv)."""
+    columns = [c for c in measures(summary) if not c.startswith(keys.STATE_SHARE)]
+    energy = [c for c in columns if c in ENERGY]
+    if not energy:
+        return [("", columns)]
+    return [(": service", [c for c in columns if c not in energy]), (": energy", energy)]
+
+
+def policies_table(
+    summary: dict[str, Any], policies: list[str], title: str, columns: list[str] | None = None
+) -> Any:
+    """Every policy's mean ± 95 % CI of every measure in `columns` (rich table)."""
     from rich.table import Table
 
     table = Table(title=title)
-    columns = measures(summary)
+    columns = measures(summary) if columns is None else columns
     table.add_column("policy")
     for col in columns:
         table.add_column(_header(summary, col), justify="right")
@@ -44,7 +62,7 @@ def policies_table(summary: dict[str, Any], policies: list[str], title: str) -> 
     return table
 
 
-def paired_table(summary: dict[str, Any], columns: list[str]) -> Any:
+def paired_table(summary: dict[str, Any], columns: list[str], part: str = "") -> Any:
     """Trained − each baseline (or each baseline − greedy), paired by seed (rich table)."""
     from rich.table import Table
 
@@ -56,10 +74,11 @@ def paired_table(summary: dict[str, Any], columns: list[str]) -> Any:
     else:
         title, first = f"each baseline − {ref}", "policy"
     legend = better_legend(summary)
-    table = Table(title=f"{title}, paired by seed: mean ± 95 % CI ({legend})")
+    table = Table(title=f"{title}{part}, paired by seed: mean ± 95 % CI ({legend})")
     table.add_column(first)
     for col in columns:
         table.add_column(_header(summary, col), justify="right")
+    closed = closed if keys.UTILITY_MEAN in columns else {}
     if closed:
         table.add_column(
             f"greedy→{summary.get('gap_reference') or 'oracle'} gap closed", justify="right"

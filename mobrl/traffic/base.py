@@ -10,6 +10,16 @@ import numpy as np
 from mobrl.core.errors import UserError
 
 
+class _NoDraws:
+    """A stand-in RNG for models that draw nothing."""
+
+    def __getattr__(self, name: str) -> Any:
+        raise AssertionError(f"a demand model drew ({name}) where it predicts")
+
+
+_NO_DRAWS: Any = _NoDraws()
+
+
 class Demand:
     """How much a UE asks for each step. A model is one module of `mobrl.traffic.demands`
     defining `DEMAND`, named in its `_MODULES`.
@@ -56,6 +66,11 @@ class Demand:
         rng: np.random.Generator,
     ) -> np.ndarray:
         raise NotImplementedError
+
+    def expected(self, params: dict[str, Any], state: Any, seconds: float) -> np.ndarray:
+        """The rate each UE would ask for in the next step, in expectation, without drawing
+        (what a planner predicts with)."""
+        return self.offered(params, state, seconds, np.ones(len(state), bool), _NO_DRAWS)
 
     def served(self, params: dict[str, Any], state: Any, rates: np.ndarray, seconds: float) -> None:
         """Each UE received `rates` (Mbit/s) over the step of `seconds`."""

@@ -245,9 +245,13 @@ class MobileKind(ScenarioKind):
         from mobrl.scenarios import classes
 
         rules = ["random", "noop", "greedy", "greedy_fill", "full", "capped", "oracle"]
-        if classes.own_service(env_config.get("layout")):
-            # these score link sets with mobile-env's stock utility and resource-fair shares
+        layout = env_config.get("layout")
+        demand = ((layout or {}).get("traffic") or {}).get("demand") or {}
+        if classes.own_service(layout) or demand.get("model", "full_buffer") != "full_buffer":
+            # these score link sets with mobile-env's stock utility and full-buffer shares
             rules = [r for r in rules if r not in ("capped", "oracle")]
+        if isinstance(layout, dict) and "power" in layout:  # cells that sleep (docs/energy.md)
+            rules += ["all_on", "idle_off", "threshold", "energy_oracle"]
         return rules
 
     def where(self, cfg: Any) -> str:

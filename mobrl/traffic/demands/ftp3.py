@@ -34,6 +34,10 @@ class Ftp3(Demand):
         state[~present] = 0.0  # a UE that left drops its queue
         return state / seconds
 
+    def expected(self, params: dict[str, Any], state: Any, seconds: float) -> np.ndarray:
+        mean = 8.0 * float(params["file_mb"]) * seconds / float(params["mean_interval_s"])
+        return (state + mean) / seconds
+
     def served(self, params: dict[str, Any], state: Any, rates: np.ndarray, seconds: float) -> None:
         np.maximum(state - rates * seconds, 0.0, out=state)
 

@@ -1,0 +1,98 @@
+"""What a step would give under another set of stations on the air: the service and the
+power the fast engine would compute for the next step, with the UEs linking by `greedy`,
+for a planner that chooses which cells sleep (`energy_oracle`). The same operations as the
+engine's step (`mobrl.envs.power_engine`), on its arrays, without changing the env: the SNR
+or SINR with the chosen stations' received powers and the others' at 0, greedy's moves on
+them, the links' rates, the demands' shares and loads, the utilities and the power model."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from mobrl.envs.service import greedy_moves, scaled_utility, toggle
+
+
+class StepPredictor:
+    """Predicts the next step of `core` (a fast engine with a power model) for a set of
+    stations on the air; `value(on)` is the step's objective, service − λ·energy."""
+
+    def __init__(self, core: Any) -> None:
+        self.core = core
+        self.cells = core.power_model()
+        self.active = core._active_mask
+        self.conn = core._conn
+        n_bs = self.conn.shape[0]
+        self.state = core._cell.copy()
+        self.sleep_in = np.where(self.state > 0, self.state, 1)
+        radio = core._radio
+        self.radio = radio
+        if radio is not None:
+            self.signal = core._rx_all
+        elif core._grid is not None:
+            self.signal = core._dense_snr()  # the sparse path's numbers, every pair
+        else:
+            self.signal = core._snr_all
+        traffic = core._traffic
+        self.demand = None
+        if traffic is not None and traffic.finite:
+            self.demand = np.where(
+                self.active,
+                traffic.demand.expected(traffic.params, core._demand_state, core._step_seconds),
+                0.0,
+            )
+        util = core.utility
+        self.lower, self.upper = float(util.lower), float(util.upper)
+        self.coeffs = tuple(float(c) for c in util.coeffs)
+        self.log_base = float(np.log(self.coeffs[2]))
+        self.n_bs = n_bs
+        self.seconds = core._step_seconds
+        self.cache: dict[bytes, float] = {}
+
+    def value(self, on: np.ndarray, sleep_state: int) -> float:
+        """The objective of the next step with the stations `on` on the air (the others asleep:
+        those asleep now in their state, the others in `sleep_state`)."""
+        key = np.packbits(on).tobytes()
+        found = self.cache.get(key)
+        if found is None:
+            found = self.cache[key] = self._value(on, sleep_state)
+        return found
+
+    def _value(self, on: np.ndarray, sleep_state: int) -> float:
+        core = self.core
+        signal = np.where(on[:, None], self.signal, 0.0)
+        conn = self.conn
+        if self.radio is not None:
+            from mobrl.radio.links import RadioService, reach_sinr
+
+            r = self.radio
+            sinr = reach_sinr(r.model, signal, r.noise, conn)
+            reach = sinr > r.thr
+        else:
+            sinr = signal
+            reach = sinr > core._thr
+        new = conn & reach
+        act = greedy_moves(sinr, reach, new)
+        chosen = np.flatnonzero(self.active & (act != 0))
+        if chosen.size:
+            toggle(new, reach, act[chosen] - 1, chosen)
+        if self.radio is not None:
+            r = self.radio
+            rates = RadioService(r.model, signal, r.noise, r.bw, r.thr).link_rates(new)
+            rx = signal
+        else:
+            counts = new.sum(axis=1, keepdims=True)
+            full = core._bw * np.log2(1 + sinr) / np.maximum(counts, 1)
+            rates = np.where(new & reach, full, 0.0)
+            rx = None
+        rates, load = core.demand_rates(rates, new, rx, self.demand)
+        served = rates.sum(axis=0)[self.active]
+        util = scaled_utility(served, self.lower, self.upper, self.coeffs, self.log_base)
+        service = float(util.sum() / util.size) if util.size else 0.0
+        state = np.where(on, 0, np.where(self.state > 0, self.state, sleep_state))
+        power = float(self.cells.power(state, np.where(on, load, 0.0)).sum())
+        # a wake-up's extra energy, spread over the step it starts in
+        waking = on & (self.state > 0)
+        power += float(self.cells.wake_energy[self.state[waking]].sum()) / self.seconds
+        return self.cells.objective(service, power)

@@ -1,0 +1,178 @@
+"""The field's rules for cells that sleep (docs/energy.md), on layouts with a `power:`
+section. Each sets every station's state before the step, then UEs link by `greedy` (each to
+its strongest station on the air), so a cell rule and the UEs' association compose:
+
+- `all_on`: every station always active (today's network; what any UE policy plays alone).
+- `idle_off`: a station that no present UE would link to sleeps, in its deepest state that
+  wakes within a step; it wakes as soon as a UE would link to it, i.e. is the strongest
+  station of a UE were every station awake.
+- `threshold`: O-RAN's cell on/off rule as ns-O-RAN's energy-saving xApp plays it (see
+  `ThresholdPolicy`).
+
+Sleep decisions read the engine's arrays (`mobrl.envs.power_engine`): the signal of every
+station at each UE, asleep or not, the last step's loads and the UEs' demands.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from mobrl.core.errors import UserError
+from mobrl.evaluation.baselines.base import active_mask
+from mobrl.evaluation.baselines.classic import GreedyPolicy
+
+
+class CellRule(GreedyPolicy):
+    """A rule for the stations' states (`cell_states`), with UEs linking by `greedy`."""
+
+    name = "cell_rule"
+    #: a sleeping station must be able to wake within this many steps
+    wake_within = 1
+
+    @classmethod
+    def check_plays(cls, env_config: dict[str, Any], flag: str = "--baselines") -> None:
+        layout = env_config.get("layout")
+        if isinstance(layout, dict) and "power" not in layout:
+            raise UserError(
+                f"{flag} {cls.name}: layout '{env_config.get('scenario')}' has no power: "
+                "section, so its stations cannot sleep. Add one (docs/energy.md), or use a "
+                "layout that has it (uma19_energy)."
+            )
+
+    def act(self, observation: Any, env: Any = None) -> Any:
+        from mobrl.envs.wrappers import find_core
+
+        core = find_core(env)
+        if core is None or getattr(core, "power_model", lambda: None)() is None:
+            raise UserError(f"baseline '{self.name}' needs a layout with a power: section.")
+        states = self.cell_states(core)
+        if states is not None:
+            core.set_cell_states(states)
+        return super().act(observation, env)  # greedy, on the stations on the air now
+
+    def cell_states(self, core: Any) -> np.ndarray | None:
+        """Every station's next state index (None: keep them)."""
+        raise NotImplementedError
+
+    def sleep_state(self, core: Any) -> int:
+        """The state a station is sent to sleep in: the deepest that wakes within
+        `wake_within` steps, else the lightest."""
+        return core.power_model().deepest_within(self.wake_within) or 1
+
+
+class AllOnPolicy(CellRule):
+    """Every station always active: the network as it runs without energy saving."""
+
+    name = "all_on"
+
+    def cell_states(self, core: Any) -> np.ndarray | None:
+        return None
+
+
+def wanted(core: Any) -> np.ndarray:
+    """Which stations some present UE would link to (its strongest were all awake)."""
+    best = core.best_stations()
+    out = np.zeros(len(core.stations), dtype=bool)
+    take = active_mask(core) & (best >= 0)
+    out[best[take]] = True
+    return out
+
+
+class IdleOffPolicy(CellRule):
+    """A station that no UE would link to sleeps; it wakes when one would."""
+
+    name = "idle_off"
+
+    def cell_states(self, core: Any) -> np.ndarray | None:
+        return np.where(wanted(core), 0, self.sleep_state(core))
+
+
+class ThresholdPolicy(CellRule):
+    """O-RAN's cell on/off rule (ns-O-RAN's energy-saving xApp, on each cell's PRB use):
+
+    - a cell whose load has stayed below `low` for `hold` steps sleeps, if every UE it serves
+      or would serve has another station on the air and those stations, with the UEs' needs
+      added, stay at or below `high` (cells are taken from the least loaded; a cell that
+      takes UEs does not sleep in the same step);
+    - a sleeping cell wakes when a neighbour, the station its UEs would go to instead, passes
+      `high`, or when one of its UEs would have no station on the air at all.
+
+    A UE's need at another station is its demand over that link's rate with all of the
+    station's resources (the SNR without interference; a full-buffer UE needs all of it)."""
+
+    name = "threshold"
+    low = 0.3
+    high = 0.8
+    hold = 3
+
+    def reset(self, seed: int | None = None) -> None:
+        super().reset(seed)
+        self.below: np.ndarray | None = None
+
+    def cell_states(self, core: Any) -> np.ndarray | None:
+        state, _ = core.cell_states()
+        load = core.cell_loads()
+        if self.below is None or self.below.size != load.size:
+            self.below = np.zeros(load.size, dtype=np.int64)
+        awake = state == 0
+        self.below = np.where(awake & (load < self.low), self.below + 1, 0)
+        signal, reach = core.full_signal()
+        cap = core.full_capacity()
+        need = np.where(cap > 0, core.ue_demands()[None, :] / np.where(cap > 0, cap, 1.0), 1.0)
+        need = np.minimum(need, 1.0)
+        present = active_mask(core)
+        best = core.best_stations()
+        target = state.copy()
+        on_air = awake.copy()
+        expect = load.copy()
+        hosting = np.zeros(load.size, dtype=bool)
+        for b in np.argsort(load, kind="stable").tolist():
+            if not on_air[b] or self.below[b] < self.hold or hosting[b]:
+                continue
+            ues = np.flatnonzero(present & ((best == b) | core.connectivity()[b]))
+            moves = _alternatives(ues, b, on_air, reach, signal)
+            if moves is None:
+                continue
+            extra = np.bincount(moves, weights=need[moves, ues], minlength=load.size)
+            if (expect + extra)[extra > 0].max(initial=0.0) > self.high:
+                continue
+            expect += extra
+            hosting[moves] = True
+            on_air[b] = False
+            target[b] = self.sleep_state(core)
+        # wake: a neighbour over `high`, or a UE with nowhere else to go
+        asleep = np.flatnonzero(~awake)
+        for b in asleep.tolist():
+            ues = np.flatnonzero(present & (best == b))
+            if not ues.size:
+                continue
+            moves = _alternatives(ues, b, on_air, reach, signal, partial=True)
+            if (moves < 0).any() or (load[moves[moves >= 0]] > self.high).any():
+                target[b] = 0
+        return target
+
+
+def _alternatives(
+    ues: np.ndarray,
+    b: int,
+    on_air: np.ndarray,
+    reach: np.ndarray,
+    signal: np.ndarray,
+    partial: bool = False,
+) -> np.ndarray | None:
+    """Each UE's strongest station on the air other than `b` (-1: none, with `partial`;
+    without it None if any UE has none)."""
+    if not ues.size:
+        return np.zeros(0, dtype=np.int64)
+    ok = reach[:, ues] & on_air[:, None]
+    ok[b] = False
+    has = ok.any(axis=0)
+    if not partial and not has.all():
+        return None
+    best = np.argmax(np.where(ok, signal[:, ues], -np.inf), axis=0)
+    return np.where(has, best, -1)
+
+
+RULES = (AllOnPolicy, IdleOffPolicy, ThresholdPolicy)
