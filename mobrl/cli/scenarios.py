@@ -112,9 +112,32 @@ LayoutMovement = Annotated[
 ]
 
 
+LayoutPower = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--power",
+        help="A key of the layout's power section, KEY=VALUE (repeat it): e.g. --power "
+        "model=tr38864 --power category=1 (docs/energy.md).",
+    ),
+]
+LayoutTraffic = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--traffic",
+        help="A key of the traffic section, KEY=VALUE (repeat it): e.g. --traffic "
+        "profile=diurnal --traffic 'demand={model: constant, mbps: 5}'.",
+    ),
+]
+LayoutStep = Annotated[
+    float | None,
+    typer.Option("--step-seconds", help="A step's duration (s) [default: 1]."),
+]
+
+
 def _layout_options(
-    out, ues, size, margin, seed, force, bandwidth, frequency, tx_power, height, radio, movement
-):
+    out, ues, size, margin, seed, force, bandwidth, frequency, tx_power, height, radio, movement,
+    power=None, traffic=None, step_seconds=None,
+):  # fmt: skip
     from mobrl.scenarios.generate import Options, parse_pairs
 
     given = {"bandwidth": bandwidth, "frequency": frequency, "tx_power": tx_power}
@@ -126,6 +149,8 @@ def _layout_options(
     return Options(
         ues, out, size, margin, seed, force, station,
         parse_pairs(radio or [], "--radio"), parse_pairs(movement or [], "--movement"),
+        parse_pairs(power or [], "--power"), parse_pairs(traffic or [], "--traffic"),
+        step_seconds,
     )  # fmt: skip
 
 
@@ -156,13 +181,16 @@ def scenarios_generate(
     station_height: StationHeight = None,
     radio: LayoutRadio = None,
     movement: LayoutMovement = None,
+    power: LayoutPower = None,
+    traffic: LayoutTraffic = None,
+    step_seconds: LayoutStep = None,
 ) -> None:
     """Write a layout file of generated stations (city scale), its command in its header."""
     from mobrl.scenarios.generate import generate_command
 
     opts = _layout_options(
         out, ues, size, margin, seed, force, bandwidth, frequency, tx_power, station_height,
-        radio, movement,
+        radio, movement, power, traffic, step_seconds,
     )  # fmt: skip
     print(f"generate: {generate_command(sites, isd, opts)}")
 
@@ -184,13 +212,16 @@ def scenarios_import(
     station_height: StationHeight = None,
     radio: LayoutRadio = None,
     movement: LayoutMovement = None,
+    power: LayoutPower = None,
+    traffic: LayoutTraffic = None,
+    step_seconds: LayoutStep = None,
 ) -> None:
     """Write a layout file with the stations of a CSV (e.g. an OpenCelliD export)."""
     from mobrl.scenarios.generate import import_command
 
     opts = _layout_options(
         out, ues, size, margin, seed, force, bandwidth, frequency, tx_power, station_height,
-        radio, movement,
+        radio, movement, power, traffic, step_seconds,
     )  # fmt: skip
     print(f"import: {import_command(stations, opts)}")
 

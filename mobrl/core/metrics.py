@@ -139,7 +139,7 @@ NETWORK_METRICS = (
     Metric(NET_BS_BUSY, "busy stations", False, "busy base stations", "fraction, 0…1"),
 )
 #: a layout with `power:` or `traffic:` (mobrl.envs.power_engine): the network's mean power per
-#: step (the power model's unit), its energy in the episode (unit x s), energy per bit served,
+#: step (the power model's unit), its energy in the episode (unit x s), energy per Mbit served,
 #: the share of station-steps asleep, each state's share (`state_share`), and the share of the
 #: offered bits served (finite demand)
 NET_POWER = "network/power"
@@ -161,7 +161,7 @@ def state_share(state: str) -> str:
 ENERGY_METRICS = (
     Metric(NET_POWER, "power", True, "mean network power", "power model's unit"),
     Metric(NET_ENERGY, "energy", True, "network energy per episode", "unit x s"),
-    Metric(NET_ENERGY_PER_BIT, "energy per bit", True, "network energy per bit served"),
+    Metric(NET_ENERGY_PER_BIT, "energy per Mbit", True, "network energy per Mbit served"),
     Metric(NET_ASLEEP, "asleep", True, "station-steps asleep", "fraction, 0…1"),
     Metric(NET_DEMAND_SERVED, "demand served", True, "offered bits served", "fraction, 0…1"),
     Metric(NET_OBJECTIVE, "objective", True, "service − λ·energy per step"),

@@ -359,7 +359,7 @@ class FastEngine(PowerSteps, RadioSteps, SparseLinks, StockViews):
 
         # data rates, each UE's summed rate (in BS order, as mobile-env adds them), utilities
         if self._off is not None:  # demand, loads (mobrl.envs.power_engine)
-            macro = self._served_rates(self._rates()).sum(axis=0)
+            macro = self._served_macro()
         elif self._grid is None:
             # numpy adds a C-ordered array's rows one after another along axis 0: the BS order
             macro = self._rates().sum(axis=0)

@@ -9,7 +9,9 @@ this, and its episodes are the same to the bit.
   transition time, rounded up to whole steps (`power.model`'s table: 0 for micro sleep).
   While waking it draws its sleep state's power; the wake-up's extra energy is counted when
   it starts.
-- **Demand.** Each present UE asks for its demand's rate (`mobrl.traffic`). A station gives
+- **Demand.** Each present UE asks for its demand's rate (`mobrl.traffic`), in the engine's
+  rate unit: Mbit/s under the thermal-noise channels, mobile-env's own unit under its model
+  (its utility reads it as Mbit/s: 0.01 to 100). A station gives
   each of its links the share of its resources the link's demand needs at the link's rate
   with all of them, the smallest needs first, and splits what is left equally among the
   links that need more (max-min fair time shares: resource fair when every UE wants more
@@ -135,6 +137,13 @@ def water_fill(
     return share, load
 
 
+def links_of(rates: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The (station, UE) links of a (BS, UE) rate matrix that carry data, sorted by UE then
+    station, and their rates."""
+    u, b = np.nonzero(rates.T)
+    return b, u, rates[b, u]
+
+
 class EnergyTally:
     """One episode's sums: energy, station-steps per state, power-steps, bits offered and
     served, and the steps counted."""
@@ -168,8 +177,6 @@ class PowerSteps:
             self._cells = CellPower(extra["power"], self._step_seconds, n_bs)
         if "traffic" in extra:
             self._traffic = Traffic(extra["traffic"])
-            if self._traffic.finite:
-                self._grid = None  # finite demand: the dense path
         seed = int(getattr(self, "seed", 0) or 0)
         self._traffic_rng = np.random.default_rng([seed, _STREAM])
         self._cell = np.zeros(n_bs, dtype=np.int64)
@@ -279,7 +286,8 @@ class PowerSteps:
         return np.where(reach, self._bw * np.log2(1.0 + signal), 0.0)
 
     def ue_demands(self) -> np.ndarray:
-        """Each UE's demand (Mbit/s) in the last step (inf: full buffer; 0: not present)."""
+        """Each UE's demand in the last step, in the engine's rate unit (`full_capacity`'s;
+        inf: full buffer; 0: not present)."""
         t = self._traffic
         if t is None or not t.finite:
             return np.where(self._active_mask, np.inf, 0.0)
@@ -309,42 +317,53 @@ class PowerSteps:
         hour = self._start_hour + t * self._step_seconds / 3600.0
         return self._presence < at_hour(self._traffic.hourly, hour)
 
-    def _served_rates(self, rates: np.ndarray) -> np.ndarray:
-        """The step's (BS, UE) link rates under the UEs' demands (full buffer: `rates`);
-        sets each station's load."""
+    def _served_macro(self) -> np.ndarray:
+        """Each UE's summed rate in the step under the UEs' demands (full buffer: as the
+        scheduler shares); sets each station's load."""
         t = self._traffic
         if t is not None and t.finite:
             active = self._active_mask
-            demand = t.demand.offered(
+            demand, arrived = t.demand.offered(
                 t.params, self._demand_state, self._step_seconds, active, self._traffic_rng
             )
             self._demand = np.where(active, demand, 0.0)
-        rates, self._load = self.demand_rates(rates, self._conn, self._rx_now())
-        return rates
+            self._arrived = float(arrived[active].sum())
+        if self._grid is not None:  # the sparse path's links (mobrl.envs.neighbours)
+            b, u, rates, _ = self._sparse_rates()
+            keep = self._reach[b, u] & (rates > 0.0)
+            b, u, rates = b[keep], u[keep], rates[keep]
+        else:
+            b, u, rates = links_of(self._rates())
+        served, self._load = self.link_demand(b, u, rates, self._conn, self._rx_now())
+        # in station order per UE, as the engine adds a UE's links
+        return np.bincount(u, weights=served, minlength=len(self._ue_list))
 
     def _rx_now(self) -> np.ndarray | None:
         return self._rx if self._radio is not None else None
 
-    def demand_rates(
-        self, rates: np.ndarray, conn: np.ndarray, rx: np.ndarray | None, demand: Any = None
+    def link_demand(
+        self,
+        b: np.ndarray,
+        u: np.ndarray,
+        rates: np.ndarray,
+        conn: np.ndarray,
+        rx: np.ndarray | None,
+        demand: Any = None,
     ) -> tuple[np.ndarray, np.ndarray]:
-        """(BS, UE) link rates under the UEs' demands (`demand`, default the step's; under
-        full buffer `rates` as they are) and each station's load, given the full-buffer
-        `rates` of the links `conn` (under a radio model: received powers `rx`)."""
-        n_bs = rates.shape[0]
+        """The rates of the links (b, u) that carry data (full-buffer `rates`, under the
+        links `conn` and, under a radio model, received powers `rx`) under the UEs' demands
+        (`demand`, default the step's; full buffer: `rates`), and each station's load."""
+        n_bs = len(self._bs_list)
         t = self._traffic
         if t is None or not t.finite:
-            return rates, (rates > 0.0).any(axis=1).astype(float)
-        demand = self._demand if demand is None else demand
-        b, u = np.nonzero(rates > 0.0)
+            return rates, (np.bincount(b, minlength=n_bs) > 0).astype(float)
         if not b.size:
             return rates, np.zeros(n_bs)
+        demand = self._demand if demand is None else demand
         cap = self._link_caps(b, u, rates, conn, rx)
-        per_ue = np.bincount(u, minlength=rates.shape[1])
+        per_ue = np.bincount(u, minlength=len(self._ue_list))
         share, load = water_fill(b, cap, demand[u] / per_ue[u], n_bs)
-        out = np.zeros_like(rates)
-        out[b, u] = share * cap
-        return out, load
+        return share * cap, load
 
     def _link_caps(
         self, b: np.ndarray, u: np.ndarray, rates: np.ndarray, conn: np.ndarray, rx: Any
@@ -355,8 +374,8 @@ class PowerSteps:
 
             r = self._radio
             return link_caps(r.model, rx, r.noise, r.bw, r.thr, conn)[b, u]
-        counts = np.bincount(b, minlength=rates.shape[0])
-        return rates[b, u] * counts[b]  # resource fair: rate = cap / links of the station
+        counts = np.bincount(b, minlength=len(self._bs_list))
+        return rates * counts[b]  # resource fair: rate = cap / links of the station
 
     def _count_energy(self, macro: np.ndarray) -> None:
         """Add the step's power, energy, states and bits to the episode's tally."""
@@ -368,7 +387,7 @@ class PowerSteps:
         tally.bits += float(macro[active].sum()) * seconds
         if t is not None and t.finite:
             got = np.minimum(macro, self._demand)
-            tally.offered += float(self._demand[active].sum()) * seconds
+            tally.offered += self._arrived
             tally.served += float(got[active].sum()) * seconds
             t.demand.served(t.params, self._demand_state, got, seconds)
         cells = self._cells

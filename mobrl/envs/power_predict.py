@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from mobrl.envs.power_engine import links_of
 from mobrl.envs.service import greedy_moves, scaled_utility, toggle
 
 
@@ -86,8 +87,9 @@ class StepPredictor:
             full = core._bw * np.log2(1 + sinr) / np.maximum(counts, 1)
             rates = np.where(new & reach, full, 0.0)
             rx = None
-        rates, load = core.demand_rates(rates, new, rx, self.demand)
-        served = rates.sum(axis=0)[self.active]
+        b, u, link = links_of(rates)
+        link, load = core.link_demand(b, u, link, new, rx, self.demand)
+        served = np.bincount(u, weights=link, minlength=new.shape[1])[self.active]
         util = scaled_utility(served, self.lower, self.upper, self.coeffs, self.log_base)
         service = float(util.sum() / util.size) if util.size else 0.0
         state = np.where(on, 0, np.where(self.state > 0, self.state, sleep_state))

@@ -51,22 +51,6 @@ class LinkState:
         """mobile-env's BoundedLogUtility of summed rates, scaled to [-1, 1] (0 rate: -1)."""
         return scaled_utility(rate, self.lower, self.upper, self.coeffs, self._log_base)
 
-
-def scaled_utility(
-    rate: np.ndarray, lower: float, upper: float, coeffs: tuple[float, ...], log_base: float
-) -> np.ndarray:
-    """mobile-env's BoundedLogUtility (`lower`, `upper`, `coeffs`; `log_base` = log of its
-    third coefficient) of summed rates, scaled to [-1, 1] (0 rate: -1), with the engine's
-    operations."""
-    w1, w2, _ = coeffs
-    positive = rate > 0.0
-    raw = np.minimum(
-        np.maximum(w1 * np.log(w2 + np.where(positive, rate, 1.0)) / log_base, lower),
-        upper,
-    )
-    raw = np.where(positive, raw, lower)
-    return 2 * (raw - lower) / (upper - lower) - 1
-
     def rates(self, conn: np.ndarray) -> np.ndarray:
         """Each UE's summed rate under the links `conn` (the last axes are (BS, UE))."""
         if self.radio is not None:
@@ -87,6 +71,22 @@ def scaled_utility(
     def team_utility(self, conn: np.ndarray | None = None) -> np.ndarray:
         """Mean scaled utility over the active UEs (mobile-env's central reward)."""
         return self.utility_sum(conn) / max(int(self.active.sum()), 1)
+
+
+def scaled_utility(
+    rate: np.ndarray, lower: float, upper: float, coeffs: tuple[float, ...], log_base: float
+) -> np.ndarray:
+    """mobile-env's BoundedLogUtility (`lower`, `upper`, `coeffs`; `log_base` = log of its
+    third coefficient) of summed rates, scaled to [-1, 1] (0 rate: -1), with the engine's
+    operations."""
+    w1, w2, _ = coeffs
+    positive = rate > 0.0
+    raw = np.minimum(
+        np.maximum(w1 * np.log(w2 + np.where(positive, rate, 1.0)) / log_base, lower),
+        upper,
+    )
+    raw = np.where(positive, raw, lower)
+    return 2 * (raw - lower) / (upper - lower) - 1
 
 
 def toggle(conn: np.ndarray, reach: np.ndarray, *where: np.ndarray) -> None:

@@ -48,6 +48,9 @@ class Options:
     station: dict[str, float] = field(default_factory=dict)  # overrides of station_defaults
     radio: dict[str, Any] = field(default_factory=dict)  # the radio section's keys
     movement: dict[str, Any] = field(default_factory=dict)  # the movement section's keys
+    power: dict[str, Any] = field(default_factory=dict)  # the power section's keys
+    traffic: dict[str, Any] = field(default_factory=dict)  # the traffic section's keys
+    step_seconds: float | None = None
 
     def flags(self) -> list[str]:
         """These options as command-line flags, in a fixed order."""
@@ -60,11 +63,31 @@ class Options:
         for key, flag in STATION_FLAGS.items():
             if key in self.station:
                 out += [flag, f"{self.station[key]:g}"]
-        for flag, pairs in (("--radio", self.radio), ("--movement", self.movement)):
+        sections = (
+            ("--radio", self.radio),
+            ("--movement", self.movement),
+            ("--power", self.power),
+            ("--traffic", self.traffic),
+        )
+        for flag, pairs in sections:
             for key, value in pairs.items():
-                text = str(value).lower() if isinstance(value, bool) else f"{value}"
-                out += [flag, f"{key}={text}"]
+                out += [flag, f"{key}={_flag_value(value)}"]
+        if self.step_seconds is not None:
+            out += ["--step-seconds", f"{self.step_seconds:g}"]
         return out
+
+
+def _flag_value(value: Any) -> str:
+    """A section's value as `parse_pairs` reads it back (YAML: a mapping in flow style)."""
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, dict | list):
+        return yaml.safe_dump(value, default_flow_style=True, sort_keys=False).strip()
+    return f"{value}"
+
+
+#: an example of each section's flag, for messages
+_EXAMPLES = {"--radio": "channel=uma", "--power": "model=tr38864", "--traffic": "profile=diurnal"}
 
 
 def parse_pairs(items: list[str], flag: str) -> dict[str, Any]:
@@ -76,7 +99,7 @@ def parse_pairs(items: list[str], flag: str) -> dict[str, Any]:
         if not sep or not key.strip():
             raise UserError(
                 f"{flag} '{item}' is not KEY=VALUE. Write e.g. "
-                f"{flag} {'channel=uma' if flag == '--radio' else 'model=gauss_markov'}."
+                f"{flag} {_EXAMPLES.get(flag, 'model=gauss_markov')}."
             )
         out[key.strip()] = yaml.safe_load(value) if value.strip() else None
     return out
@@ -252,6 +275,9 @@ def layout(
         **({"radio": dict(options.radio)} if options.radio else {}),
         "movement": {"model": "random_waypoint", **options.movement},
         "arrival": {"model": "always"},
+        **({"power": dict(options.power)} if options.power else {}),
+        **({"step_seconds": options.step_seconds} if options.step_seconds is not None else {}),
+        **({"traffic": dict(options.traffic)} if options.traffic else {}),
     }
 
 

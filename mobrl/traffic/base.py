@@ -64,13 +64,13 @@ class Demand:
         seconds: float,
         present: np.ndarray,
         rng: np.random.Generator,
-    ) -> np.ndarray:
+    ) -> tuple[np.ndarray, np.ndarray]:
         raise NotImplementedError
 
     def expected(self, params: dict[str, Any], state: Any, seconds: float) -> np.ndarray:
         """The rate each UE would ask for in the next step, in expectation, without drawing
         (what a planner predicts with)."""
-        return self.offered(params, state, seconds, np.ones(len(state), bool), _NO_DRAWS)
+        return self.offered(params, state, seconds, np.ones(len(state), bool), _NO_DRAWS)[0]
 
     def served(self, params: dict[str, Any], state: Any, rates: np.ndarray, seconds: float) -> None:
         """Each UE received `rates` (Mbit/s) over the step of `seconds`."""

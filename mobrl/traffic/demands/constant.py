@@ -24,8 +24,8 @@ class Constant(Demand):
         seconds: float,
         present: np.ndarray,
         rng: np.random.Generator,
-    ) -> np.ndarray:
-        return state
+    ) -> tuple[np.ndarray, np.ndarray]:
+        return state, np.where(present, state * seconds, 0.0)
 
     def mean_mbps(self, params: dict[str, Any]) -> float:
         return float(params["mbps"])

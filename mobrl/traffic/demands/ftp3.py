@@ -28,11 +28,12 @@ class Ftp3(Demand):
         seconds: float,
         present: np.ndarray,
         rng: np.random.Generator,
-    ) -> np.ndarray:
+    ) -> tuple[np.ndarray, np.ndarray]:
         files = rng.poisson(seconds / float(params["mean_interval_s"]), size=state.shape)
-        state += np.where(present, files * (8.0 * float(params["file_mb"])), 0.0)
+        arrived = np.where(present, files * (8.0 * float(params["file_mb"])), 0.0)
+        state += arrived
         state[~present] = 0.0  # a UE that left drops its queue
-        return state / seconds
+        return state / seconds, arrived
 
     def expected(self, params: dict[str, Any], state: Any, seconds: float) -> np.ndarray:
         mean = 8.0 * float(params["file_mb"]) * seconds / float(params["mean_interval_s"])

@@ -23,8 +23,8 @@ class FullBuffer(Demand):
         seconds: float,
         present: np.ndarray,
         rng: np.random.Generator,
-    ) -> np.ndarray:
-        return state
+    ) -> tuple[np.ndarray, np.ndarray]:
+        return state, np.zeros(state.shape)
 
     def mean_mbps(self, params: dict[str, Any]) -> float:
         return float("inf")
