@@ -7,7 +7,7 @@ Here a rollout records what the dashboard shows (`FrameState`, a few numbers per
 coverage isolines, axes) are drawn once; frames can then be drawn in parallel processes.
 A layout whose radio section changes the SINR (another channel, interference) shows, instead
 of mobile-env's coverage isolines, a map of the best SINR under the episode's LOS and shadowing
-(`mobrl.scenarios.budget.SinrMap`), computed once per episode (`episode_scene`).
+(`mobrl.scenarios.sinr_maps.SinrMap`), computed once per episode (`episode_scene`).
 The layout and colours follow mobile-env's dashboard, with units that agree with each other
 and with mobile-env's definitions (its own dashboard calls one rate "GB/s" and another "MB/s",
 and draws scaled utility beside an unscaled colour scale and axis):
@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from mobrl.envs.channel import isolines
-from mobrl.scenarios.budget import SinrMap, shows_sinr_map, sinr_map
+from mobrl.scenarios.sinr_maps import SinrMap, shows_sinr_map, sinr_map
 
 #: the unit of mobile-env's data rates: bandwidth [Hz] * log2(1 + SNR) [bit/s/Hz]
 RATE_UNIT = "bit/s"

@@ -1,4 +1,5 @@
-"""One position's link budget per station, and a layout's best-SINR map, on the engine's arrays."""
+"""One position's link budget per station, on the engine's arrays (`mobrl scenarios budget`);
+the radio model at any points of the map (`point_arrays`), which the SINR maps also read."""
 
 from __future__ import annotations
 
@@ -11,10 +12,6 @@ import numpy as np
 
 from mobrl.core.errors import UserError
 
-#: points per side of a SINR map's grid
-MAP_POINTS = 200
-#: (station, point) pairs of a map computed at once: bounds its temporary arrays (8 MB each)
-_MAP_PAIRS = 1_000_000
 #: what --transmitting accepts besides station ids
 TRANSMITTING_WORDS = ("all", "none")
 
@@ -144,7 +141,6 @@ def link_budget(
     """The link budget of a UE of `core` (after its reset) at (x, y) to every station, with
     the stations `transmitting` ("all", "none", ids; None: the layout's default, full buffer
     under interference) as interferers."""
-    from mobrl import radio
     from mobrl.radio.links import RadioService, link_sinr
 
     if own_channel(core):
@@ -152,75 +148,120 @@ def link_budget(
     arrays = point_arrays(core, 1)
     cfg = arrays.cfg
     stations = _stations(core)
-    n = len(stations)
     xs, ys = np.array([float(x)]), np.array([float(y)])
-    on = _on_mask(transmitting, cfg.interference, n)
+    on = _on_mask(transmitting, cfg.interference, len(stations))
     # the engine's arithmetic: received powers (mW), SINR with the stations `on`, the rate
     # of a link with all of its station's resources above the threshold
     rx = arrays.rx(xs, ys)
     sinr = link_sinr(rx, arrays.noise, on)
     service = RadioService(arrays.model, rx, arrays.noise, arrays.bw, arrays.thr)
-    rate = service.capacity(sinr, sinr > arrays.thr)
-    bw_hz = np.array([b.bw for b in stations], dtype=float)[:, None]
-    h_ue = float(arrays.h_ue[0, 0])
-    figure: float | None = None  # the thermal-noise channels' only
+    # the budget's terms: (station, 1) arrays and the values every station shares
+    terms: dict[str, Any] = {
+        "rx": rx,
+        "sinr": sinr,
+        "rate": service.capacity(sinr, sinr > arrays.thr),
+        "bw_hz": np.array([b.bw for b in stations], dtype=float)[:, None],
+        "h_ue": float(arrays.h_ue[0, 0]),
+        "figure": None,  # the thermal-noise channels' only
+    }
     notes: list[str] = []
     if cfg.thermal:
-        rx_dbm, loss, sf, los = (np.broadcast_to(v, (n, 1)) for v in arrays.rx_dbm(xs, ys))
-        dx, dy = arrays.bx - xs[None, :], arrays.by - ys[None, :]
-        d2d = np.sqrt(dx * dx + dy * dy)
-        ch = arrays.channel
-        # the engine reads the formulas at the model's smallest distance below it
-        d_model = np.sqrt(np.maximum(dx * dx + dy * dy, arrays.min_d2))
-        if ch.has_los_state:
-            p_los = np.broadcast_to(ch.los_probability_of(d_model, arrays.h_ue), (n, 1))
-        else:
-            p_los = np.ones((n, 1))
-        d3d = np.sqrt(d2d * d2d + (arrays.h_bs - h_ue) ** 2)
-        figure = cfg.noise_figure_db
-        noise_dbm = np.broadcast_to(radio.thermal_noise_dbm(bw_hz, figure), (n, 1))
-        if (d2d < ch.min_distance_2d_m).any():
-            notes.append(
-                f"closer than {ch.min_distance_2d_m:g} m (2D) to a station: its path loss and "
-                f"LOS probability are read at {ch.min_distance_2d_m:g} m, as the engine does"
-            )
-        if not ch.has_los_state:
-            notes.append(f"{ch.name} has no LOS state: every link is LOS")
-    else:  # mobile-env's Okumura-Hata on integer-truncated positions
-        dx, dy = arrays.bx - np.trunc(xs)[None, :], arrays.by - np.trunc(ys)[None, :]
-        d2d = np.sqrt(dx * dx + dy * dy)
-        loss = arrays.hata_loss_db(xs, ys)
-        rx_dbm = arrays.tx_dbm - loss
-        noise_dbm = np.broadcast_to(_db(arrays.noise[:, :1]), (n, 1))
+        terms.update(_thermal_terms(arrays, xs, ys, terms, notes))
+    else:
+        terms.update(_hata_terms(arrays, xs, ys, notes))
+    rows = [
+        _budget_row(stations[b], b, on, terms, arrays)
+        for b in np.argsort(-rx[:, 0], kind="stable").tolist()
+    ]
+    return LinkBudget(_budget_header(core, x, y, arrays, on, terms), rows, notes)
+
+
+def _thermal_terms(
+    arrays: Any, xs: np.ndarray, ys: np.ndarray, terms: dict[str, Any], notes: list[str]
+) -> dict[str, Any]:
+    """The per-station (station, 1) terms of a thermal-noise channel at the point (`terms`:
+    its `bw_hz` and `h_ue`), and its notes appended to `notes`."""
+    from mobrl import radio
+
+    n = arrays.bx.shape[0]
+    rx_dbm, loss, sf, los = (np.broadcast_to(v, (n, 1)) for v in arrays.rx_dbm(xs, ys))
+    dx, dy = arrays.bx - xs[None, :], arrays.by - ys[None, :]
+    d2d = np.sqrt(dx * dx + dy * dy)
+    ch = arrays.channel
+    # the engine reads the formulas at the model's smallest distance below it
+    d_model = np.sqrt(np.maximum(dx * dx + dy * dy, arrays.min_d2))
+    if ch.has_los_state:
+        p_los = np.broadcast_to(ch.los_probability_of(d_model, arrays.h_ue), (n, 1))
+    else:
+        p_los = np.ones((n, 1))
+    d3d = np.sqrt(d2d * d2d + (arrays.h_bs - terms["h_ue"]) ** 2)
+    figure = arrays.cfg.noise_figure_db
+    noise_dbm = np.broadcast_to(radio.thermal_noise_dbm(terms["bw_hz"], figure), (n, 1))
+    if (d2d < ch.min_distance_2d_m).any():
         notes.append(
-            "okumura_hata is mobile-env's channel: distances between integer-truncated "
-            "positions, in metres where Hata's formula expects km; rates in mobile-env's unit, "
-            "bandwidth (Hz) x log2(1 + SNR), i.e. bit/s"
+            f"closer than {ch.min_distance_2d_m:g} m (2D) to a station: its path loss and "
+            f"LOS probability are read at {ch.min_distance_2d_m:g} m, as the engine does"
         )
-    rows = []
-    for b in np.argsort(-rx[:, 0], kind="stable").tolist():
-        s = stations[b]
-        row: dict[str, Any] = {"station": int(s.bs_id), "transmits": bool(on is not None and on[b])}
-        row["distance_2d_m"] = float(d2d[b, 0])
-        if cfg.thermal:
-            row["distance_3d_m"] = float(d3d[b, 0])
-            row["los_probability"] = float(p_los[b, 0])
-            row["los"] = bool(los[b, 0])
-        row["path_loss_db"] = float(loss[b, 0])
-        if cfg.thermal:
-            row["shadowing_db"] = float(sf[b, 0])
-        row["rx_power_dbm"] = float(rx_dbm[b, 0])
-        row["rx_power_mw"] = float(rx[b, 0])
-        row["sinr_db"] = float(_db(sinr[b, 0]))
-        row["above_threshold"] = bool(sinr[b, 0] > arrays.thr[0, 0])
-        row["rate_mbit_s" if cfg.thermal else "rate_bit_s"] = float(rate[b, 0])
-        row.update(
-            tx_power_dbm=float(s.tx_power), frequency_mhz=float(s.frequency),
-            bs_height_m=float(s.height), bandwidth_hz=float(s.bw),
-            noise_dbm=float(noise_dbm[b, 0]),
-        )  # fmt: skip
-        rows.append(row)
-    header = {
+    if not ch.has_los_state:
+        notes.append(f"{ch.name} has no LOS state: every link is LOS")
+    return {
+        "rx_dbm": rx_dbm, "loss": loss, "sf": sf, "los": los, "d2d": d2d, "d3d": d3d,
+        "p_los": p_los, "figure": figure, "noise_dbm": noise_dbm,
+    }  # fmt: skip
+
+
+def _hata_terms(arrays: Any, xs: np.ndarray, ys: np.ndarray, notes: list[str]) -> dict[str, Any]:
+    """The per-station (station, 1) terms of mobile-env's Okumura-Hata on integer-truncated
+    positions, and its note appended to `notes`."""
+    n = arrays.bx.shape[0]
+    dx, dy = arrays.bx - np.trunc(xs)[None, :], arrays.by - np.trunc(ys)[None, :]
+    loss = arrays.hata_loss_db(xs, ys)
+    notes.append(
+        "okumura_hata is mobile-env's channel: distances between integer-truncated "
+        "positions, in metres where Hata's formula expects km; rates in mobile-env's unit, "
+        "bandwidth (Hz) x log2(1 + SNR), i.e. bit/s"
+    )
+    return {
+        "d2d": np.sqrt(dx * dx + dy * dy),
+        "loss": loss,
+        "rx_dbm": arrays.tx_dbm - loss,
+        "noise_dbm": np.broadcast_to(_db(arrays.noise[:, :1]), (n, 1)),
+    }
+
+
+def _budget_row(
+    s: Any, b: int, on: np.ndarray | None, terms: dict[str, Any], arrays: Any
+) -> dict[str, Any]:
+    """The budget's row of station `s`, index `b` of the (station, 1) `terms`."""
+    thermal = arrays.cfg.thermal
+    row: dict[str, Any] = {"station": int(s.bs_id), "transmits": bool(on is not None and on[b])}
+    row["distance_2d_m"] = float(terms["d2d"][b, 0])
+    if thermal:
+        row["distance_3d_m"] = float(terms["d3d"][b, 0])
+        row["los_probability"] = float(terms["p_los"][b, 0])
+        row["los"] = bool(terms["los"][b, 0])
+    row["path_loss_db"] = float(terms["loss"][b, 0])
+    if thermal:
+        row["shadowing_db"] = float(terms["sf"][b, 0])
+    row["rx_power_dbm"] = float(terms["rx_dbm"][b, 0])
+    row["rx_power_mw"] = float(terms["rx"][b, 0])
+    row["sinr_db"] = float(_db(terms["sinr"][b, 0]))
+    row["above_threshold"] = bool(terms["sinr"][b, 0] > arrays.thr[0, 0])
+    row["rate_mbit_s" if thermal else "rate_bit_s"] = float(terms["rate"][b, 0])
+    row.update(
+        tx_power_dbm=float(s.tx_power), frequency_mhz=float(s.frequency),
+        bs_height_m=float(s.height), bandwidth_hz=float(s.bw),
+        noise_dbm=float(terms["noise_dbm"][b, 0]),
+    )  # fmt: skip
+    return row
+
+
+def _budget_header(
+    core: Any, x: float, y: float, arrays: Any, on: np.ndarray | None, terms: dict[str, Any]
+) -> dict[str, Any]:
+    """What applies to every station of the budget at (x, y)."""
+    cfg = arrays.cfg
+    return {
         "x_m": float(x),
         "y_m": float(y),
         "seed": int(getattr(core, "seed", 0) or 0),
@@ -232,15 +273,14 @@ def link_budget(
         "tx_power_dbm": _distinct(arrays.tx_dbm),
         "frequency_mhz": _distinct(arrays.fc_ghz * 1000.0),
         "bs_height_m": _distinct(arrays.h_bs),
-        "ue_height_m": h_ue,
-        "bandwidth_hz": _distinct(bw_hz),
-        "noise_figure_db": figure,
-        "noise_dbm": _distinct(noise_dbm),
+        "ue_height_m": terms["h_ue"],
+        "bandwidth_hz": _distinct(terms["bw_hz"]),
+        "noise_figure_db": terms["figure"],
+        "noise_dbm": _distinct(terms["noise_dbm"]),
         "threshold_db": float(_db(arrays.thr[0, 0])),
         "max_spectral_efficiency": arrays.model.spectral_cap,
         "rate_unit": "Mbit/s" if cfg.thermal else "bit/s (mobile-env's unit)",
     }
-    return LinkBudget(header, rows, notes)
 
 
 def own_channel(core: Any) -> bool:
@@ -288,8 +328,20 @@ def _own_channel_budget(
                 "bandwidth_hz": float(s.bw), "noise_dbm": noise_dbm,
             }
         )  # fmt: skip
-    cls = type(channel)
-    header = {
+    notes = [
+        "the layout's own channel class: path loss from its power_loss, the SNR from its snr "
+        "and the rate from its datarate, as mobile-env's step calls them"
+    ]
+    return LinkBudget(_own_channel_header(core, x, y, ue, stations), rows, notes)
+
+
+def _own_channel_header(
+    core: Any, x: float, y: float, ue: Any, stations: list[Any]
+) -> dict[str, Any]:
+    """What applies to every station of `_own_channel_budget` at (x, y), for a UE `ue` there."""
+    cls = type(core.channel)
+    noise_dbm = float(_db(ue.noise))
+    return {
         "x_m": float(x),
         "y_m": float(y),
         "seed": int(getattr(core, "seed", 0) or 0),
@@ -310,11 +362,6 @@ def _own_channel_budget(
         "max_spectral_efficiency": None,
         "rate_unit": "bit/s (mobile-env's unit)",
     }
-    notes = [
-        "the layout's own channel class: path loss from its power_loss, the SNR from its snr "
-        "and the rate from its datarate, as mobile-env's step calls them"
-    ]
-    return LinkBudget(header, rows, notes)
 
 
 def _transmitting_text(choice: str | list[int]) -> str:
@@ -343,70 +390,3 @@ def budget_at(
     core = make_mobile_core(data, "ma", "fast", None if seed is None else {"seed": int(seed)})
     core.reset()
     return link_budget(core, x, y, transmitting)
-
-
-# --- the best-SINR map ----------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class SinrMap:
-    """The best SINR (dB) over a grid of the map, every station transmitting (full buffer):
-    `values_db[i, j]` at y = i * height / (rows - 1), x = j * width / (cols - 1)."""
-
-    values_db: np.ndarray
-    width: float
-    height: float
-    #: the UEs' threshold (dB): where a link can carry data
-    threshold_db: float
-
-    @property
-    def extent(self) -> tuple[float, float, float, float]:
-        return (0.0, self.width, 0.0, self.height)
-
-    @property
-    def limits(self) -> tuple[float, float]:
-        """The colour scale's range: the values but the extreme 0.5 % at either end, so a few
-        points do not flatten the rest (under mobile-env's channel a point on a station is at
-        distance 0, where its SNR is hundreds of dB)."""
-        low, high = np.percentile(self.values_db, [0.5, 99.5])
-        return float(low), float(max(high, low + 1e-6))
-
-    @property
-    def extend(self) -> str:
-        """Which ends of the colour bar `limits` cut (matplotlib's `extend`)."""
-        low, high = self.limits
-        cut_low, cut_high = self.values_db.min() < low, self.values_db.max() > high
-        return {(0, 0): "neither", (1, 0): "min", (0, 1): "max"}.get((cut_low, cut_high), "both")
-
-
-def shows_sinr_map(core: Any) -> bool:
-    """Whether `core`'s layout is drawn with a SINR map: a radio section whose SINR is not
-    mobile-env's (another channel, or interference); mobile-env's model keeps its coverage
-    drawing."""
-    live = getattr(core, "_radio", None)
-    return live is not None and (live.cfg.thermal or live.cfg.interference != "none")
-
-
-def sinr_map(core: Any, points: int = MAP_POINTS) -> SinrMap:
-    """The best SINR over a `points` x `points` grid of `core`'s map, with the LOS and
-    shadowing of the core's current episode: at each point, the strongest station's SINR of a
-    UE there, with every station transmitting."""
-    from mobrl.radio.links import link_sinr
-
-    width, height = float(core.width), float(core.height)
-    gx, gy = np.meshgrid(np.linspace(0.0, width, points), np.linspace(0.0, height, points))
-    px, py = gx.ravel(), gy.ravel()
-    n_bs = len(core.stations)
-    chunk = min(px.size, max(1, _MAP_PAIRS // n_bs))
-    arrays = point_arrays(core, chunk)
-    on = np.ones(n_bs, dtype=bool)
-    best = np.empty(px.size)
-    for start in range(0, px.size, chunk):
-        cx, cy = px[start : start + chunk], py[start : start + chunk]
-        k = cx.size
-        if k < chunk:  # the last chunk, padded to the arrays' UE count
-            cx, cy = np.resize(cx, chunk), np.resize(cy, chunk)
-        sinr = link_sinr(arrays.rx(cx, cy), arrays.noise, on)
-        best[start : start + k] = sinr.max(axis=0)[:k]
-    values = _db(best).reshape(points, points).astype(np.float32)
-    return SinrMap(values, width, height, float(_db(arrays.thr[0, 0])))

@@ -254,8 +254,8 @@ def plot(name: str, out: Path, width_px: int, height_px: int, dpi: int = 100) ->
     matplotlib.use("Agg")
     from matplotlib.figure import Figure
 
-    from mobrl.scenarios.budget import shows_sinr_map, sinr_map
     from mobrl.scenarios.kinds.mobile import make_mobile_core
+    from mobrl.scenarios.sinr_maps import shows_sinr_map, sinr_map
 
     out = _plot_target(out, width_px, height_px)
     data = scenarios.load(find(name))

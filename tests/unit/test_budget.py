@@ -1,4 +1,5 @@
-"""Link budgets and SINR maps (mobrl.scenarios.budget): the engine's numbers, TR 38.901 by hand."""
+"""Link budgets and SINR maps (mobrl.scenarios.budget, sinr_maps): the engine's numbers, TR 38.901
+by hand."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import yaml
 from mobrl import scenarios
 from mobrl.core.errors import UserError
 from mobrl.scenarios import budget as lb
+from mobrl.scenarios import sinr_maps
 from mobrl.scenarios.kinds.mobile import make_mobile_core
 
 C = 299_792_458.0
@@ -196,8 +198,8 @@ def test_positions_and_interferers_are_checked() -> None:
 def test_sinr_map_is_the_best_rows_sinr_at_its_grid_points() -> None:
     core = make_mobile_core("uma19", "ma", "fast", {"seed": 4})
     core.reset()
-    assert lb.shows_sinr_map(core)
-    smap = lb.sinr_map(core, points=21)
+    assert sinr_maps.shows_sinr_map(core)
+    smap = sinr_maps.sinr_map(core, points=21)
     assert smap.values_db.shape == (21, 21) and smap.extent == (0.0, 2500.0, 0.0, 2233.0)
     assert smap.threshold_db == -7.0
     for i, j in [(0, 0), (10, 10), (20, 3), (7, 19)]:
@@ -208,12 +210,14 @@ def test_sinr_map_is_the_best_rows_sinr_at_its_grid_points() -> None:
     # mobile-env's model and a radio section that keeps its SNR keep the coverage drawing
     stock = make_mobile_core("small", "ma", "fast")
     stock.reset()
-    assert not lb.shows_sinr_map(stock)
+    assert not sinr_maps.shows_sinr_map(stock)
 
 
 def test_sinr_map_of_many_stations_is_computed_in_chunks(monkeypatch) -> None:
     core = make_mobile_core("umi_dense", "ma", "fast")
     core.reset()
-    whole = lb.sinr_map(core, points=30)
-    monkeypatch.setattr(lb, "_MAP_PAIRS", 19 * 7)  # 7 points at a time, the last chunk padded
-    np.testing.assert_array_equal(lb.sinr_map(core, points=30).values_db, whole.values_db)
+    whole = sinr_maps.sinr_map(core, points=30)
+    monkeypatch.setattr(
+        sinr_maps, "_MAP_PAIRS", 19 * 7
+    )  # 7 points at a time, the last chunk padded
+    np.testing.assert_array_equal(sinr_maps.sinr_map(core, points=30).values_db, whole.values_db)
