@@ -398,7 +398,8 @@ class PowerSteps:
         tally.power += total
         util = self._util[self._sel]
         service = float(util.sum() / util.size) if util.size else 0.0  # nobody to serve
-        tally.objective += cells.objective(service, total)
+        # the energy's part: the stations' power and the wake-ups started, over the step
+        tally.objective += cells.objective(service, total + self._wake_energy_now / seconds)
         tally.energy += total * seconds + self._wake_energy_now
         self._wake_energy_now = 0.0
         tally.state_steps += np.bincount(self._cell, minlength=len(cells.states))

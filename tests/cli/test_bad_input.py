@@ -183,6 +183,21 @@ CASES = [
     ("budget position not X,Y", "scenarios budget uma19 --at 10", "--at '10'"),
     ("power unknown model", "scenarios power tr38865", "unknown power.model 'tr38865'"),
     ("power category", "scenarios power tr38864 --category 3", "power.category=3 is not"),
+    ("layout power model", "train scenario.path={f}/pmodel.yaml", "unknown power.model 'tr38865'"),
+    ("layout power category", "train scenario.path={f}/pcategory.yaml", "power.category=3"),
+    ("layout power config", "train scenario.path={f}/pconfig.yaml", "power.config=4"),
+    ("layout power kind", "train scenario.path={f}/pkind.yaml", "unknown power.kind 'tower'"),
+    ("sleep state lacking", "train scenario.path={f}/psleep.yaml", "power.sleep state"),
+    ("zero demand", "train scenario.path={f}/demand0.yaml", "traffic.demand.mbps=0"),
+    ("negative interval", "train scenario.path={f}/demandneg.yaml", "mean_interval_s=-1"),
+    ("profile missing", "train scenario.path={f}/profile_missing.yaml", "traffic.profile.file"),
+    ("profile malformed", "train scenario.path={f}/profile_bad.yaml", "23 values, not 24"),
+    ("step_seconds zero", "train scenario.path={f}/step0.yaml", "step_seconds=0"),
+    (
+        "controller without power",
+        "baselines scenario=uma19 --baselines idle_off --episodes 1",
+        "has no power: section",
+    ),
     (
         "generate bad radio pair",
         "scenarios generate --sites hex:7 --ues 5 --radio umi --out {f}/r.yaml",
@@ -355,9 +370,20 @@ def fixtures(tmp_path_factory) -> Path:
         ("wrongbase", "classes: {channel: 'mobile_env.core.movement:RandomWaypointMovement'}"),
         ("nomodule", "classes: {channel: 'no_such_channels:LogDistance'}"),
         ("classes", "classes: {channel: 'mobile_env.core.channels:OkumuraHata'}"),
+        ("pmodel", "power: {model: tr38865}"),
+        ("pcategory", "power: {model: tr38864, category: 3}"),
+        ("pconfig", "power: {model: tr38864, config: 4}"),
+        ("pkind", "power: {model: earth, kind: tower}"),
+        ("psleep", "power: {model: earth, sleep: [deep_sleep]}"),
+        ("demand0", "traffic: {demand: {model: constant, mbps: 0}}"),
+        ("demandneg", "traffic: {demand: {model: ftp3, mean_interval_s: -1}}"),
+        ("profile_missing", "traffic: {profile: {file: nowhere.csv}}"),
+        ("profile_bad", "traffic: {profile: {file: profile.csv}}"),
+        ("step0", "power: {model: tr38864}\nstep_seconds: 0"),
     ):
         (folder / f"{name}.yaml").write_text(radio_layout + section + "\n")
     (folder / "bad.csv").write_text("id,time,x,y\na,0,10,oops\n")
+    (folder / "profile.csv").write_text("hour,load\n" + "".join(f"{h},0.5\n" for h in range(23)))
     (folder / "off.csv").write_text(
         "id,time,x,y\n" + "".join(f"{u},0,10,10\n{u},5,900,10\n" for u in "abc")
     )

@@ -99,5 +99,5 @@ def test_the_top_level_is_a_short_list_of_floors() -> None:
     assert entries == [
         "__init__.py", "__main__.py", "api.py", "cli", "config", "core", "energy", "envs",
         "evaluation", "external", "radio", "rendering", "reporting", "scenarios", "serve",
-        "training",
+        "traffic", "training",
     ]  # fmt: skip
