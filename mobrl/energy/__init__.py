@@ -26,9 +26,11 @@ __all__ = [
     "station_power",
 ]
 
-#: λ of the objective, service − λ·energy (docs/energy.md: the mean scaled UE utility of a
-#: step less λ times the network's power over its power with every station fully loaded)
-WEIGHT = 0.1
+#: λ of the objective, service − λ·energy (docs/energy.md: a step's mean scaled UE utility
+#: less the share of UEs unserved, less λ times the network's power over its power with every
+#: station fully loaded); at 0.05 leaving a UE unserved never pays while fewer than 20 UEs per
+#: station are present
+WEIGHT = 0.05
 
 #: the modules that define a power model, in the order they are listed to users
 _MODULES = ("tr38864", "earth")

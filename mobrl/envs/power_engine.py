@@ -58,14 +58,15 @@ class CellPower:
         self.wake_energy = np.array([w.energy for w in wakes])
         #: λ of the objective, and the power it is counted against: every station active and
         #: fully loaded
-        self.weight = float(section.get("weight", 0.1))
+        self.weight = float(section.get("weight", energy.WEIGHT))
         self.n_bs = n_bs
 
     def reference(self) -> float:
         return self.n_bs * float(self.full[0])
 
     def objective(self, service: float, power: float) -> float:
-        """The step's objective: service − λ · power / (stations × full-load active power)."""
+        """The step's objective: its service (`objective_service`) − λ · power / (stations ×
+        full-load active power)."""
         return service - self.weight * power / self.reference()
 
     def index(self, state: Any) -> int:
@@ -90,6 +91,15 @@ class CellPower:
         """Each station's power at its state index and load."""
         idle, full = self.idle[state], self.full[state]
         return idle + load * (full - idle)
+
+
+def objective_service(util: np.ndarray, rate: np.ndarray) -> float:
+    """The objective's service part of a step: the present UEs' mean scaled utility less the
+    share of them that received nothing (so a UE left unserved counts −2: its utility and as
+    much again); 0 with nobody present."""
+    if not util.size:
+        return 0.0
+    return float(util.sum() / util.size) - np.count_nonzero(rate <= 0.0) / util.size
 
 
 class Traffic:
@@ -396,8 +406,7 @@ class PowerSteps:
         self._station_power = cells.power(self._cell, np.where(self._cell > 0, 0.0, self._load))
         total = float(self._station_power.sum())
         tally.power += total
-        util = self._util[self._sel]
-        service = float(util.sum() / util.size) if util.size else 0.0  # nobody to serve
+        service = objective_service(self._util[self._sel], macro[self._sel])
         # the energy's part: the stations' power and the wake-ups started, over the step
         tally.objective += cells.objective(service, total + self._wake_energy_now / seconds)
         tally.energy += total * seconds + self._wake_energy_now

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from mobrl.envs.power_engine import links_of
+from mobrl.envs.power_engine import links_of, objective_service
 from mobrl.envs.service import greedy_moves, scaled_utility, toggle
 
 
@@ -57,13 +57,26 @@ class StepPredictor:
         key = np.packbits(on).tobytes()
         found = self.cache.get(key)
         if found is None:
-            found = self.cache[key] = self._value(on, sleep_state)
+            found = self.cache[key] = self._value(on, sleep_state, self.conn)[0]
         return found
 
-    def _value(self, on: np.ndarray, sleep_state: int) -> float:
+    def two_steps(self, now: np.ndarray, then: np.ndarray, sleep_state: int) -> float:
+        """The objective of the next two steps, the stations `now` on the air in the first and
+        `then` in the second, UEs staying where they are: the second step starts from the
+        links greedy left after the first (a UE that moved takes a step more to drop its old
+        link)."""
+        key = np.packbits(now).tobytes() + np.packbits(then).tobytes()
+        found = self.cache.get(key)
+        if found is None:
+            first, conn = self._value(now, sleep_state, self.conn)
+            found = self.cache[key] = first + self._value(then, sleep_state, conn)[0]
+        return found
+
+    def _value(
+        self, on: np.ndarray, sleep_state: int, conn: np.ndarray
+    ) -> tuple[float, np.ndarray]:
         core = self.core
         signal = np.where(on[:, None], self.signal, 0.0)
-        conn = self.conn
         if self.radio is not None:
             from mobrl.radio.links import RadioService, reach_sinr
 
@@ -91,10 +104,10 @@ class StepPredictor:
         link, load = core.link_demand(b, u, link, new, rx, self.demand)
         served = np.bincount(u, weights=link, minlength=new.shape[1])[self.active]
         util = scaled_utility(served, self.lower, self.upper, self.coeffs, self.log_base)
-        service = float(util.sum() / util.size) if util.size else 0.0
+        service = objective_service(util, served)
         state = np.where(on, 0, np.where(self.state > 0, self.state, sleep_state))
         power = float(self.cells.power(state, np.where(on, load, 0.0)).sum())
         # a wake-up's extra energy, spread over the step it starts in
         waking = on & (self.state > 0)
         power += float(self.cells.wake_energy[self.state[waking]].sum()) / self.seconds
-        return self.cells.objective(service, power)
+        return self.cells.objective(service, power), new

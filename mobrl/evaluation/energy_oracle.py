@@ -1,7 +1,7 @@
 """`energy_oracle`: the reference for cells that sleep. Each step it picks the stations to
 keep on the air that maximise the objective, service − λ·energy (docs/energy.md), over the
 next two steps at the UEs' current positions: the step now, in which a station told to wake
-is still waking, and the one after, in which it serves. UEs link by `greedy`, as under the
+is still waking, and the one after, in which it serves, from the links the first left. UEs link by `greedy`, as under the
 rules. Its predictions are the engine's own step (`mobrl.envs.power_predict`).
 
 The search: every set of stations where there are at most `EXHAUSTIVE_STATIONS`; above, a
@@ -47,8 +47,7 @@ class EnergyOraclePolicy(CellRule):
         predict = StepPredictor(core)
 
         def score(on: np.ndarray) -> float:
-            now = on & ~slow
-            return predict.value(now, sleep) + predict.value(on, sleep)
+            return predict.two_steps(on & ~slow, on, sleep)
 
         starts = [
             np.ones(state.size, dtype=bool),

@@ -158,9 +158,7 @@ def test_micro_sleep_wakes_at_once(tmp_path):
 
 
 def test_constant_demand_caps_each_rate_and_counts_what_is_served(tmp_path):
-    layout = _layout(
-        "medium", tmp_path, traffic={"demand": {"model": "constant", "mbps": 0.3}}
-    )
+    layout = _layout("medium", tmp_path, traffic={"demand": {"model": "constant", "mbps": 0.3}})
     core = _core(layout)
     core.reset(seed=3)
     for _ in range(40):
@@ -216,9 +214,7 @@ def test_profile_file_with_header_and_hours(tmp_path):
 
 @pytest.mark.parametrize("hour", [6.0, 13.0, 22.0])
 def test_ues_present_follow_the_profile(hour, tmp_path):
-    layout = _layout(
-        "uma19_energy", tmp_path, traffic={"profile": "diurnal", "hour": hour}
-    )
+    layout = _layout("uma19_energy", tmp_path, traffic={"profile": "diurnal", "hour": hour})
     core = _core(layout)
     share = at_hour(hourly("diurnal"), hour)
     counts = []
@@ -226,7 +222,9 @@ def test_ues_present_follow_the_profile(hour, tmp_path):
         core.reset(seed=seed)
         counts.append(core._active_mask.mean())
     # 190 UEs x 10 episodes, each present with the profile's probability
-    assert np.mean(counts) == pytest.approx(share, abs=4 * math.sqrt(share * (1 - share) / 1900) + 1e-9)
+    assert np.mean(counts) == pytest.approx(
+        share, abs=4 * math.sqrt(share * (1 - share) / 1900) + 1e-9
+    )
     assert core.hour == pytest.approx(hour)
 
 
@@ -276,7 +274,11 @@ def test_search_finds_what_exhaustive_search_finds_and_never_less_than_the_rules
             "medium",
             tmp_path,
             power={"model": "tr38864", "weight": 0.3},
-            traffic={"demand": {"model": "constant", "mbps": 0.5}, "profile": "diurnal", "hour": hour},
+            traffic={
+                "demand": {"model": "constant", "mbps": 0.5},
+                "profile": "diurnal",
+                "hour": hour,
+            },
         )
         core = _core(layout)
         core.reset(seed=2)
