@@ -232,6 +232,10 @@ class PowerSteps:
         and the steps left until a waking station serves (0: not waking)."""
         return self._cell.copy(), self._wake.copy()
 
+    def cell_powers(self) -> np.ndarray:
+        """Each station's power in the last step (the power model's unit)."""
+        return self._station_power.copy()
+
     def cell_loads(self) -> np.ndarray:
         """Each station's load in the last step (the share of its resources in use)."""
         return self._load.copy()

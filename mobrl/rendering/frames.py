@@ -72,6 +72,8 @@ class Scene:
     sinr: SinrMap | None = None
     #: the unit of the engine's rates: mobile-env's, or Mbit/s under a thermal-noise channel
     rate_unit: str = RATE_UNIT
+    #: the unit of the layout's power model (None: the layout has no power: section)
+    power_unit: str | None = None
 
 
 @dataclass
@@ -89,6 +91,10 @@ class FrameState:
     mean_utility: list[float] = field(default_factory=list)
     mean_datarate: list[float] = field(default_factory=list)
     connected: list[int] = field(default_factory=list)
+    #: the stations asleep or waking (a layout with power:; drawn grey) and the network's
+    #: power in the step (None: no power model)
+    asleep: list[int] = field(default_factory=list)
+    power: float | None = None
 
 
 def scene_of(core: Any) -> Scene:
@@ -111,7 +117,14 @@ def scene_of(core: Any) -> Scene:
         ),
         sinr=smap,
         rate_unit=rate_unit_of(core),
+        power_unit=_power_model(core).unit if _power_model(core) is not None else None,
     )
+
+
+def _power_model(core: Any) -> Any:
+    """The engine's power model (mobrl.envs.power_engine), None without one."""
+    model = getattr(core, "power_model", None)
+    return model() if model is not None else None
 
 
 def rate_unit_of(core: Any) -> str:
@@ -150,6 +163,11 @@ def record_state(core: Any, episode: int, episode_return: float) -> FrameState:
                 + (float(scale(share * utility)),)
             )
     results = core.monitor.scalar_results
+    asleep, power = [], None
+    if _power_model(core) is not None:
+        states, _ = core.cell_states()
+        asleep = np.flatnonzero(states > 0).tolist()
+        power = float(core.cell_powers().sum())
     return FrameState(
         episode=episode,
         time=int(core.time),
@@ -159,6 +177,8 @@ def record_state(core: Any, episode: int, episode_return: float) -> FrameState:
         mean_utility=[float(v) for v in results["mean utility"]],
         mean_datarate=[float(v) for v in results["mean datarate"]],
         connected=[int(v) for v in results["number connected"]],
+        asleep=asleep,
+        power=power,
     )
 
 
@@ -180,6 +200,7 @@ class DashboardRenderer:
             self._add_sinr_map(sim, scene.sinr)
         # moving parts are "animated": left out of the background, drawn on it each frame
         self._add_stations(sim, scene, BS_SYMBOL)
+        self.power_unit = scene.power_unit
         for (cx, cy), (rx, ry) in zip(scene.conn_isolines, scene.rate_isolines):
             sim.scatter(cx, cy, color="gray", s=3)
             sim.scatter(rx, ry, color="black", s=3)
@@ -383,6 +404,9 @@ class DashboardRenderer:
         ]  # fmt: skip
         if not isolines:  # the SINR map's colour bar takes the isolines' place
             handles = handles[:2]
+        if self.power_unit is not None:  # cells that sleep
+            handles.append(Line2D([], [], marker=bs_symbol, color="silver", markersize=9,
+                                  linestyle="none", label="station asleep"))  # fmt: skip
         self.legend = sim.legend(
             handles=handles, loc="upper left", bbox_to_anchor=(0.36, -0.005),
             ncol=2 if isolines else 1,
@@ -412,9 +436,13 @@ class DashboardRenderer:
             labels.append(label)
         self.links.set_segments([[(bx, by), (ux, uy)] for bx, by, ux, uy, _ in state.links])
         self.links.set_colors([self.cmap(self.norm(share)) for *_, share in state.links])
-        self.title.set_text(
-            f"episode {state.episode}   t = {state.time}   return {state.episode_return:.2f}"
-        )
+        title = f"episode {state.episode}   t = {state.time}   return {state.episode_return:.2f}"
+        if state.power is not None:  # cells that sleep: asleep grey, the network's power
+            title += f"   power {state.power:.4g} ({self.power_unit})   asleep {len(state.asleep)}"
+        self.title.set_text(title)
+        asleep = set(state.asleep)
+        for i, marker in enumerate(self.stations):
+            marker.set_color("silver" if i in asleep else "black")
 
         steps = np.arange(len(state.mean_utility))
         self.utility_line.set_data(steps, state.mean_utility)
@@ -445,7 +473,14 @@ _RENDERERS: dict[Any, DashboardRenderer] = {}
 
 def draw_frames(scene: Scene, states: list[FrameState]) -> list[np.ndarray]:
     """Draw `states` in order (one renderer per scene and process, reused across calls)."""
-    key = (scene.width, scene.height, tuple(scene.stations), scene.num_users, scene.sinr is None)
+    key = (
+        scene.width,
+        scene.height,
+        tuple(scene.stations),
+        scene.num_users,
+        scene.sinr is None,
+        scene.power_unit,
+    )
     if key not in _RENDERERS:
         _RENDERERS.clear()
         _RENDERERS[key] = DashboardRenderer(scene)

@@ -299,3 +299,22 @@ def test_search_finds_what_exhaustive_search_finds_and_never_less_than_the_rules
             steps += 1
             _greedy_step(core)
     assert found >= 0.8 * steps
+
+
+def test_frames_show_sleeping_stations_and_the_power(tmp_path):
+    from mobrl.rendering.frames import draw_frames, episode_scene, record_state
+
+    core = _core(_layout("small", tmp_path, power={"model": "earth", "kind": "micro"}))
+    core.reset(seed=0)
+    core.set_cell_states(["sleep", "active", "active"])
+    _greedy_step(core)
+    state = record_state(core, 0, 0.0)
+    assert state.asleep == [0]
+    # EARTH micro (Table II): asleep 2 x 39 W; awake 2 x (56 + 2.6 x load x 6.3 W)
+    load = core.cell_loads()
+    awake = 2 * (56 + 2.6 * load[1:] * 6.3)
+    assert state.power == pytest.approx(78 + awake.sum())
+    scene = episode_scene(core, None)
+    assert scene.power_unit == "W"
+    (frame,) = draw_frames(scene, [state])
+    assert frame.ndim == 3 and frame.shape[2] == 3
