@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from mobrl.envs.power_engine import links_of, objective_service
+from mobrl.envs.power_arrays import links_of, objective_service
 from mobrl.envs.service import greedy_moves, scaled_utility, toggle
 
 

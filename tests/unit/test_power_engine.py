@@ -14,7 +14,7 @@ import yaml
 
 from mobrl import scenarios
 from mobrl.core import metrics as keys
-from mobrl.envs.power_engine import water_fill
+from mobrl.envs.power_arrays import water_fill
 from mobrl.envs.power_predict import StepPredictor
 from mobrl.envs.service import greedy_moves, measured_links
 from mobrl.scenarios.kinds.mobile import make_mobile_core
