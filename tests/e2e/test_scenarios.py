@@ -17,7 +17,7 @@ pytestmark = pytest.mark.slow
 
 #: the city-scale layouts (100 and 400 stations, 1,000 and 4,000 UEs): one iteration there
 #: samples for minutes; tests/unit/test_generate.py loads both and steps city
-CITY_SCALE = {"city", "metro", "city_interference"}
+CITY_SCALE = {"city", "metro", "city_interference", "city_energy"}
 #: every option of the scenario group but the city-scale layouts, `gym`, which needs an id
 #: (tested with MountainCar), and `custom` and `external`, which need the user's env or
 #: simulator (tests/e2e/test_custom_env.py, test_external.py)
@@ -78,6 +78,17 @@ def test_mobile_layouts_log_per_ue_metrics(sweep: dict[str, Path]) -> None:
     utility = progress[metrics.result_key(metrics.UTILITY_MEAN)].iloc[-1]
     assert -1.0 <= utility <= 1.0
     assert metrics.result_key(metrics.ue_tag(39, metrics.UE_UTILITY)) in progress  # 40 UEs
+
+
+def test_energy_layouts_log_power_and_demand(sweep: dict[str, Path]) -> None:
+    """A layout with power: and traffic: logs the network's power, energy and demand served
+    beside the service measures (all stations on while UEs train: none asleep)."""
+    progress = _progress(sweep["uma19_energy"])
+    power = progress[metrics.result_key(metrics.NET_POWER)].iloc[-1]
+    assert 19 * 55 <= power <= 19 * 280  # TR 38.864 category 1, set 1: idle to fully loaded
+    assert progress[metrics.result_key(metrics.NET_ASLEEP)].iloc[-1] == 0
+    assert 0 < progress[metrics.result_key(metrics.NET_DEMAND_SERVED)].iloc[-1] <= 1
+    assert metrics.result_key(metrics.NET_ENERGY) in progress
 
 
 #: layouts with PPO presets of their own, in both env modes
