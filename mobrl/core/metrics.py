@@ -164,7 +164,7 @@ ENERGY_METRICS = (
     Metric(NET_ENERGY_PER_BIT, "energy per Mbit", True, "network energy per Mbit served"),
     Metric(NET_ASLEEP, "asleep", True, "station-steps asleep", "fraction, 0…1"),
     Metric(NET_DEMAND_SERVED, "demand served", True, "offered bits served", "fraction, 0…1"),
-    Metric(NET_OBJECTIVE, "objective", True, "service − λ·energy per step"),
+    Metric(NET_OBJECTIVE, "objective", True, "service − λ·energy per step", "−3…1"),
 )
 #: the energy measures where lower is better
 LOWER_BETTER = (NET_POWER, NET_ENERGY, NET_ENERGY_PER_BIT)

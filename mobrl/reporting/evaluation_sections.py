@@ -10,6 +10,10 @@ from typing import Any
 from mobrl.core import metrics as keys
 from mobrl.evaluation.paired import closed_text, lower_better
 from mobrl.reporting.contents import EVAL_COLUMNS, INFO_PREFIX
+
+#: the energy measures of a layout with power:, in their own tables
+ENERGY_COLUMNS = (keys.NET_POWER, keys.NET_ENERGY, keys.NET_ENERGY_PER_BIT, keys.NET_ASLEEP,
+                  keys.NET_OBJECTIVE)  # fmt: skip
 from mobrl.reporting.figures import gap_stats, paired_gaps, plot_evaluation, plot_matrix
 from mobrl.reporting.markup import Draft, capital, column_header, md_table
 from mobrl.reporting.stats import cell, digits, matrix_measure, matrix_table
@@ -73,9 +77,16 @@ def _evaluation_lines(name: str, summary: dict[str, Any], png: Path) -> list[str
     measured = next(iter(policies.values()))
     shown = [c for c in EVAL_COLUMNS if c in measured] or list(measured)[:1]
     shown += [c for c in measured if c.startswith(INFO_PREFIX)]  # the env's own (custom envs)
+    if keys.NET_DEMAND_SERVED in measured:  # finite demand: service includes what was served
+        shown.insert(len(shown) - ("return" in shown), keys.NET_DEMAND_SERVED)
     md = [_evaluation_facts(summary, int(measured[shown[0]]["n"])), ""]
     md += _policy_table(policies, shown)
     md += _paired_table(summary, shown)
+    energy = [c for c in ENERGY_COLUMNS if c in measured]
+    if energy:  # cells that sleep: energy in tables of its own, never summed with service
+        md += ["", "Energy (the layout's power model; docs/energy.md):", ""]
+        md += _policy_table(policies, energy)
+        md += _paired_table(summary, energy)
     closed = summary.get("gap_closed", {}).get("trained")
     if closed is not None:
         md += [
