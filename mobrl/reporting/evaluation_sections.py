@@ -9,11 +9,7 @@ from typing import Any
 
 from mobrl.core import metrics as keys
 from mobrl.evaluation.paired import closed_text, lower_better
-from mobrl.reporting.contents import EVAL_COLUMNS, INFO_PREFIX
-
-#: the energy measures of a layout with power:, in their own tables
-ENERGY_COLUMNS = (keys.NET_POWER, keys.NET_ENERGY, keys.NET_ENERGY_PER_BIT, keys.NET_ASLEEP,
-                  keys.NET_OBJECTIVE)  # fmt: skip
+from mobrl.reporting.contents import ENERGY_COLUMNS, EVAL_COLUMNS, INFO_PREFIX
 from mobrl.reporting.figures import gap_stats, paired_gaps, plot_evaluation, plot_matrix
 from mobrl.reporting.markup import Draft, capital, column_header, md_table
 from mobrl.reporting.stats import cell, digits, matrix_measure, matrix_table
