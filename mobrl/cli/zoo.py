@@ -27,7 +27,7 @@ def zoo_list(
 ) -> None:
     """Every zoo policy: its scenario, held-out evaluation against the heuristics, training
     cost and the command that trained it. Use one with --checkpoint zoo:<name>."""
-    from mobrl.evaluation.zoo.commands import list_command
+    from mobrl.evaluation.zoo.listing import list_command
 
     list_command(markdown, wide=wide, as_json=as_json)
 
@@ -35,43 +35,49 @@ def zoo_list(
 #: what `mobrl zoo export` writes: a zoo entry (arrays and a JSON record) or an ONNX model
 ExportFormat = Enum("ExportFormat", {name: name for name in ("zoo", "onnx")}, type=str)  # type: ignore[misc]
 
+# the options of `mobrl zoo export`
+ExportCheckpoint = Annotated[
+    Path,
+    typer.Option("--checkpoint", help="Checkpoint or run dir (--format onnx: also zoo:NAME)."),
+]
+ExportName = Annotated[
+    str | None,
+    typer.Option(
+        "--name", help="Entry name (then --checkpoint zoo:NAME); required for --format zoo."
+    ),
+]
+ExportEvaluation = Annotated[
+    Path | None,
+    typer.Option("--evaluation", help="Output dir of `mobrl evaluate` of this checkpoint."),
+]
+ExportOutput = Annotated[
+    Path | None,
+    typer.Option(
+        "--output",
+        help="zoo: dir to write NAME.npz/.json (default: mobrl's zoo); onnx: the .onnx file "
+        "or a dir for NAME.onnx (default: ./NAME.onnx).",
+    ),
+]
+ExportFormatOption = Annotated[
+    ExportFormat,
+    typer.Option(
+        "--format",
+        help="zoo: arrays and a JSON record (--checkpoint zoo:NAME); onnx: an ONNX model "
+        "(observation in, logits and argmax action out) for other runtimes.",
+    ),
+]
+ExportPick = Annotated[Pick, typer.Option("--pick", help="best or last checkpoint of a run dir.")]
+
 
 @zoo_app.command("export")
 @interruptible
 def zoo_export(
-    checkpoint: Annotated[
-        Path,
-        typer.Option("--checkpoint", help="Checkpoint or run dir (--format onnx: also zoo:NAME)."),
-    ],
-    name: Annotated[
-        str | None,
-        typer.Option(
-            "--name", help="Entry name (then --checkpoint zoo:NAME); required for --format zoo."
-        ),
-    ] = None,
-    evaluation: Annotated[
-        Path | None,
-        typer.Option("--evaluation", help="Output dir of `mobrl evaluate` of this checkpoint."),
-    ] = None,
-    output: Annotated[
-        Path | None,
-        typer.Option(
-            "--output",
-            help="zoo: dir to write NAME.npz/.json (default: mobrl's zoo); onnx: the .onnx file "
-            "or a dir for NAME.onnx (default: ./NAME.onnx).",
-        ),
-    ] = None,
-    export_format: Annotated[
-        ExportFormat,
-        typer.Option(
-            "--format",
-            help="zoo: arrays and a JSON record (--checkpoint zoo:NAME); onnx: an ONNX model "
-            "(observation in, logits and argmax action out) for other runtimes.",
-        ),
-    ] = ExportFormat.zoo,
-    pick: Annotated[
-        Pick, typer.Option("--pick", help="best or last checkpoint of a run dir.")
-    ] = Pick.best,
+    checkpoint: ExportCheckpoint,
+    name: ExportName = None,
+    evaluation: ExportEvaluation = None,
+    output: ExportOutput = None,
+    export_format: ExportFormatOption = ExportFormat.zoo,
+    pick: ExportPick = Pick.best,
     trust: Trust = False,
 ) -> None:
     """Write a checkpoint's policy network as plain arrays plus its provenance: a policy that

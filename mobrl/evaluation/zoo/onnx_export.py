@@ -64,10 +64,31 @@ def build_model(
     sub-action's logits, concatenated, for MultiDiscrete actions `nvec`). `metadata` goes
     into metadata_props (values that are not strings as JSON)."""
     onnx = onnx_module()
-    from onnx import TensorProto, helper, numpy_helper
+    from onnx import helper
 
     action_count(layers, nvec)
-    width = int(next(v for k, v in layers if k == "linear")[0].shape[1])
+    nodes, initializers = _layer_nodes(layers)
+    action_shape = _action_nodes(nvec, nodes, initializers)
+    graph = _graph(layers, nvec, name, nodes, initializers, action_shape)
+    model = helper.make_model(
+        graph,
+        producer_name="mobrl",
+        opset_imports=[helper.make_opsetid("", OPSET)],
+        ir_version=IR_VERSION,
+        doc_string=f"mobrl policy {name}: observations in, action logits and actions out.",
+    )
+    helper.set_model_props(
+        model, {k: v if isinstance(v, str) else json.dumps(v) for k, v in metadata.items()}
+    )
+    onnx.checker.check_model(model, full_check=True)
+    return model
+
+
+def _layer_nodes(layers: list[tuple[str, Any]]) -> tuple[list[Any], list[Any]]:
+    """The nodes and initializers of the network from `INPUT` to `LOGITS`: MatMul and Add per
+    linear layer, the activation's operator per activation."""
+    from onnx import helper, numpy_helper
+
     nodes, initializers = [], []
     x = INPUT
     for i, (kind, value) in enumerate(layers):
@@ -88,20 +109,41 @@ def build_model(
             )
         x = f"layer{i}.out"
     nodes.append(helper.make_node("Identity", [x], [LOGITS]))
-    logits_width = int(layers[-1][1][0].shape[0])
+    return nodes, initializers
+
+
+def _action_nodes(nvec: list[int] | None, nodes: list[Any], initializers: list[Any]) -> list[Any]:
+    """Append the nodes from `LOGITS` to `ACTION` (ArgMax; per sub-action of MultiDiscrete
+    actions `nvec`: Split, ArgMax each, Concat) and return the action's shape."""
+    from onnx import helper, numpy_helper
+
     if nvec is None:
         nodes.append(helper.make_node("ArgMax", [LOGITS], [ACTION], axis=1, keepdims=0))
-        action_shape: list[Any] = ["batch"]
-    else:
-        parts = [f"logits.part{j}" for j in range(len(nvec))]
-        split = numpy_helper.from_array(np.asarray(nvec, "i8"), "logits.split")
-        initializers.append(split)
-        nodes.append(helper.make_node("Split", [LOGITS, split.name], parts, axis=1))
-        for part in parts:
-            nodes.append(helper.make_node("ArgMax", [part], [f"{part}.argmax"], axis=1))
-        nodes.append(helper.make_node("Concat", [f"{p}.argmax" for p in parts], [ACTION], axis=1))
-        action_shape = ["batch", len(nvec)]
-    graph = helper.make_graph(
+        return ["batch"]
+    parts = [f"logits.part{j}" for j in range(len(nvec))]
+    split = numpy_helper.from_array(np.asarray(nvec, "i8"), "logits.split")
+    initializers.append(split)
+    nodes.append(helper.make_node("Split", [LOGITS, split.name], parts, axis=1))
+    for part in parts:
+        nodes.append(helper.make_node("ArgMax", [part], [f"{part}.argmax"], axis=1))
+    nodes.append(helper.make_node("Concat", [f"{p}.argmax" for p in parts], [ACTION], axis=1))
+    return ["batch", len(nvec)]
+
+
+def _graph(
+    layers: list[tuple[str, Any]],
+    nvec: list[int] | None,
+    name: str,
+    nodes: list[Any],
+    initializers: list[Any],
+    action_shape: list[Any],
+) -> Any:
+    """The graph of `nodes`: `INPUT` in, `LOGITS` and `ACTION` out, a dynamic batch."""
+    from onnx import TensorProto, helper
+
+    width = int(next(v for k, v in layers if k == "linear")[0].shape[1])
+    logits_width = int(layers[-1][1][0].shape[0])
+    return helper.make_graph(
         nodes,
         name,
         [helper.make_tensor_value_info(INPUT, TensorProto.FLOAT, ["batch", width])],
@@ -117,18 +159,6 @@ def build_model(
             + ")."
         ),
     )
-    model = helper.make_model(
-        graph,
-        producer_name="mobrl",
-        opset_imports=[helper.make_opsetid("", OPSET)],
-        ir_version=IR_VERSION,
-        doc_string=f"mobrl policy {name}: observations in, action logits and actions out.",
-    )
-    helper.set_model_props(
-        model, {k: v if isinstance(v, str) else json.dumps(v) for k, v in metadata.items()}
-    )
-    onnx.checker.check_model(model, full_check=True)
-    return model
 
 
 def write(model: Any, path: Path) -> Path:
