@@ -1,0 +1,98 @@
+"""Whether `run.imitate` (mobrl.training.imitation) applies to a config: the scenario, env,
+observation, expert, algorithm and learners it needs, and its settings in range."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def check_imitate(cfg: Any) -> None:
+    """`run.imitate` applies (a mobile-env layout, env=ma, a slot observation, a known
+    expert, one local learner, an algorithm with an RLModule policy head), or a one-line
+    error naming the fix. Nothing to check while `run.imitate.expert` is null."""
+    from mobrl.core.errors import UserError, unknown_choice
+
+    settings = cfg.run.get("imitate")
+    if settings is None or not settings.expert:
+        return
+    from mobrl.evaluation.policies import BASELINES
+    from mobrl.scenarios.kinds.mobile import TOPK_OBSERVATIONS
+
+    off = "or drop run.imitate.expert"
+    from mobrl.scenarios.kinds import kind_of
+
+    if kind_of(cfg).name != "mobile":
+        raise UserError(
+            f"run.imitate imitates mobile-env baselines; scenario={cfg.scenario.name} is not a "
+            f"mobile-env layout. Use e.g. scenario=small, {off}."
+        )
+    if cfg.env.mode != "ma":
+        raise UserError(f"run.imitate needs one agent per UE: use env=ma, {off}.")
+    obs = cfg.env.get("obs", "mobile")
+    if obs not in TOPK_OBSERVATIONS:
+        raise UserError(
+            f"run.imitate needs a slot observation, not env.obs={obs}: use env.obs=topk_gain "
+            f"(or topk), {off}."
+        )
+    if settings.expert not in BASELINES or not hasattr(
+        BASELINES[settings.expert], "station_actions"
+    ):
+        able = [n for n, b in BASELINES.items() if hasattr(b, "station_actions")]
+        raise unknown_choice(
+            "run.imitate.expert", str(settings.expert), able, "Use run.imitate.expert=oracle."
+        )
+    if cfg.algo.name != "ppo":
+        raise UserError(
+            f"run.imitate fits PPO's policy head; algo={cfg.algo.name} has none to fit. Use "
+            f"algo=ppo, {off}."
+        )
+    if cfg.run.resources.num_learners != 0:
+        raise UserError(
+            "run.imitate fits the policy in the algorithm's own learner: set "
+            f"run.resources.num_learners=0, {off}."
+        )
+    _check_imitate_values(cfg, settings, plans=getattr(BASELINES[settings.expert], "PLANS", False))
+
+
+def _check_imitate_values(cfg: Any, settings: Any, plans: bool) -> None:
+    """`run.imitate`'s numbers in range, and the planning keys (`horizon`, `ahead`) only with
+    an expert that `plans` ahead (and `ahead` with env.decide=in_turns), or a one-line error."""
+    from mobrl.core.errors import UserError
+
+    for key in ("episodes", "updates"):
+        if int(settings[key]) < 1:
+            raise UserError(f"run.imitate.{key} must be >= 1, got {settings[key]}.")
+    if not float(settings.get("revisions", 1.0)) >= 1:
+        raise UserError(
+            f"run.imitate.revisions (a revised move's weight in a fit) must be >= 1, got "
+            f"{settings.revisions}. Use run.imitate.revisions=1 (every row alike)."
+        )
+    if int(settings.rounds) < 0:
+        raise UserError(f"run.imitate.rounds must be >= 0, got {settings.rounds}.")
+    ahead, horizon = float(settings.get("ahead", 1.0)), settings.get("horizon")
+    if not ahead >= 1:
+        raise UserError(
+            f"run.imitate.ahead (the weight of a move planned ahead in a fit) must be >= 1, got "
+            f"{settings.ahead}. Use run.imitate.ahead=1 (every row alike)."
+        )
+    for key, what, given in (
+        ("horizon", "sets a planning expert's steps ahead", horizon is not None),
+        ("ahead", "weighs the moves a planning expert plans ahead", ahead != 1),
+    ):
+        if given and not plans:
+            raise UserError(
+                f"run.imitate.{key} {what}; expert {settings.expert} does not plan. Use "
+                f"run.imitate.expert=oracle_horizon, or drop run.imitate.{key}."
+            )
+    if ahead != 1 and cfg.env.get("decide", "at_once") != "in_turns":
+        raise UserError(
+            "run.imitate.ahead weighs the turns a planning expert labels ahead; UEs deciding at "
+            "once are labelled with its whole step. Add env.decide=in_turns, or drop "
+            "run.imitate.ahead."
+        )
+    if horizon is not None:
+        if isinstance(horizon, bool) or not isinstance(horizon, int) or horizon < 1:
+            raise UserError(
+                f"run.imitate.horizon must be a whole number of steps >= 1, got {horizon}. "
+                "Use e.g. run.imitate.horizon=2."
+            )
