@@ -253,6 +253,20 @@ def build_app(policy: ServedPolicy, metrics: ServeMetrics) -> FastAPI:
     app.add_exception_handler(BadRequest, _bad_request)
     app.add_exception_handler(HTTPException, _http_error)
     app.add_exception_handler(Exception, _internal)
+    _add_decision_routes(app, policy, metrics)
+    _add_kserve_routes(app, policy, metrics)
+
+    @app.get("/metrics", response_class=Response, responses=errors(401))
+    async def prometheus() -> Response:
+        """Prometheus text: requests by endpoint and status, latency histograms."""
+        return Response(metrics.text(), media_type=CONTENT_TYPE)
+
+    return app
+
+
+def _add_decision_routes(app: FastAPI, policy: ServedPolicy, metrics: ServeMetrics) -> None:
+    """/healthz, and the policy's decisions: /v1/act (observations in) and /v1/decide
+    (measurements in)."""
     decider = Decider(policy) if policy is not None else None
 
     @app.get("/healthz", response_model=Health, responses=errors(401))
@@ -277,6 +291,10 @@ def build_app(policy: ServedPolicy, metrics: ServeMetrics) -> FastAPI:
         decisions = decider.decide(body.stations, body.ues, body.explore)
         metrics.decisions.inc(len(decisions))
         return JSONResponse({"decisions": decisions})
+
+
+def _add_kserve_routes(app: FastAPI, policy: ServedPolicy, metrics: ServeMetrics) -> None:
+    """KServe v1's model status and predict routes."""
 
     @app.get("/v1/models/{name}", response_model=ModelStatus, responses=errors(401, 404))
     async def model_status(name: str) -> JSONResponse:
@@ -305,13 +323,6 @@ def build_app(policy: ServedPolicy, metrics: ServeMetrics) -> FastAPI:
         actions = policy.act(observations)
         metrics.decisions.inc(len(actions))
         return JSONResponse({"predictions": list(actions.values())})
-
-    @app.get("/metrics", response_class=Response, responses=errors(401))
-    async def prometheus() -> Response:
-        """Prometheus text: requests by endpoint and status, latency histograms."""
-        return Response(metrics.text(), media_type=CONTENT_TYPE)
-
-    return app
 
 
 def guarded_app(policy: ServedPolicy, token: str | None, max_body: int, read_timeout: float) -> Any:
