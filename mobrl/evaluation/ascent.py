@@ -186,22 +186,7 @@ class Ascent:
         (which `on` holds): per UE to no toggle (`stay`), per candidate pair (cb, ci) to
         toggling it (`move`; -inf for inactive UEs). `links`: `LinkPairs.co_linked` of `on`."""
         pairs, utility = self.pairs, self.state.utility
-        k = np.flatnonzero(on)
-        lb, lj, link_cap = pairs.b[k], pairs.u[k], pairs.cap[k]
-        counts = np.bincount(lb, minlength=pairs.stations)
-        nl = counts[lb].astype(float)
-        rate = np.bincount(lj, link_cap / nl, minlength=pairs.ues)
-        util = utility(rate)
-        # each linked UE's utility change when its station gains or loses another UE
-        join_delta = link_cap * (1.0 / (nl + 1) - 1.0 / nl)
-        leave_delta = np.where(nl >= 2, link_cap * (1.0 / np.maximum(nl - 1, 1) - 1.0 / nl), 0.0)
-        base = util[lj]
-        gj = utility(rate[lj] + join_delta) - base
-        gl = utility(rate[lj] + leave_delta) - base
-        add_b = np.bincount(lb, gj, minlength=pairs.stations)
-        rem_b = np.bincount(lb, gl, minlength=pairs.stations)
-        leave_link = np.zeros(len(on))
-        leave_link[k] = gl
+        counts, rate, util, add_b, rem_b, leave_link = self._linked(on)
 
         def toggle(k: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
             """The UE's own rate change and the others' utility change when pair k (station
@@ -240,6 +225,29 @@ class Ascent:
         move[~active[ci]] = -np.inf
         stay[~active] = 0.0
         return stay, move
+
+    def _linked(self, on: np.ndarray) -> tuple[np.ndarray, ...]:
+        """What `gains` builds on, from the links `on`: UEs per station, each UE's rate and
+        utility; per station, the summed utility change of its linked UEs when it gains or
+        loses a UE; per pair in use, its UE's utility change when the station loses another."""
+        pairs, utility = self.pairs, self.state.utility
+        k = np.flatnonzero(on)
+        lb, lj, link_cap = pairs.b[k], pairs.u[k], pairs.cap[k]
+        counts = np.bincount(lb, minlength=pairs.stations)
+        nl = counts[lb].astype(float)
+        rate = np.bincount(lj, link_cap / nl, minlength=pairs.ues)
+        util = utility(rate)
+        # each linked UE's utility change when its station gains or loses another UE
+        join_delta = link_cap * (1.0 / (nl + 1) - 1.0 / nl)
+        leave_delta = np.where(nl >= 2, link_cap * (1.0 / np.maximum(nl - 1, 1) - 1.0 / nl), 0.0)
+        base = util[lj]
+        gj = utility(rate[lj] + join_delta) - base
+        gl = utility(rate[lj] + leave_delta) - base
+        add_b = np.bincount(lb, gj, minlength=pairs.stations)
+        rem_b = np.bincount(lb, gl, minlength=pairs.stations)
+        leave_link = np.zeros(len(on))
+        leave_link[k] = gl
+        return counts, rate, util, add_b, rem_b, leave_link
 
     def _shared(
         self,
