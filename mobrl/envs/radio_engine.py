@@ -72,10 +72,15 @@ class RadioArrays:
         self.fc_ghz, self.h_bs, self.h_ue = freq_mhz / 1000.0, bs_height, ue_height
         self.rng = np.random.default_rng([int(seed or 0), _STREAM])
         self.los_field, self.sf_fields = None, None
-        if not cfg.thermal:
-            return
-        ch = self.channel
-        self.terms = ch.loss_terms(self.fc_ghz, bs_height, ue_height)
+        if cfg.thermal:
+            self._setup_thermal(area)
+
+    def _setup_thermal(self, area: tuple[float, float]) -> None:
+        """A thermal-noise channel's path-loss terms, LOS and shadowing fields over the
+        `area` (width, height) and blocks of UEs."""
+        cfg, ch = self.cfg, self.channel
+        n_bs, n_ue = self.shape
+        self.terms = ch.loss_terms(self.fc_ghz, self.h_bs, self.h_ue)
         self.min_d2 = ch.min_distance_2d_m**2
         width, height = area
         if ch.has_los_state:
