@@ -170,7 +170,8 @@ def test_marginal_utilities_from_station_pairs_equal_the_dense_arrays() -> None:
     """City-scale layouts compute `marginal_utilities` from the pairs of UEs sharing a
     station; it gives the dense (BS, UE, UE) computation's numbers, shared links, idle
     stations and inactive UEs included."""
-    from mobrl.envs.service import LinkState, _others_dense, _others_pairs
+    from mobrl.envs.link_utility import _others_dense, _others_pairs
+    from mobrl.envs.service import LinkState
 
     rng = np.random.default_rng(7)
     for _ in range(200):
