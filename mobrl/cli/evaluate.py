@@ -45,7 +45,8 @@ def evaluate(
             help="Comma-separated baselines (default: the scenario's set): random, noop, "
             "greedy, greedy_rsrp, greedy_fill, full, capped, a3, a3_ttt2, deepcomp_dynamic, "
             "deepcomp_dynamic_eps08, deepcomp_static, deepcomp_static_m3, oracle, oracle2, "
-            "oracle_rollout, oracle_horizon, oracle_mpc (mobile-env layouts); pole_angle "
+            "oracle_rollout, oracle_horizon, oracle_mpc (mobile-env layouts); all_on, idle_off, "
+            "threshold, energy_oracle (cells that sleep: layouts with power:); pole_angle "
             "(CartPole).",
         ),
     ] = None,

@@ -96,10 +96,14 @@ def ci_text(mean: float | None, half: float | None, digits: int = 3, sign: bool 
 
 def senses(env_config: dict[str, Any]) -> dict[str, str]:
     """Which way the measures of `env_config`'s env are better where it says (`min`: a cost,
-    `scenario.metrics`'s `KEY:REDUCE:min`), by column; higher is better for every other."""
+    `scenario.metrics`'s `KEY:REDUCE:min`; a layout with power: its power and energy), by
+    column; higher is better for every other."""
     from mobrl.envs.foreign import metric_senses
 
-    costs = dict.fromkeys(keys.LOWER_BETTER, "min")  # power and energy, where a layout has them
+    layout = env_config.get("layout")
+    costs = {}
+    if isinstance(layout, dict) and "power" in layout:  # cells that sleep: power, energy
+        costs = dict.fromkeys(keys.LOWER_BETTER, "min")
     return {**costs, **metric_senses(env_config.get("metrics"))}
 
 
