@@ -139,7 +139,10 @@ class UESlotVectorEnv(gym.vector.VectorEnv):
                 "duration_s": time.perf_counter() - self._started[copy],
                 "ue_returns": self._returns[copy].tolist(),
                 "ue_ids": sorted(core.users),
-                "metrics": tracker.summary() if tracker is not None else {},
+                # with a layout's power: or traffic:, energy and demand served too
+                "metrics": {**tracker.summary(), **core.energy_summary()}
+                if tracker is not None
+                else {},
             }
         )
 
