@@ -20,7 +20,8 @@ from typing import Any
 import yaml
 
 from mobrl.core.errors import UserError, unknown_choice
-from mobrl.scenarios.schema import ARRIVAL_MODELS, DEFAULTS, MOVEMENT_MODELS, validate
+from mobrl.scenarios.layout_checks import validate
+from mobrl.scenarios.schema import ARRIVAL_MODELS, DEFAULTS, MOVEMENT_MODELS
 
 #: the folder of a user's own scenario files, relative to the working directory
 USER_DIR = Path("scenarios")
@@ -134,10 +135,7 @@ def build_config(data: dict[str, Any]) -> tuple[list[Any], list[Any], dict[str, 
     """mobile-env's stations, UEs and config (without handler) for a validated layout; its
     `classes:` (mobrl.scenarios.classes) replace mobile-env's classes, their parameters added
     to those mobrl sets (an arrival's episode length, a movement's area)."""
-    from mobile_env.core.arrival import NoDeparture
     from mobile_env.core.entities import BaseStation, UserEquipment
-
-    from mobrl.scenarios.arrival import RandomArrival
 
     stations = [
         BaseStation(
@@ -158,6 +156,25 @@ def build_config(data: dict[str, Any]) -> tuple[list[Any], list[Any], dict[str, 
         "height": ue["height"],
     }
     users = [UserEquipment(i, **ue_params) for i in range(ue["count"])]
+    config = _core_config(data, ue_params)
+    extra = beyond_mobile_env(data)
+    if extra:  # read by the fast engine (mobrl.envs.radio_engine); mobile-env ignores it
+        config["mobrl"] = extra
+    if data.get("classes"):  # the layout's own mobile-env classes, over mobrl's parameters
+        from mobrl.scenarios.classes import config_entries
+
+        for key, value in config_entries(data["classes"]).items():
+            config[key] = {**config.get(key, {}), **value} if key.endswith("_params") else value
+    return stations, users, config
+
+
+def _core_config(data: dict[str, Any], ue_params: dict[str, Any]) -> dict[str, Any]:
+    """mobile-env's config of a validated layout: the map, the episode, arrivals, the movement
+    area, the station defaults and the UEs' parameters."""
+    from mobile_env.core.arrival import NoDeparture
+
+    from mobrl.scenarios.arrival import RandomArrival
+
     episode = data["episode_length"]
     arrival = data["arrival"]
     arrival_params: dict[str, Any] = {"ep_time": episode, "reset_rng_episode": False}
@@ -166,7 +183,7 @@ def build_config(data: dict[str, Any]) -> tuple[list[Any], list[Any], dict[str, 
             window=arrival["window"], min_stay=arrival["min_stay"], max_stay=arrival["max_stay"]
         )
     movement = data["movement"]
-    config = {
+    return {
         "width": data["width"],
         "height": data["height"],
         "EP_MAX_TIME": episode,
@@ -186,15 +203,6 @@ def build_config(data: dict[str, Any]) -> tuple[list[Any], list[Any], dict[str, 
         },
         "ue": ue_params,
     }
-    extra = beyond_mobile_env(data)
-    if extra:  # read by the fast engine (mobrl.envs.radio_engine); mobile-env ignores it
-        config["mobrl"] = extra
-    if data.get("classes"):  # the layout's own mobile-env classes, over mobrl's parameters
-        from mobrl.scenarios.classes import config_entries
-
-        for key, value in config_entries(data["classes"]).items():
-            config[key] = {**config.get(key, {}), **value} if key.endswith("_params") else value
-    return stations, users, config
 
 
 def beyond_mobile_env(data: dict[str, Any]) -> dict[str, Any]:

@@ -294,7 +294,7 @@ def coverage(data: dict[str, Any], samples: int = 200) -> float:
     threshold; under a 3GPP channel its best case, the SNR with line of sight and no
     shadowing or interference), on a grid of `samples` x `samples` points."""
     from mobrl.envs.channel import loss_terms, snr
-    from mobrl.scenarios.schema import best_snr
+    from mobrl.scenarios.layout_checks import best_snr
 
     ue = data["ues"]
     xs = (np.arange(samples) + 0.5) * data["width"] / samples
