@@ -16,7 +16,7 @@ whose working directory differs imports the same module. Loading a layout file
 (`mobrl.scenarios.load`) then builds each class once with its parameters (`check_built`). The section is absent from a layout that does not give it, so such a layout's
 data stays what it was. A layout with classes runs on mobile-env's own step (engine=stock):
 mobrl's fast engine reimplements mobile-env's stock classes, not a user's
-(`mobrl.scenarios.kinds.mobile.engine_for`).
+(`mobrl.scenarios.mobile_core.engine_for`).
 """
 
 from __future__ import annotations

@@ -20,6 +20,7 @@ from mobrl.config import compose
 from mobrl.core.errors import UserError
 from mobrl.envs.factory import env_config_from, make_env
 from mobrl.envs.wrappers import find_core
+from mobrl.scenarios import mobile_core
 from mobrl.scenarios.kinds import mobile
 
 REPO = Path(__file__).resolve().parents[2]
@@ -122,7 +123,7 @@ def _own_sys_path(monkeypatch: pytest.MonkeyPatch) -> None:
     """What a test puts on `sys.path` (validation adds the classes' folders) goes with it; so
     does the engine notice printed once per process."""
     monkeypatch.setattr(sys, "path", list(sys.path))
-    monkeypatch.setattr(mobile, "_NOTED", set())
+    monkeypatch.setattr(mobile_core, "_NOTED", set())
 
 
 @pytest.fixture(scope="module")
@@ -359,7 +360,7 @@ def test_the_engine_notice_is_said_once_and_only_when_the_engine_switches(capsys
         env_config_from(compose([f"scenario.path={EXAMPLE}"]))
     mobile.make_mobile_core(scenarios.load(EXAMPLE), "central", "fast")
     assert capsys.readouterr().out.count("names its own mobile-env classes") == 1
-    mobile._NOTED.clear()
+    mobile_core._NOTED.clear()
     stock = env_config_from(compose([f"scenario.path={EXAMPLE}", "engine=stock"]))
     assert stock["engine"] == "stock" and capsys.readouterr().out == ""
 

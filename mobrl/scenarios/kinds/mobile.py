@@ -8,18 +8,49 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from mobrl.scenarios.kinds.base import ScenarioKind
+from mobrl.scenarios.mobile_core import engine_for, make_mobile_core
+from mobrl.scenarios.mobile_options import (
+    MOBILE_ENGINES,
+    MOBILE_MODES,
+    OBSERVATIONS,
+    REWARDS,
+    TOPK_DEFAULT,
+    TOPK_OBSERVATIONS,
+    TURN_OBS_DEFAULT,
+    check_decide,
+    check_obs,
+    check_reward,
+    check_team_reward,
+    check_topk,
+    check_turn_obs,
+    check_turn_rounds,
+)
 
-MOBILE_MODES = ("ma", "central")
-#: `fast`: mobrl's array engine (mobrl.envs.engine); `stock`: mobile-env's own step
-MOBILE_ENGINES = ("fast", "stock")
-#: values of `env.obs` (the handlers behind them: mobrl.envs.observations.HANDLERS)
-OBSERVATIONS = ("mobile", "extended", "topk", "topk_gain", "topk_impact", "topk_intent")
-#: the observations with `env.topk` station slots and slot actions (one policy, any layout)
-TOPK_OBSERVATIONS = ("topk", "topk_gain", "topk_impact", "topk_intent")
-#: values of `env.reward` (mobrl.envs.service.REWARDS)
-REWARDS = ("mobile", "utility", "marginal")
-#: station slots of `env.obs=topk` unless `env.topk` says otherwise
-TOPK_DEFAULT = 3
+# the kind's settings and checks (mobrl.scenarios.mobile_options) and its core builder
+# (mobrl.scenarios.mobile_core) are importable from here too
+__all__ = [
+    "KIND",
+    "MOBILE_ENGINES",
+    "MOBILE_MODES",
+    "OBSERVATIONS",
+    "REWARDS",
+    "TOPK_DEFAULT",
+    "TOPK_OBSERVATIONS",
+    "MobileKind",
+    "MobileSpec",
+    "check_decide",
+    "check_obs",
+    "check_reward",
+    "check_team_reward",
+    "check_topk",
+    "check_turn_obs",
+    "check_turn_rounds",
+    "engine_for",
+    "make_gym_env",
+    "make_mobile_core",
+    "make_slot_env",
+    "register_gym_ids",
+]
 
 
 @dataclass(frozen=True)
@@ -43,7 +74,7 @@ class MobileSpec:
     #: `env.turn_rounds`: with in_turns, how often the groups take their turns in a step
     turn_rounds: int = 1
     #: `env.turn_obs`: with in_turns, what a turn observes beyond its slot observation
-    turn_obs: str = "gains"
+    turn_obs: str = TURN_OBS_DEFAULT
 
     @classmethod
     def from_config(cls, cfg: Any) -> MobileSpec:
@@ -261,142 +292,6 @@ class MobileKind(ScenarioKind):
         return " or env=ma" if cfg.env.mode == "central" else ""
 
 
-def check_obs(obs: str, mode: str = "ma") -> str:
-    """A known `env.obs` value that applies to `env.mode`, or a one-line error."""
-    from mobrl.core.errors import UserError, unknown_choice
-
-    if obs not in OBSERVATIONS:
-        raise unknown_choice(
-            "env.obs", str(obs), OBSERVATIONS, "Use env.obs=mobile, extended or a topk one."
-        )
-    if obs in TOPK_OBSERVATIONS and mode != "ma":
-        raise UserError(
-            f"env.obs={obs} needs one agent per UE (env=ma), not env.mode={mode}: a central "
-            f"agent's observation grows with the UE count anyway. Use env=ma or env.obs=extended."
-        )
-    return obs
-
-
-def check_decide(decide: str, mode: str, obs: str) -> str:
-    """A known `env.decide` that applies to `env.mode` and `env.obs`, or a one-line error."""
-    from mobrl.core.errors import UserError, unknown_choice
-    from mobrl.envs.turns import DECIDE
-
-    if decide not in DECIDE:
-        raise unknown_choice("env.decide", str(decide), DECIDE, "Use env.decide=at_once.")
-    if decide == "in_turns" and (mode != "ma" or obs not in TOPK_OBSERVATIONS):
-        raise UserError(
-            f"env.decide=in_turns orders UE agents' slot actions: it needs env=ma and a slot "
-            f"observation, not env.mode={mode} env.obs={obs}. Use env=ma env.obs=topk_intent, "
-            "or env.decide=at_once."
-        )
-    return decide
-
-
-def check_turn_rounds(rounds: Any, decide: str) -> int:
-    """A whole `env.turn_rounds` from 1 to `MAX_ROUNDS`, above 1 only with in_turns, or a
-    one-line error."""
-    from mobrl.core.errors import UserError
-    from mobrl.envs.turns import MAX_ROUNDS
-
-    if isinstance(rounds, bool) or not isinstance(rounds, int) or not 1 <= rounds <= MAX_ROUNDS:
-        raise UserError(
-            f"env.turn_rounds={rounds} is not a whole number from 1 to {MAX_ROUNDS}: how often "
-            "the UE groups take their turns in a step. Use env.turn_rounds=2."
-        )
-    if rounds > 1 and decide != "in_turns":
-        raise UserError(
-            f"env.turn_rounds={rounds} repeats the turns of UE groups, but env.decide={decide} "
-            "plays no turns. Add env.decide=in_turns, or use env.turn_rounds=1."
-        )
-    return rounds
-
-
-def check_turn_obs(view: Any, decide: str) -> str:
-    """A known `env.turn_obs`, other than the default only with in_turns, or a one-line
-    error."""
-    from mobrl.core.errors import UserError, unknown_choice
-    from mobrl.envs.turns import TURN_OBS
-
-    if view not in TURN_OBS:
-        raise unknown_choice("env.turn_obs", str(view), TURN_OBS, "Use env.turn_obs=gains.")
-    if view != MobileSpec.turn_obs and decide != "in_turns":
-        raise UserError(
-            f"env.turn_obs={view} is what a UE group observes in its turn, but "
-            f"env.decide={decide} plays no turns. Add env.decide=in_turns, or drop env.turn_obs."
-        )
-    return view
-
-
-def check_reward(reward: str, mode: str = "ma") -> str:
-    """A known `env.reward` that applies to `env.mode`, or a one-line error."""
-    from mobrl.core.errors import UserError, unknown_choice
-
-    if reward not in REWARDS:
-        raise unknown_choice(
-            "env.reward", str(reward), REWARDS, "Use env.reward=mobile, utility or marginal."
-        )
-    if mode != "ma" and reward != "mobile":
-        raise UserError(
-            f"env.reward={reward} is a per-UE reward for env=ma; env.mode={mode} learns from "
-            "mobile-env's central reward, the mean UE utility already. Drop env.reward."
-        )
-    return reward
-
-
-def check_topk(value: Any) -> int:
-    """`env.topk` as a positive slot count (None: the default), or a one-line error."""
-    from mobrl.core.errors import UserError
-
-    if value is None:
-        return TOPK_DEFAULT
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise UserError(
-            f"env.topk={value} is not a positive whole number of station slots. "
-            f"Use e.g. env.topk={TOPK_DEFAULT}."
-        )
-    return value
-
-
-def check_team_reward(value: Any) -> float:
-    """`env.team_reward` as a float in [0, 1], or a one-line error."""
-    from mobrl.core.errors import UserError
-
-    share = float(value)  # the schema has made it a float already
-    if not 0.0 <= share <= 1.0:
-        raise UserError(
-            f"env.team_reward={value} is not a share between 0 and 1. Use env.team_reward=0 "
-            f"(each UE learns from its own reward) up to 1 (from the mean over all UEs)."
-        )
-    return share
-
-
-#: the engine notices printed in this process, by the classes they named (one line each)
-_NOTED: set[str] = set()
-
-
-def engine_for(layout: Any, engine: str, name: str | None = None) -> str:
-    """The engine `layout` runs on when `engine` is asked for: stock for a layout that names
-    its own mobile-env classes (mobrl's fast engine reimplements mobile-env's stock classes,
-    not a user's), said in one line once per process; otherwise `engine`."""
-    from mobrl.scenarios.classes import describe
-
-    named = describe(layout.get("classes")) if isinstance(layout, dict) else ""
-    if engine != "fast" or not named:
-        return engine
-    if named not in _NOTED:
-        from mobrl.core.console import make_console
-
-        _NOTED.add(named)
-        who = f"layout {name}" if name else "this layout"
-        make_console().print(
-            f"note: {who} names its own mobile-env classes ({named}): it runs on mobile-env's "
-            "stock engine, not mobrl's fast engine.",
-            markup=False,
-        )
-    return "stock"
-
-
 def _size(layout: str | dict[str, Any]) -> tuple[int, int]:
     """(stations, UEs) of a layout's data, or of a built-in layout's name (older runs)."""
     if not isinstance(layout, dict):
@@ -404,52 +299,6 @@ def _size(layout: str | dict[str, Any]) -> tuple[int, int]:
 
         layout = scenarios.load(scenarios.path_of(layout))
     return len(layout["stations"]), int(layout["ues"]["count"])
-
-
-def make_mobile_core(
-    layout: str | dict[str, Any],
-    mode: str,
-    engine: str = "fast",
-    kwargs: dict[str, Any] | None = None,
-    render_mode: str | None = None,
-    obs: str = "mobile",
-    topk: int | None = None,
-    reward: str = "mobile",
-) -> Any:
-    """A mobile-env core (`MComCore`) of a layout (a scenario name, or validated layout data)
-    with the handler of `mode` (`ma`: dict observations per UE, `central`: one flat vector) on
-    the chosen engine (stock for a layout with its own classes: `engine_for`). `kwargs` are
-    mobile-env config entries that override the layout's; `obs` picks the observation
-    (mobrl.envs.observations; `topk`: its slot count), `reward` what the UEs of `ma` learn
-    from (mobrl.envs.service)."""
-    from mobile_env.core.base import MComCore
-    from mobile_env.core.util import deep_dict_merge
-
-    from mobrl import scenarios
-    from mobrl.envs.observations import handler_for
-    from mobrl.envs.service import with_reward
-
-    if isinstance(layout, str):
-        layout = scenarios.load(scenarios.path_of(layout))
-    engine = engine_for(layout, engine)
-    stations, users, config = scenarios.build_config(layout)
-    if obs in TOPK_OBSERVATIONS:
-        topk = topk or TOPK_DEFAULT  # runs from before env.topk
-    handler = with_reward(handler_for(obs, mode, topk), reward)
-    config = deep_dict_merge(config, {"handler": handler, **(kwargs or {})})
-    if engine != "fast" and "mobrl" in config:
-        from mobrl.core.errors import UserError
-
-        beyond = " and ".join(f"{k} section" for k in config["mobrl"])
-        raise UserError(
-            f"engine={engine} runs mobile-env's own step, which does not model this layout's "
-            f"{beyond}. Use engine=fast."
-        )
-    if engine == "fast":
-        from mobrl.envs.engine import FastCore
-
-        return FastCore(stations, users, config, render_mode=render_mode)
-    return MComCore(stations, users, config, render_mode=render_mode)
 
 
 def make_slot_env(env_config: dict[str, Any], num_envs: int) -> Any:

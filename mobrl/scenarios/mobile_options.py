@@ -1,0 +1,132 @@
+"""The settings of the mobile-env scenario kind (`mobrl.scenarios.kinds.mobile`): the values
+`env.mode`, `engine`, `env.obs`, `env.reward`, `env.decide`, `env.turn_rounds`,
+`env.turn_obs`, `env.topk` and `env.team_reward` may take, each checked against the others it
+depends on, a wrong one a one-line error."""
+
+from __future__ import annotations
+
+from typing import Any
+
+MOBILE_MODES = ("ma", "central")
+#: `fast`: mobrl's array engine (mobrl.envs.engine); `stock`: mobile-env's own step
+MOBILE_ENGINES = ("fast", "stock")
+#: values of `env.obs` (the handlers behind them: mobrl.envs.observations.HANDLERS)
+OBSERVATIONS = ("mobile", "extended", "topk", "topk_gain", "topk_impact", "topk_intent")
+#: the observations with `env.topk` station slots and slot actions (one policy, any layout)
+TOPK_OBSERVATIONS = ("topk", "topk_gain", "topk_impact", "topk_intent")
+#: values of `env.reward` (mobrl.envs.service.REWARDS)
+REWARDS = ("mobile", "utility", "marginal")
+#: station slots of `env.obs=topk` unless `env.topk` says otherwise
+TOPK_DEFAULT = 3
+#: `env.turn_obs` unless given: what a UE group observes in its turn beyond its slots
+TURN_OBS_DEFAULT = "gains"
+
+
+def check_obs(obs: str, mode: str = "ma") -> str:
+    """A known `env.obs` value that applies to `env.mode`, or a one-line error."""
+    from mobrl.core.errors import UserError, unknown_choice
+
+    if obs not in OBSERVATIONS:
+        raise unknown_choice(
+            "env.obs", str(obs), OBSERVATIONS, "Use env.obs=mobile, extended or a topk one."
+        )
+    if obs in TOPK_OBSERVATIONS and mode != "ma":
+        raise UserError(
+            f"env.obs={obs} needs one agent per UE (env=ma), not env.mode={mode}: a central "
+            f"agent's observation grows with the UE count anyway. Use env=ma or env.obs=extended."
+        )
+    return obs
+
+
+def check_decide(decide: str, mode: str, obs: str) -> str:
+    """A known `env.decide` that applies to `env.mode` and `env.obs`, or a one-line error."""
+    from mobrl.core.errors import UserError, unknown_choice
+    from mobrl.envs.turns import DECIDE
+
+    if decide not in DECIDE:
+        raise unknown_choice("env.decide", str(decide), DECIDE, "Use env.decide=at_once.")
+    if decide == "in_turns" and (mode != "ma" or obs not in TOPK_OBSERVATIONS):
+        raise UserError(
+            f"env.decide=in_turns orders UE agents' slot actions: it needs env=ma and a slot "
+            f"observation, not env.mode={mode} env.obs={obs}. Use env=ma env.obs=topk_intent, "
+            "or env.decide=at_once."
+        )
+    return decide
+
+
+def check_turn_rounds(rounds: Any, decide: str) -> int:
+    """A whole `env.turn_rounds` from 1 to `MAX_ROUNDS`, above 1 only with in_turns, or a
+    one-line error."""
+    from mobrl.core.errors import UserError
+    from mobrl.envs.turns import MAX_ROUNDS
+
+    if isinstance(rounds, bool) or not isinstance(rounds, int) or not 1 <= rounds <= MAX_ROUNDS:
+        raise UserError(
+            f"env.turn_rounds={rounds} is not a whole number from 1 to {MAX_ROUNDS}: how often "
+            "the UE groups take their turns in a step. Use env.turn_rounds=2."
+        )
+    if rounds > 1 and decide != "in_turns":
+        raise UserError(
+            f"env.turn_rounds={rounds} repeats the turns of UE groups, but env.decide={decide} "
+            "plays no turns. Add env.decide=in_turns, or use env.turn_rounds=1."
+        )
+    return rounds
+
+
+def check_turn_obs(view: Any, decide: str) -> str:
+    """A known `env.turn_obs`, other than the default only with in_turns, or a one-line
+    error."""
+    from mobrl.core.errors import UserError, unknown_choice
+    from mobrl.envs.turns import TURN_OBS
+
+    if view not in TURN_OBS:
+        raise unknown_choice("env.turn_obs", str(view), TURN_OBS, "Use env.turn_obs=gains.")
+    if view != TURN_OBS_DEFAULT and decide != "in_turns":
+        raise UserError(
+            f"env.turn_obs={view} is what a UE group observes in its turn, but "
+            f"env.decide={decide} plays no turns. Add env.decide=in_turns, or drop env.turn_obs."
+        )
+    return view
+
+
+def check_reward(reward: str, mode: str = "ma") -> str:
+    """A known `env.reward` that applies to `env.mode`, or a one-line error."""
+    from mobrl.core.errors import UserError, unknown_choice
+
+    if reward not in REWARDS:
+        raise unknown_choice(
+            "env.reward", str(reward), REWARDS, "Use env.reward=mobile, utility or marginal."
+        )
+    if mode != "ma" and reward != "mobile":
+        raise UserError(
+            f"env.reward={reward} is a per-UE reward for env=ma; env.mode={mode} learns from "
+            "mobile-env's central reward, the mean UE utility already. Drop env.reward."
+        )
+    return reward
+
+
+def check_topk(value: Any) -> int:
+    """`env.topk` as a positive slot count (None: the default), or a one-line error."""
+    from mobrl.core.errors import UserError
+
+    if value is None:
+        return TOPK_DEFAULT
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise UserError(
+            f"env.topk={value} is not a positive whole number of station slots. "
+            f"Use e.g. env.topk={TOPK_DEFAULT}."
+        )
+    return value
+
+
+def check_team_reward(value: Any) -> float:
+    """`env.team_reward` as a float in [0, 1], or a one-line error."""
+    from mobrl.core.errors import UserError
+
+    share = float(value)  # the schema has made it a float already
+    if not 0.0 <= share <= 1.0:
+        raise UserError(
+            f"env.team_reward={value} is not a share between 0 and 1. Use env.team_reward=0 "
+            f"(each UE learns from its own reward) up to 1 (from the mean over all UEs)."
+        )
+    return share
