@@ -17,7 +17,7 @@ from mobrl import radio
 from mobrl.envs import channel as hata
 from mobrl.radio.config import RadioConfig
 from mobrl.radio.fields import ShadowFields, StationFields
-from mobrl.radio.links import RadioService, reach_sinr
+from mobrl.radio.links import RadioService, link_rates, reach_sinr
 
 #: the radio RNG's stream, apart from mobile-env's own draws of the same seed
 _STREAM = 38901
@@ -194,7 +194,12 @@ class RadioSteps:
         self._reach = self._snr > r.thr
 
     def _radio_rates(self) -> np.ndarray:
-        return self.radio_service().link_rates(self._conn)
+        if self._off is None:
+            return self.radio_service().link_rates(self._conn)
+        # cells that sleep, demand: each link's rate with all its station's resources, too
+        r = self._radio
+        self._caps_now = np.empty(self._conn.shape)
+        return link_rates(r.model, self._rx, r.noise, r.bw, r.thr, self._conn, self._caps_now)
 
     def radio_service(self) -> RadioService | None:
         """What the service arithmetic needs to recompute this step's rates for other links

@@ -118,11 +118,13 @@ def link_rates(
     bw: np.ndarray,
     thr: np.ndarray,
     conn: np.ndarray,
+    caps: np.ndarray | None = None,
 ) -> np.ndarray:
     """(station, UE) rate of every link up in `conn` (0 elsewhere and where a link carries
     nothing); leading axes of `conn` are several link sets, computed at once as one network of
     disjoint copies (the same operations per set as alone). `noise` (mW) broadcastable to
-    (station, UE), `bw` (station, 1), `thr` (1, UE) linear SINR thresholds."""
+    (station, UE), `bw` (station, 1), `thr` (1, UE) linear SINR thresholds. `caps`, an array
+    shaped as `conn` (links carrying their own data), receives each link's `carried_rate`."""
     shape = conn.shape
     sets = conn.reshape(-1, *shape[-2:])
     n_sets, n_bs, n_ue = sets.shape
@@ -151,6 +153,9 @@ def link_rates(
     full = carried_rate(model, signal, noise[b, u], others, thr[0, u], bw[b, 0])
     share = model.sched().shares(gb, gu, full, n_sets * n_bs, n_sets * n_ue)
     out[k, b, u] = share * full
+    if caps is not None:  # each link's rate with all its station's resources, too
+        caps[...] = 0.0
+        caps.reshape(sets.shape)[k, b, u] = full
     return out.reshape(shape)
 
 
