@@ -169,18 +169,11 @@ def link_caps(
 ) -> np.ndarray:
     """(station, UE) rate of every link up in `conn` with all of its station's resources
     (`carried_rate` under the interference of the stations transmitting with `conn`; 0
-    elsewhere): what a link's demand is weighed against when demand is finite. Links carry
-    their own data (`sum_rates`)."""
-    b, u = np.nonzero(conn)
-    on = transmitting(model, conn)
-    noise = np.broadcast_to(noise, conn.shape)
-    signal = rx[b, u]
-    others = None
-    if on is not None:
-        others = interference_sum(rx, on)[u] - np.where(on[b], signal, 0.0)
-    out = np.zeros(conn.shape)
-    out[b, u] = carried_rate(model, signal, noise[b, u], others, thr[0, u], bw[b, 0])
-    return out
+    elsewhere), as `link_rates` computes it: what a link's demand is weighed against when
+    demand is finite. Links carry their own data (`sum_rates`)."""
+    caps = np.empty(conn.shape)
+    link_rates(model, rx, noise, bw, thr, conn, caps)
+    return caps
 
 
 def _joint_scheduler(model: LinkModel) -> Scheduler:
