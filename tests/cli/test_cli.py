@@ -80,8 +80,9 @@ def test_train_help_lists_groups_and_options(mobrl_cli, tmp_path) -> None:
     for line in (
         "algo: appo, dqn, impala, ppo",
         "env: central, ma",
-        "scenario: acrobot, arena, cartpole, city, city_interference, custom, dense_urban, "
-        "external, frozenlake, gym, highway, large, medium, metro, small, uma19, umi_dense",
+        "scenario: acrobot, arena, cartpole, city, city_energy, city_interference, custom, "
+        "dense_urban, external, frozenlake, gym, highway, large, medium, metro, small, uma19, "
+        "uma19_energy, umi_dense, umi_dense_energy",
     ):
         assert line in result.stdout
     assert "mobrl train -m" in result.stdout
