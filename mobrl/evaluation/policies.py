@@ -298,10 +298,36 @@ def users_env(env: Any) -> Any:
 
 
 def make_baseline(name: str) -> Baseline:
-    """The baseline `name`: one of mobrl's (`BASELINES`) or a user's rule by import path."""
+    """The baseline `name`: one of mobrl's (`BASELINES`), a cell rule with a UE rule
+    (`CELL+UE`), or a user's rule by import path."""
     from mobrl.core.imports import is_import_path
 
-    return UserRule(name) if is_import_path(name) else BASELINES[name]()
+    if is_import_path(name):
+        return UserRule(name)
+    if "+" in name:
+        from mobrl.evaluation.baselines.energy import ComposedPolicy
+
+        cell, ue = name.split("+", 1)
+        return ComposedPolicy(BASELINES[cell](), make_baseline(ue), name)
+    return BASELINES[name]()
+
+
+def _check_composed(name: str, env_config: dict[str, Any], flag: str) -> None:
+    """`CELL+UE`: a cell rule and a UE rule that both play `env_config`, or a one-line error."""
+    from mobrl.evaluation.baselines.energy import CellRule
+
+    cell, ue = name.split("+", 1)
+    cells = [n for n, cls in BASELINES.items() if issubclass(cls, CellRule)]
+    if cell not in cells:
+        raise unknown_choice(
+            f"cell rule of {flag} {name}", cell, cells, "Write CELL+UE, e.g. threshold+a3."
+        )
+    if "+" in ue or ue not in BASELINES or issubclass(BASELINES[ue], CellRule):
+        others = [n for n, cls in BASELINES.items() if not issubclass(cls, CellRule)]
+        raise unknown_choice(
+            f"UE rule of {flag} {name}", ue, others, "Write CELL+UE, e.g. threshold+a3."
+        )
+    check_baselines([cell, ue], env_config, flag)
 
 
 def baselines_for(env_config: dict[str, Any]) -> list[str]:
@@ -321,6 +347,9 @@ def check_baselines(
     for name in names:
         if is_import_path(name):  # a user's rule: it must import; it applies where they say
             UserRule(name, flag)
+            continue
+        if "+" in name:  # a cell rule with a UE rule
+            _check_composed(name, env_config, flag)
             continue
         if name not in BASELINES:
             raise unknown_choice("baseline", name, BASELINES, f"Fix {flag}.")

@@ -194,6 +194,11 @@ CASES = [
     ("profile malformed", "train scenario.path={f}/profile_bad.yaml", "23 values, not 24"),
     ("step_seconds zero", "train scenario.path={f}/step0.yaml", "step_seconds=0"),
     (
+        "unknown cell rule",
+        "baselines scenario=uma19_energy --baselines treshold+a3 --episodes 1",
+        "unknown cell rule of --baselines treshold+a3 'treshold'",
+    ),
+    (
         "controller without power",
         "baselines scenario=uma19 --baselines idle_off --episodes 1",
         "has no power: section",

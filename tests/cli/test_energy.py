@@ -12,7 +12,7 @@ import yaml
 
 from mobrl.core import metrics as keys
 
-CONTROLLERS = ["all_on", "idle_off", "threshold", "energy_oracle"]
+CONTROLLERS = ["all_on", "idle_off", "threshold", "energy_oracle", "idle_off+a3"]
 
 
 def test_cell_rules_and_the_reference_on_an_energy_layout(mobrl_cli, tmp_path) -> None:
@@ -40,6 +40,8 @@ def test_cell_rules_and_the_reference_on_an_energy_layout(mobrl_cli, tmp_path) -
         assert col in frame.columns, col
     by = {name: group.set_index("seed") for name, group in frame.groupby("policy")}
     assert (by["all_on"][keys.NET_ASLEEP] == 0).all()
+    # a cell rule composed with another UE rule sleeps as the cell rule does
+    assert (by["idle_off+a3"][keys.NET_ASLEEP] > 0).any()
     # the reference scores above every rule on the objective (docs/energy.md: on 100 seeds
     # with a paired CI above 0; some night episodes of umi_dense_energy fall below idle_off)
     for rule in ("all_on", "idle_off", "threshold"):

@@ -9,6 +9,9 @@ its strongest station on the air), so a cell rule and the UEs' association compo
 - `threshold`: O-RAN's cell on/off rule as ns-O-RAN's energy-saving xApp plays it (see
   `ThresholdPolicy`).
 
+`CELL+UE` composes a cell rule with another UE rule (`idle_off+a3`, `threshold+greedy_rsrp`):
+`ComposedPolicy`.
+
 Sleep decisions read the engine's arrays (`mobrl.envs.power_engine`): the signal of every
 station at each UE, asleep or not, the last step's loads and the UEs' demands.
 """
@@ -20,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from mobrl.core.errors import UserError
-from mobrl.evaluation.baselines.base import active_mask
+from mobrl.evaluation.baselines.base import Baseline, active_mask
 from mobrl.evaluation.baselines.classic import GreedyPolicy
 
 
@@ -173,6 +176,32 @@ def _alternatives(
         return None
     best = np.argmax(np.where(ok, signal[:, ues], -np.inf), axis=0)
     return np.where(has, best, -1)
+
+
+class ComposedPolicy(Baseline):
+    """A cell rule with another UE rule (`CELL+UE`, e.g. `threshold+a3`): the cell rule sets
+    the stations' states before each step, then the UE rule decides the UEs' links on the
+    stations on the air (the cell rules alone: greedy)."""
+
+    def __init__(self, cell: CellRule, ue: Baseline, name: str) -> None:
+        self.cell, self.ue, self.name = cell, ue, name
+        self.reads_observation = getattr(ue, "reads_observation", True)
+
+    def reset(self, seed: int | None = None) -> None:
+        super().reset(seed)
+        self.cell.reset(seed)
+        self.ue.reset(seed)
+
+    def act(self, observation: Any, env: Any = None) -> Any:
+        from mobrl.envs.wrappers import find_core
+
+        core = find_core(env)
+        if core is None or getattr(core, "power_model", lambda: None)() is None:
+            raise UserError(f"baseline '{self.name}' needs a layout with a power: section.")
+        states = self.cell.cell_states(core)
+        if states is not None:
+            core.set_cell_states(states)
+        return self.ue.act(observation, env)
 
 
 RULES = (AllOnPolicy, IdleOffPolicy, ThresholdPolicy)
