@@ -343,7 +343,7 @@ class UETurnsEnv(UEAgentsEnv):
                 return obs, {}, {**flags, "__all__": False}, {**flags, "__all__": False}, {}
         self.mid_step = False
         obs, rewards, terms, truncs, info = super().step(self._actions)
-        wide = {a: self._widen(o) for a, o in obs.items()}
+        wide = {a: self._widen(a, o) for a, o in obs.items()}
         if terms["__all__"] or truncs["__all__"]:
             return wide, rewards, terms, truncs, info
         ended = {a for a, t in truncs.items() if t and a != "__all__"}
@@ -354,8 +354,11 @@ class UETurnsEnv(UEAgentsEnv):
         terms = {**{a: False for a in out}, "__all__": False}
         return out, rewards, terms, {**flags, "__all__": False}, info
 
-    def _widen(self, row: np.ndarray) -> np.ndarray:
-        """A final (zero) observation in the turn's width."""
+    def _widen(self, agent: str, row: np.ndarray) -> np.ndarray:
+        """A final observation in the turn's width: a slot row with zeros appended (a UE that
+        leaves gets its final zeros in the turn's width already)."""
+        if row.shape == self.observation_spaces[agent].shape:
+            return row
         return np.concatenate(
             [row, np.zeros(extra_width(self.k, self.rounds, self.view), row.dtype)]
         )

@@ -328,3 +328,30 @@ def test_greedy_ahead_observes_the_later_ues_playing_greedy() -> None:
     env.close()
     assert moved and checked["ahead"] >= 30 and checked["flag"] > 0
     assert checked["team"] > 0 and checked["later"] > 0
+
+
+def test_ues_that_leave_mid_episode_end_with_an_observation_of_their_space(tmp_path) -> None:
+    """With UEs arriving and leaving (and a profile over the day), every observation a turn
+    env hands out fits its agent's space: a UE that leaves ends with its final zeros in the
+    turn's width, beside the next step's first group."""
+    import yaml
+
+    from mobrl import scenarios
+    from mobrl.evaluation.rollout import episode_env
+
+    raw = yaml.safe_load(scenarios.path_of("medium").read_text())
+    raw["arrival"] = {"model": "random", "window": 40, "min_stay": 5, "max_stay": 30}
+    path = tmp_path / "leaving.yaml"
+    path.write_text(yaml.safe_dump(raw))
+    config = _env(f"scenario.path={path}", "env.obs=topk_gain", "env.decide=in_turns")
+    env = episode_env(config, 1)
+    obs, _ = env.reset(seed=1)
+    left = 0
+    for _ in range(2000):
+        for agent, row in obs.items():
+            assert row.shape == env.observation_spaces[agent].shape, agent
+        obs, _, terms, truncs, _ = env.step({a: 0 for a in obs})
+        left += sum(1 for a, t in truncs.items() if t and a != "__all__")
+        if terms["__all__"] or truncs["__all__"]:
+            break
+    assert left > 0  # some UE left mid-episode
