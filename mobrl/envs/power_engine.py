@@ -225,27 +225,22 @@ class PowerSteps:
         else:
             b, u, rates = links_of(self._rates())
         caps = getattr(self, "_caps_now", None) if self._radio is not None else None
-        served, self._load = self.link_demand(b, u, rates, self._conn, self._rx_now(), caps=caps)
+        served, self._load = self.link_demand(b, u, rates, caps=caps)
         # in station order per UE, as the engine adds a UE's links
         return np.bincount(u, weights=served, minlength=len(self._ue_list))
-
-    def _rx_now(self) -> np.ndarray | None:
-        return self._rx if self._radio is not None else None
 
     def link_demand(
         self,
         b: np.ndarray,
         u: np.ndarray,
         rates: np.ndarray,
-        conn: np.ndarray,
-        rx: np.ndarray | None,
         demand: Any = None,
         caps: np.ndarray | None = None,
     ) -> tuple[np.ndarray, np.ndarray]:
-        """The rates of the links (b, u) that carry data (full-buffer `rates`, under the
-        links `conn` and, under a radio model, received powers `rx`) under the UEs' demands
-        (`demand`, default the step's; full buffer: `rates`), and each station's load.
-        `caps`: the links' rates with all their station's resources where the step has them."""
+        """The rates of the links (b, u) that carry data (their full-buffer `rates`) under the
+        UEs' demands (`demand`, default the step's; full buffer: `rates`), and each station's
+        load. `caps` (station, UE): each link's rate with all its station's resources, which a
+        radio model that is not mobile-env's arithmetic gives with the rates (`link_rates`)."""
         n_bs = len(self._bs_list)
         t = self._traffic
         if t is None or not t.finite:
@@ -253,30 +248,13 @@ class PowerSteps:
         if not b.size:
             return rates, np.zeros(n_bs)
         demand = self._demand if demand is None else demand
-        cap = self._link_caps(b, u, rates, conn, rx, caps)
+        if self._radio is not None and not self._radio.model.separable:
+            cap = caps[b, u]
+        else:  # resource fair: a link's rate is its full rate over its station's links
+            cap = rates * np.bincount(b, minlength=n_bs)[b]
         per_ue = np.bincount(u, minlength=len(self._ue_list))
         share, load = water_fill(b, cap, demand[u] / per_ue[u], n_bs)
         return share * cap, load
-
-    def _link_caps(
-        self,
-        b: np.ndarray,
-        u: np.ndarray,
-        rates: np.ndarray,
-        conn: np.ndarray,
-        rx: Any,
-        caps: np.ndarray | None = None,
-    ) -> np.ndarray:
-        """The rate of each link (b, u) with all of its station's resources."""
-        if self._radio is not None and not self._radio.model.separable:
-            r = self._radio
-            if caps is not None:  # the step's own, from its rates (`_radio_rates`)
-                return caps[b, u]
-            from mobrl.radio.links import link_caps
-
-            return link_caps(r.model, rx, r.noise, r.bw, r.thr, conn)[b, u]
-        counts = np.bincount(b, minlength=len(self._bs_list))
-        return rates * counts[b]  # resource fair: rate = cap / links of the station
 
     def _count_energy(self, macro: np.ndarray) -> None:
         """Add the step's power, energy, states and bits to the episode's tally."""

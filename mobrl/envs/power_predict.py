@@ -13,6 +13,7 @@ import numpy as np
 
 from mobrl.envs.power_arrays import links_of, objective_service
 from mobrl.envs.service import greedy_moves, scaled_utility, toggle
+from mobrl.radio.links import link_rates, reach_sinr
 
 
 class StepPredictor:
@@ -24,9 +25,7 @@ class StepPredictor:
         self.cells = core.power_model()
         self.active = core._active_mask
         self.conn = core._conn
-        n_bs = self.conn.shape[0]
         self.state = core._cell.copy()
-        self.sleep_in = np.where(self.state > 0, self.state, 1)
         radio = core._radio
         self.radio = radio
         if radio is not None:
@@ -47,7 +46,6 @@ class StepPredictor:
         self.lower, self.upper = float(util.lower), float(util.upper)
         self.coeffs = tuple(float(c) for c in util.coeffs)
         self.log_base = float(np.log(self.coeffs[2]))
-        self.n_bs = n_bs
         self.seconds = core._step_seconds
         self.cache: dict[bytes, float] = {}
 
@@ -78,8 +76,6 @@ class StepPredictor:
         core = self.core
         signal = np.where(on[:, None], self.signal, 0.0)
         if self.radio is not None:
-            from mobrl.radio.links import RadioService, reach_sinr
-
             r = self.radio
             sinr = reach_sinr(r.model, signal, r.noise, conn)
             reach = sinr > r.thr
@@ -91,17 +87,17 @@ class StepPredictor:
         chosen = np.flatnonzero(self.active & (act != 0))
         if chosen.size:
             toggle(new, reach, act[chosen] - 1, chosen)
+        caps = None
         if self.radio is not None:
             r = self.radio
-            rates = RadioService(r.model, signal, r.noise, r.bw, r.thr).link_rates(new)
-            rx = signal
+            caps = np.empty(new.shape)
+            rates = link_rates(r.model, signal, r.noise, r.bw, r.thr, new, caps)
         else:
             counts = new.sum(axis=1, keepdims=True)
             full = core._bw * np.log2(1 + sinr) / np.maximum(counts, 1)
             rates = np.where(new & reach, full, 0.0)
-            rx = None
         b, u, link = links_of(rates)
-        link, load = core.link_demand(b, u, link, new, rx, self.demand)
+        link, load = core.link_demand(b, u, link, self.demand, caps)
         served = np.bincount(u, weights=link, minlength=new.shape[1])[self.active]
         util = scaled_utility(served, self.lower, self.upper, self.coeffs, self.log_base)
         service = objective_service(util, served)

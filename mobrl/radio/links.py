@@ -159,23 +159,6 @@ def link_rates(
     return out.reshape(shape)
 
 
-def link_caps(
-    model: LinkModel,
-    rx: np.ndarray,
-    noise: np.ndarray,
-    bw: np.ndarray,
-    thr: np.ndarray,
-    conn: np.ndarray,
-) -> np.ndarray:
-    """(station, UE) rate of every link up in `conn` with all of its station's resources
-    (`carried_rate` under the interference of the stations transmitting with `conn`; 0
-    elsewhere), as `link_rates` computes it: what a link's demand is weighed against when
-    demand is finite. Links carry their own data (`sum_rates`)."""
-    caps = np.empty(conn.shape)
-    link_rates(model, rx, noise, bw, thr, conn, caps)
-    return caps
-
-
 def _joint_scheduler(model: LinkModel) -> Scheduler:
     """The scheduler under non-coherent joint transmission: a UE's stations serve it together
     on common resources, so it has no separate links to trade between them and proportional
