@@ -10,7 +10,7 @@ import numpy as np
 from mobile_env.core.base import MComCore
 from mobile_env.handlers.central import MComCentralHandler
 
-from mobrl.envs.link_utility import toggle
+from mobrl.envs.link_utility import scaled_utility, toggle
 
 
 def _norms(vx: np.ndarray, vy: np.ndarray) -> np.ndarray:
@@ -142,17 +142,9 @@ class StepPhases:
         util = self._no_util.copy()
         sel = self._sel
         utility = core.utility
-        lower, upper = utility.lower, utility.upper
-        served = macro[sel]
-        positive = served > 0.0
-        w1, w2, _ = utility.coeffs
-        # np.clip's values, without its overhead
-        raw = np.minimum(
-            np.maximum(w1 * np.log(w2 + np.where(positive, served, 1.0)) / self._log_w3, lower),
-            upper,
+        scaled = scaled_utility(
+            macro[sel], utility.lower, utility.upper, utility.coeffs, self._log_w3
         )
-        raw = np.where(positive, raw, lower)
-        scaled = 2 * (raw - lower) / (upper - lower) - 1
         util[sel] = scaled
         util0 = np.zeros(len(self._ue_list))
         util0[sel] = scaled
