@@ -45,14 +45,7 @@ class CellRule(GreedyPolicy):
             )
 
     def act(self, observation: Any, env: Any = None) -> Any:
-        from mobrl.envs.wrappers import find_core
-
-        core = find_core(env)
-        if core is None or getattr(core, "power_model", lambda: None)() is None:
-            raise UserError(f"baseline '{self.name}' needs a layout with a power: section.")
-        states = self.cell_states(core)
-        if states is not None:
-            core.set_cell_states(states)
+        set_states(self, env, self.name)
         return super().act(observation, env)  # greedy, on the stations on the air now
 
     def cell_states(self, core: Any) -> np.ndarray | None:
@@ -63,6 +56,19 @@ class CellRule(GreedyPolicy):
         """The state a station is sent to sleep in: the deepest that wakes within
         `wake_within` steps, else the lightest."""
         return core.power_model().deepest_within(self.wake_within) or 1
+
+
+def set_states(rule: CellRule, env: Any, name: str) -> None:
+    """`rule`'s states for every station, set in `env`'s engine before its step (one line
+    naming the baseline `name` if the layout has no power model)."""
+    from mobrl.envs.wrappers import find_core
+
+    core = find_core(env)
+    if core is None or getattr(core, "power_model", lambda: None)() is None:
+        raise UserError(f"baseline '{name}' needs a layout with a power: section.")
+    states = rule.cell_states(core)
+    if states is not None:
+        core.set_cell_states(states)
 
 
 class AllOnPolicy(CellRule):
@@ -193,14 +199,7 @@ class ComposedPolicy(Baseline):
         self.ue.reset(seed)
 
     def act(self, observation: Any, env: Any = None) -> Any:
-        from mobrl.envs.wrappers import find_core
-
-        core = find_core(env)
-        if core is None or getattr(core, "power_model", lambda: None)() is None:
-            raise UserError(f"baseline '{self.name}' needs a layout with a power: section.")
-        states = self.cell.cell_states(core)
-        if states is not None:
-            core.set_cell_states(states)
+        set_states(self.cell, env, self.name)
         return self.ue.act(observation, env)
 
 
