@@ -166,6 +166,8 @@ ENERGY_METRICS = (
     Metric(NET_DEMAND_SERVED, "demand served", True, "offered bits served", "fraction, 0…1"),
     Metric(NET_OBJECTIVE, "objective", True, "service − λ·energy per step", "−3…1"),
 )
+#: the energy measures, in the order the tables of service and energy apart show them
+ENERGY_KEYS = (NET_POWER, NET_ENERGY, NET_ENERGY_PER_BIT, NET_ASLEEP, NET_OBJECTIVE)
 #: the energy measures where lower is better
 LOWER_BETTER = (NET_POWER, NET_ENERGY, NET_ENERGY_PER_BIT)
 

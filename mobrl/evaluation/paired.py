@@ -15,15 +15,7 @@ from mobrl.evaluation.rollout import RETURN_OF
 TRAINED = "trained"
 #: service first (mean UE utility, connected fraction, p5, Jain, demand served), then energy
 #: (a layout with power:), then mobile-env's return: service and energy apart, never summed
-COLUMNS = (
-    *EPISODE_METRICS,
-    keys.NET_DEMAND_SERVED,
-    keys.NET_POWER,
-    keys.NET_ENERGY,
-    keys.NET_ENERGY_PER_BIT,
-    keys.NET_ASLEEP,
-    "return",
-)
+COLUMNS = (*EPISODE_METRICS, keys.NET_DEMAND_SERVED, *keys.ENERGY_KEYS, "return")
 #: the paired reference of `mobrl baselines` (no trained policy): what coordination must beat
 REFERENCE_BASELINE = "greedy"
 #: ... and where cells sleep and greedy is not played: the network with every station on

@@ -30,17 +30,12 @@ def measures(summary: dict[str, Any]) -> list[str]:
     return list(next(iter(summary["policies"].values())))
 
 
-#: the energy measures, shown in a table of their own (service and energy apart)
-ENERGY = (keys.NET_POWER, keys.NET_ENERGY, keys.NET_ENERGY_PER_BIT, keys.NET_ASLEEP,
-          keys.NET_OBJECTIVE)  # fmt: skip
-
-
 def column_groups(summary: dict[str, Any]) -> list[tuple[str, list[str]]]:
     """The measures in the tables a person reads: service (and everything else), then
     energy where a layout has a power model, each with its title's suffix. Each power
     state's share stays in the files (summary.json, episodes.csv)."""
     columns = [c for c in measures(summary) if not c.startswith(keys.STATE_SHARE)]
-    energy = [c for c in columns if c in ENERGY]
+    energy = [c for c in columns if c in keys.ENERGY_KEYS]
     if not energy:
         return [("", columns)]
     return [(": service", [c for c in columns if c not in energy]), (": energy", energy)]

@@ -25,9 +25,6 @@ EVAL_TRAINING = tuple(f"{keys.EVALUATION}/{m}" for m in (
 )) + (keys.EVAL_RETURN_MEAN,)  # fmt: skip
 #: the columns of an evaluation's tables: service first, Jain beside it, then the return
 EVAL_COLUMNS = (keys.UTILITY_MEAN, keys.NET_CONNECTED, keys.UTILITY_P5, keys.JAIN_UTILITY, "return")
-#: the energy measures of a layout with power:, in tables of their own
-ENERGY_COLUMNS = (keys.NET_POWER, keys.NET_ENERGY, keys.NET_ENERGY_PER_BIT, keys.NET_ASLEEP,
-                  keys.NET_OBJECTIVE)  # fmt: skip
 
 
 def x_axes(x: str | None) -> list[str]:

@@ -9,7 +9,7 @@ from typing import Any
 
 from mobrl.core import metrics as keys
 from mobrl.evaluation.paired import closed_text, lower_better
-from mobrl.reporting.contents import ENERGY_COLUMNS, EVAL_COLUMNS, INFO_PREFIX
+from mobrl.reporting.contents import EVAL_COLUMNS, INFO_PREFIX
 from mobrl.reporting.figures import gap_stats, paired_gaps, plot_evaluation, plot_matrix
 from mobrl.reporting.markup import Draft, capital, column_header, md_table
 from mobrl.reporting.stats import cell, digits, matrix_measure, matrix_table
@@ -78,7 +78,7 @@ def _evaluation_lines(name: str, summary: dict[str, Any], png: Path) -> list[str
     md = [_evaluation_facts(summary, int(measured[shown[0]]["n"])), ""]
     md += _policy_table(policies, shown)
     md += _paired_table(summary, shown)
-    energy = [c for c in ENERGY_COLUMNS if c in measured]
+    energy = [c for c in keys.ENERGY_KEYS if c in measured]
     if energy:  # cells that sleep: energy in tables of its own, never summed with service
         md += ["", "Energy (the layout's power model; docs/energy.md):", ""]
         md += _policy_table(policies, energy)
