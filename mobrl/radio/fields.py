@@ -105,7 +105,7 @@ class StationFields(_SharedRealisations):
         self.base = np.zeros((n_stations, 1), dtype=np.int64)
         self.table: np.ndarray | None = None
         fits = self.nx * self.ny * n_stations * self.values.itemsize <= TABLE_BYTES
-        self._stations = np.arange(n_stations)[:, None] if table and fits else None
+        self._tabled = table and fits
 
     def redraw(self, rng: np.random.Generator) -> None:
         """New windows for every station (a new realisation for the episode)."""
@@ -113,9 +113,9 @@ class StationFields(_SharedRealisations):
         ox = rng.integers(0, CELLS - self.nx + 1, size=(n, 1))
         oy = rng.integers(0, CELLS - self.ny + 1, size=(n, 1))
         self.base = ox * CELLS + oy
-        if self._stations is not None:
+        if self._tabled:
             cells = (np.arange(self.nx)[:, None] * CELLS + np.arange(self.ny)[None, :]).ravel()
-            self.table = np.ascontiguousarray(np.take(self.values, self.base + cells).T).ravel()
+            self.table = np.ascontiguousarray(np.take(self.values, self.base + cells).T)
             self.table.flags.writeable = False
 
     def cells(self, x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -133,8 +133,9 @@ class StationFields(_SharedRealisations):
         """(station, UE) field values at the UEs' positions x, y (metres)."""
         if self.table is not None:
             ix, iy = self.cells(x, y)
-            rows = (ix * self.ny + iy) * len(self.base)
-            return np.take(self.table, self._stations + rows[None, :])
+            # each UE's cell is a row of every station's value: rows copied whole, then
+            # seen as (station, UE)
+            return np.take(self.table, ix * self.ny + iy, axis=0).T
         return np.take(self.values, self.base + self.keys(x, y)[None, :])
 
 
@@ -166,12 +167,15 @@ class ShadowFields(_SharedRealisations):
         self.grid.redraw(rng)
         los_base = self.grid.base
         self.grid.redraw(rng)
-        self.los_base, self.nlos_base = los_base, self.grid.base + CELLS * CELLS
+        # int32 offsets (the two realisations hold 2 * CELLS^2 values): index arithmetic on
+        # half the memory of int64
+        self.los_base = los_base.astype(np.int32)
+        self.nlos_base = (self.grid.base + CELLS * CELLS).astype(np.int32)
 
     def at(self, x: np.ndarray, y: np.ndarray, los: np.ndarray) -> np.ndarray:
         """(station, UE) shadow fading (dB) at the UEs' positions with the links' LOS states
         (bool, broadcastable to (station, UE))."""
         # each link's window by arithmetic (a masked selection branches per element)
-        index = self.nlos_base + self.grid.keys(x, y)[None, :]
+        index = self.nlos_base + self.grid.keys(x, y).astype(np.int32)[None, :]
         index += los * (self.los_base - self.nlos_base)
         return np.take(self.values, index)

