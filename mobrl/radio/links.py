@@ -91,6 +91,33 @@ def reach_sinr(model: LinkModel, rx: np.ndarray, noise: np.ndarray, conn: np.nda
     return rx / (noise + (total - linked)[None, :] - np.where(conn, 0.0, heard))
 
 
+def rx_from_sinr(
+    model: LinkModel, sinr: np.ndarray, noise: np.ndarray, conn: np.ndarray
+) -> np.ndarray:
+    """The received powers (mW) behind `reach_sinr`'s SINRs, its inverse: what a controller
+    that measures SINRs (not received powers) gives, with the links `conn` that decide who
+    transmits and the noise `noise` (mW), both as `reach_sinr` takes them.
+
+    Per UE, let I be the power of the transmitting stations that interfere with its links
+    (all that transmit; under noncoherent joint transmission all but the UE's own). A station
+    that interferes has SINR s = rx / (noise + I − rx), so rx = s / (1 + s) · (noise + I); any
+    other has s = rx / (noise + I), so rx = s · (noise + I). Summing the first over the
+    interferers gives I = Σ s/(1+s) · noise / (1 − Σ s/(1+s)). A UE whose interferers' shares
+    Σ s/(1+s) reach 1 has no such powers: its column is NaN."""
+    noise = np.broadcast_to(noise, sinr.shape)
+    on = transmitting(model, conn)
+    if on is None:
+        return sinr * noise
+    interferes = np.broadcast_to(on[:, None], sinr.shape)
+    if model.joint_transmission == "noncoherent":
+        interferes = interferes & ~conn
+    share = np.where(interferes, sinr / (1.0 + sinr), 0.0)
+    left = 1.0 - share.sum(axis=0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        interference = np.where(left > 0, (share * noise).sum(axis=0) / left, np.nan)
+    return np.where(interferes, share, sinr) * (noise + interference[None, :])
+
+
 def spectral_efficiency(sinr: np.ndarray, cap: float | None) -> np.ndarray:
     se = np.log2(1 + sinr)
     return se if cap is None else np.minimum(se, cap)

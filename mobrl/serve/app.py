@@ -70,7 +70,7 @@ class StationMeasurement(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
     id: str = Field(
-        description="The station's id, as the UEs' snr_db (or rsrp_dbm) and links name it."
+        description="The station's id, as the UEs' snr_db (rsrp_dbm, sinr_db) and links name it."
     )
     load: int | None = Field(
         None, ge=0, description="UEs it serves (default: the request's UEs linked to it)."
@@ -93,6 +93,12 @@ class UEMeasurement(BaseModel):
         description="For a policy of a layout with a radio model (interference): the received "
         "power (dBm) of every station the UE hears, by station id; a station left out is not "
         "heard and does not interfere.",
+    )
+    sinr_db: dict[str, float] | None = Field(
+        None,
+        description="Instead of rsrp_dbm: the SINR (dB) of every station the UE hears, with "
+        "the stations that transmit under the request's links interfering as the layout's "
+        "model has them; the service recovers the received powers from them.",
     )
     links: list[str] = Field([], description="The stations it is linked to now.")
     rate_bps: float = Field(

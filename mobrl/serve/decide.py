@@ -1,7 +1,8 @@
 """`POST /v1/decide`: network measurements in, link decisions out, for a controller that does
 not compute mobrl's observations. Per UE, what it hears of every station (the SNR in dB on
-mobile-env's model; the received power in dBm under a layout's radio model), its links and its
-rate over the last period; per station, its load. The service puts them in the (station, UE)
+mobile-env's model; under a layout's radio model the received power in dBm, or the SINR in dB,
+from which the layout's model inverted gives the received powers), its links and its rate over
+the last period; per station, its load. The service puts them in the (station, UE)
 arrays the fast engine holds (`MeasuredNetwork`) and builds the policy's slot observation
 (`topk`, `topk_gain`, `topk_impact`, `topk_intent`) with the engine's own code
 (`mobrl.envs.observations`'s handler `rows`), acts, and reads each slot action back as a
@@ -174,13 +175,19 @@ def _service(radio: Radio, rx: np.ndarray, bandwidth: np.ndarray) -> RadioServic
 
     assert radio.config is not None and radio.model is not None
     bw_hz = bandwidth.astype(float)[:, None]
-    if radio.config.thermal:
-        noise = np.broadcast_to(radio.config.noise_mw(bw_hz), rx.shape)
-        bw = bw_hz / 1e6
-    else:
-        noise, bw = np.full(rx.shape, radio.ue_noise), bw_hz
+    bw = bw_hz / 1e6 if radio.config.thermal else bw_hz
     thr = np.full((1, rx.shape[1]), radio.threshold)
-    return RadioService(radio.model, rx, noise, bw, thr)
+    return RadioService(radio.model, rx, _noise(radio, bandwidth, rx.shape), bw, thr)
+
+
+def _noise(radio: Radio, bandwidth: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """(station, UE) noise power (mW) under the layout's radio model at stations of
+    `bandwidth` (Hz): thermal noise over the band plus the noise figure, or the UEs' noise
+    of mobile-env's Okumura-Hata."""
+    assert radio.config is not None
+    if radio.config.thermal:
+        return np.broadcast_to(radio.config.noise_mw(bandwidth.astype(float)[:, None]), shape)
+    return np.full(shape, radio.ue_noise)
 
 
 class Decider:
@@ -257,12 +264,14 @@ class Decider:
                     "stations of different bandwidths. Give bandwidth_hz for every station."
                 )
             bandwidth[i] = given
-        field = radio.measured
         heard_db = np.full((len(stations), len(ues)), -np.inf)  # not heard: no power
+        by_sinr = np.zeros(len(ues), dtype=bool)
         conn = np.zeros(heard_db.shape, dtype=bool)
         rate = np.zeros(len(ues))
         for j, (ue, measured) in enumerate(ues.items()):
-            for station, value in _heard(measured, field, ue).items():
+            field, heard = _heard(measured, radio.measured, ue)
+            by_sinr[j] = field == "sinr_db"
+            for station, value in heard.items():
                 heard_db[_station(index, station, ue, field), j] = _finite(value, ue, station)
             for station in measured.links:
                 conn[_station(index, station, ue, "links"), j] = True
@@ -270,21 +279,58 @@ class Decider:
         load = np.array(
             [s.load if s.load is not None else conn[i].sum() for i, s in enumerate(stations)]
         )
-        # linear SNR, or received power in mW
-        return MeasuredNetwork(radio, 10.0 ** (heard_db / 10.0), conn, bandwidth, rate, load)
+        # linear SNR, or received power in mW (from SINRs: the layout's model inverted)
+        power = 10.0 ** (heard_db / 10.0)
+        if by_sinr.any():
+            power = _powers_from_sinr(radio, power, by_sinr, conn, bandwidth, list(ues))
+        return MeasuredNetwork(radio, power, conn, bandwidth, rate, load)
 
 
-def _heard(measured: Any, field: str, ue: str) -> dict[str, float]:
-    """What the UE reports of the stations it hears, in the field its policy's model reads."""
-    values = getattr(measured, field)
-    if values is not None:
-        return values
+def _powers_from_sinr(
+    radio: Radio,
+    power: np.ndarray,
+    by_sinr: np.ndarray,
+    conn: np.ndarray,
+    bandwidth: np.ndarray,
+    names: list[str],
+) -> np.ndarray:
+    """`power` with the columns of the UEs that gave SINRs (`by_sinr`, linear there) turned
+    into received powers (mW) by the layout's model inverted (`rx_from_sinr`), with who
+    transmits under the request's links and the layout's noise."""
+    from mobrl.radio.links import rx_from_sinr
+
+    assert radio.model is not None
+    noise = _noise(radio, bandwidth, power.shape)
+    rx = rx_from_sinr(radio.model, power, noise, conn)
+    bad = np.flatnonzero(by_sinr & np.isnan(rx).any(axis=0))
+    if bad.size:
+        raise BadRequest(
+            f"UE {names[bad[0]]!r} gives sinr_db values that no received powers give: the "
+            "stations that interfere with it have SINRs s with s/(1 + s) summing to 1 or "
+            "more. Send SINRs measured together, with the links they were measured under, "
+            "or rsrp_dbm."
+        )
+    return np.where(by_sinr[None, :], rx, power)
+
+
+def _heard(measured: Any, field: str, ue: str) -> tuple[str, dict[str, float]]:
+    """What the UE reports of the stations it hears, in a field its policy's model reads
+    (`field`, or under a radio model also `sinr_db`), and the field's name."""
     if field == "rsrp_dbm":
+        given = [f for f in ("rsrp_dbm", "sinr_db") if getattr(measured, f) is not None]
+        if len(given) == 1:
+            return given[0], getattr(measured, given[0])
+        if given:
+            raise BadRequest(f"UE {ue!r} gives both rsrp_dbm and sinr_db. Give one of them per UE.")
         raise BadRequest(
             f"UE {ue!r} gives no rsrp_dbm, and this policy's layout has a radio model "
             "(interference, its own channel): give rsrp_dbm, the received power (dBm) of "
-            "every station the UE hears; the service works out the SINRs."
+            "every station the UE hears (the service works out the SINRs), or sinr_db, "
+            "their SINRs (dB) under the request's links."
         )
+    values = getattr(measured, field)
+    if values is not None:
+        return field, values
     raise BadRequest(
         f"UE {ue!r} gives no snr_db, and this policy plays mobile-env's model: give snr_db, "
         "the SNR (dB) of every station the UE hears."

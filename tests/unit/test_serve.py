@@ -327,6 +327,84 @@ def test_decide_serves_a_policy_of_a_radio_layout_from_received_powers() -> None
     one_line_error(small.post("/v1/decide", json=body), 422, "gives no snr_db")
 
 
+def _measured_step(field: str, core: Any, agents: list[str]) -> dict[str, Any]:
+    """A step of `core`'s network as a controller reports it, each UE's `field` (rsrp_dbm:
+    received powers; sinr_db: each link's SINR as the engine reads it, with who transmits
+    under the links) in dB."""
+    from mobrl.envs.observations import ue_columns
+    from mobrl.envs.service import link_arrays
+
+    conn = link_arrays(core)["conn"]
+    heard = core.radio_service().rx if field == "rsrp_dbm" else core._snr
+    column = ue_columns(core)
+    stations = sorted(core.stations)
+    ues = {}
+    for agent in agents:
+        ue = core.users[int(agent.removeprefix("ue_"))]
+        j = column[ue.ue_id]
+        ues[agent] = {
+            field: {f"bs_{b}": float(10 * np.log10(heard[i, j]))
+                    for i, b in enumerate(stations) if heard[i, j] > 0},
+            "links": [f"bs_{b}" for i, b in enumerate(stations) if conn[i, j]],
+            "rate_bps": float(core.macro.get(ue, 0.0)) * 1e6,
+        }  # fmt: skip
+    return {
+        "stations": [{"id": f"bs_{b}", "load": int(conn[i].sum())} for i, b in enumerate(stations)],
+        "ues": ues,
+    }
+
+
+def test_decide_under_a_radio_model_takes_sinrs_as_well_as_received_powers() -> None:
+    """A UE of a radio layout may report SINRs instead of received powers: the service inverts
+    the layout's model (who transmits under the links, its noise) to the received powers, so
+    a step of umi_dense reported either way gives the same arrays (to 1e-9) and the same
+    decisions; SINRs that no received powers give, and both fields at once, are refused in
+    one line."""
+    import mobrl
+    from mobrl.envs.wrappers import find_core
+    from mobrl.serve.app import DecideRequest
+    from mobrl.serve.decide import Decider
+
+    policy = ServedPolicy.load("zoo:umi_dense", [])
+    client = client_of(policy)
+    env = mobrl.parallel_env("umi_dense", obs="topk_intent")
+    try:
+        env.reset(seed=5)
+        for _ in range(8):
+            env.step({a: (i % 3) for i, a in enumerate(env.agents)})
+        core = find_core(env.env)
+        bodies = {f: _measured_step(f, core, env.agents) for f in ("rsrp_dbm", "sinr_db")}
+    finally:
+        env.close()
+    decider = Decider(policy)
+    networks = {}
+    for field, body in bodies.items():
+        request = DecideRequest.model_validate(body)
+        networks[field] = decider.network(request.stations, request.ues)
+    by_rx, by_sinr = networks["rsrp_dbm"], networks["sinr_db"]
+    np.testing.assert_allclose(by_sinr.snr, by_rx.snr, rtol=1e-9)
+    np.testing.assert_array_equal(by_sinr.reach, by_rx.reach)
+    np.testing.assert_allclose(by_sinr.util, by_rx.util, rtol=1e-9)
+    answers = [client.post("/v1/decide", json=body) for body in bodies.values()]
+    assert all(a.status_code == 200 for a in answers), answers[0].text
+    assert answers[0].json()["decisions"] == answers[1].json()["decisions"]
+    # two stations that transmit, each heard 3 dB above everything else: impossible
+    body = {
+        "stations": [{"id": "A"}, {"id": "B"}, {"id": "C"}],
+        "ues": {
+            "ue_0": {"sinr_db": {"A": 3.0, "B": 3.0}, "links": ["A"]},
+            "ue_1": {"sinr_db": {"B": 1.0}, "links": ["B"]},
+        },
+    }
+    one_line_error(client.post("/v1/decide", json=body), 422, "'ue_0'", "sinr_db", "rsrp_dbm")
+    both = {"rsrp_dbm": {"A": -70.0}, "sinr_db": {"A": 3.0}}
+    one_line_error(
+        client.post("/v1/decide", json={"stations": [{"id": "A"}], "ues": {"ue_0": both}}),
+        422,
+        "both rsrp_dbm and sinr_db",
+    )
+
+
 def decide_body(**station: Any) -> dict[str, Any]:
     return {
         "stations": [{"id": "A", "load": 1, **station}, {"id": "B"}],
