@@ -42,7 +42,8 @@ def test_the_json_holds_the_engines_numbers(tmp_path: Path) -> None:
     for row in rows:
         b = row["station"]
         assert row["rx_power_mw"] == pytest.approx(core._rx[b, 0], rel=1e-9, abs=0)
-        assert row["rx_power_dbm"] == pytest.approx(10 * math.log10(core._rx[b, 0]), abs=1e-9)
+        # the engine computes in single precision: its dBm and its mW agree to 1e-4 dB
+        assert row["rx_power_dbm"] == pytest.approx(10 * math.log10(core._rx[b, 0]), abs=1e-4)
         assert row["sinr_db"] == pytest.approx(10 * math.log10(core._snr[b, 0]), abs=1e-9)
     # the printed header and table
     text = result.stdout
@@ -78,12 +79,13 @@ def test_a_row_matches_tr_38901_by_hand(tmp_path: Path) -> None:
         s = layout["stations"][row["station"]]
         d2d = math.hypot(230 - s["x"], 140 - s["y"])
         assert row["los_probability"] == pytest.approx(uma_los_probability(d2d), rel=1e-12)
-        assert row["path_loss_db"] == pytest.approx(uma_by_hand(d2d, row["los"]), abs=1e-9)
+        # the engine's arithmetic is single precision: 1e-4 dB
+        assert row["path_loss_db"] == pytest.approx(uma_by_hand(d2d, row["los"]), abs=1e-4)
         rx[row["station"]] = 10 ** ((46 - row["path_loss_db"]) / 10)
     for row in written["rows"]:
         sinr_db = 10 * math.log10(rx[row["station"]] / (noise_mw + rx[1 - row["station"]]))
-        assert row["sinr_db"] == pytest.approx(sinr_db, abs=1e-9)
-        assert row["rate_mbit_s"] == pytest.approx(shannon_mbit_s(sinr_db), rel=1e-9)
+        assert row["sinr_db"] == pytest.approx(sinr_db, abs=1e-4)
+        assert row["rate_mbit_s"] == pytest.approx(shannon_mbit_s(sinr_db), rel=1e-5)
     assert written["header"]["transmitting"] == "all"  # full buffer: the layout's default
     assert "tiny" in result.stdout and "every station (full buffer)" in result.stdout
 
