@@ -1,6 +1,6 @@
 """Env steps/s of the fast engine's dense and sparse paths at city scale, measured in one run.
 
-For each layout, both paths (mobrl.envs.neighbours: the sparse one on candidate (BS, UE) pairs,
+For each layout, both paths (mobrl.network.neighbours: the sparse one on candidate (BS, UE) pairs,
 the dense one on (BS, UE) arrays) step the same episodes in alternating rounds in one process:
 `greedy` plays greedy's station actions through `step_arrays` (each path computes them from
 its own arrays: the dense one as mobrl's `greedy` baseline does, the sparse one with
@@ -45,7 +45,7 @@ def make(scenario: str, obs: str, path: str | None):
         return make_mobile_core(
             scenario, "ma", "fast", {"seed": 0}, None, obs, 3 if obs.startswith("topk") else None
         )
-    from mobrl.envs import neighbours
+    from mobrl.network import neighbours
 
     saved = neighbours.GRID_MIN_PAIRS
     neighbours.GRID_MIN_PAIRS = 0 if path == "sparse" else 2**62
@@ -68,7 +68,7 @@ def stepper(core, obs: str, metrics: bool = False):
 
     def step() -> None:
         if sparse:
-            from mobrl.envs.neighbours import greedy_actions
+            from mobrl.network.neighbours import greedy_actions
 
             act = greedy_actions(core)
         else:

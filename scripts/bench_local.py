@@ -3,7 +3,7 @@
 On a layout with interference (default `city_interference`: 100 stations, 1,000 UEs,
 proportional fair), the episode is played with random station actions (UEs end up with one to
 three links) and, at each state, every active UE's every single toggle and its leaving all
-links are scored twice: by `mobrl.envs.service.column_changes` (each change rescored on the
+links are scored twice: by `mobrl.network.service.column_changes` (each change rescored on the
 components of stations and UEs it can move, `mobrl.radio.local`) and as whole link sets (the
 radio model's arithmetic on the full (station, UE) arrays, a sample of them: `--whole N`).
 Prints per state the candidates, the share that switch a station on or off, both times per
@@ -54,7 +54,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=4)
     parser.add_argument("--whole", type=int, default=300, help="link sets scored whole per state")
     args = parser.parse_args()
-    from mobrl.envs.service import column_changes, link_state
+    from mobrl.network.service import column_changes, link_state
     from mobrl.radio.local import keeps_powers
     from mobrl.scenarios.kinds.mobile import make_mobile_core
 
@@ -91,7 +91,7 @@ def main() -> None:
 def _warm_up(state) -> None:
     """Load the compiled parts (numba's cache) before anything is timed: a change that keeps
     the stations' powers and one that switches a station on, from one link up."""
-    from mobrl.envs.service import column_changes
+    from mobrl.network.service import column_changes
 
     b, ue = np.argwhere(state.reach)[0]
     conn = np.zeros_like(state.conn)

@@ -63,9 +63,9 @@ class Timed:
 
 
 def policies(lookahead: bool) -> dict[str, Any]:
-    from mobrl.envs.service import best_links
     from mobrl.evaluation.policies import BASELINES
     from mobrl.evaluation.references import _LinkSetPolicy
+    from mobrl.network.service import best_links
 
     class PlanPolicy(_LinkSetPolicy):
         name = "plan"
@@ -154,9 +154,9 @@ def scale_layout(stations: int = 100, ues: int = 1000, seed: int = 0) -> dict[st
 
 
 def bench_scale(steps: int = 10, layout: str | None = None) -> None:
-    from mobrl.envs.service import link_state
     from mobrl.evaluation.oracle import StepSearch
     from mobrl.evaluation.policies import GreedyPolicy
+    from mobrl.network.service import link_state
     from mobrl.scenarios.kinds.mobile import make_mobile_core
 
     core = make_mobile_core(layout or scale_layout(), "central", "fast", {"seed": 0})

@@ -47,7 +47,7 @@ def main() -> None:
     args = parser.parse_args()
     from bench_local import candidates
 
-    from mobrl.envs.service import column_changes, link_state
+    from mobrl.network.service import column_changes, link_state
 
     print("| step | env step s | links up | UEs with several links | largest station group |")
     print("|---:|---:|---:|---:|---:|")
@@ -65,7 +65,7 @@ def main() -> None:
 
 
 def _row(core, spent: float) -> None:
-    from mobrl.envs.service import link_state
+    from mobrl.network.service import link_state
 
     conn = link_state(core).conn
     multi, group = station_groups(conn)

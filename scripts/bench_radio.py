@@ -35,7 +35,7 @@ def make(data: dict, interference: str, obs: str):
 
 def run(core, seconds: float, obs: str) -> float:
     """Greedy steps per second for about `seconds`."""
-    from mobrl.envs.service import greedy_links, link_state, toward
+    from mobrl.network.service import greedy_links, link_state, toward
 
     steps, start = 0, time.perf_counter()
     while time.perf_counter() - start < seconds:

@@ -15,10 +15,10 @@ import argparse
 import numpy as np
 
 from mobrl import scenarios
-from mobrl.envs.power_predict import StepPredictor
-from mobrl.envs.service import greedy_moves, measured_links
 from mobrl.evaluation.baselines.energy import ThresholdPolicy, wanted
 from mobrl.evaluation.energy_oracle import _exhaustive, _local
+from mobrl.network.power_predict import StepPredictor
+from mobrl.network.service import greedy_moves, measured_links
 from mobrl.scenarios.kinds.mobile import make_mobile_core
 
 

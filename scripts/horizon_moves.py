@@ -35,8 +35,8 @@ def main() -> None:
     parser.add_argument("--reference", default="oracle_horizon")
     args = parser.parse_args()
 
-    from mobrl.envs.service import link_state
     from mobrl.evaluation.policies import BASELINES
+    from mobrl.network.service import link_state
     from mobrl.scenarios.kinds.mobile import make_mobile_core
 
     class Traced(BASELINES[args.reference]):  # type: ignore[misc, valid-type]

@@ -211,11 +211,11 @@ def diagnose(result: dict[str, Any], episodes: int) -> dict[str, list[float]]:
     utility (`gain_features` > 0): a join that pays only with other UEs' moves of the same
     step cannot be told from local information."""
     from mobrl.envs.observations import station_arrays, topk_station_actions, ue_columns
-    from mobrl.envs.service import link_state
     from mobrl.envs.wrappers import find_core, ue_id
     from mobrl.evaluation.oracle import step_utility
     from mobrl.evaluation.policies import BASELINES
     from mobrl.evaluation.rollout import episode_env
+    from mobrl.network.service import link_state
 
     policy, k = result["policy"], result["k"]
     out: dict[str, list[float]] = {}

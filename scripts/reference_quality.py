@@ -71,9 +71,9 @@ def group(state: Any, rng: np.random.Generator, limit: int) -> np.ndarray:
 
 
 def measure(name: str, data: dict[str, Any], episodes: int, steps: int) -> dict[str, Any]:
-    from mobrl.envs.service import greedy_links, link_state, toward
     from mobrl.evaluation.coupled import coupled_best
     from mobrl.evaluation.oracle import EXHAUSTIVE_ACTIONS, exhaustive_actions, step_utility
+    from mobrl.network.service import greedy_links, link_state, toward
     from mobrl.scenarios.kinds.mobile import make_mobile_core
 
     core = make_mobile_core(data, "ma")

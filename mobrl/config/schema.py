@@ -78,7 +78,7 @@ class EnvConf:
     #: env=ma: what each UE learns from: `mobile` (mobile-env's multi-agent reward), `utility`
     #: (its own scaled utility, -1 unconnected: the team's sum is N x mobile-env's central
     #: reward) or `marginal` (its contribution to the team's summed utility: a difference
-    #: reward); see mobrl.envs.service
+    #: reward); see mobrl.network.service
     reward: str = "mobile"
     #: env=ma with a slot observation: `at_once` (every UE acts on the step's state) or
     #: `in_turns` (UE groups that share no slot station act one after another within a step,

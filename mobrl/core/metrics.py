@@ -138,7 +138,7 @@ NETWORK_METRICS = (
     Metric(NET_CONNECTIONS_PER_BS, "connections per station", False, "connections per station"),
     Metric(NET_BS_BUSY, "busy stations", False, "busy base stations", "fraction, 0…1"),
 )
-#: a layout with `power:` or `traffic:` (mobrl.envs.power_engine): the network's mean power per
+#: a layout with `power:` or `traffic:` (mobrl.network.power_engine): the network's mean power per
 #: step (the power model's unit), its energy in the episode (unit x s), energy per Mbit served,
 #: the share of station-steps asleep, each state's share (`state_share`), and the share of the
 #: offered bits served (finite demand)

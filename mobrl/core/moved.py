@@ -31,6 +31,31 @@ MOVED = {
         )
     },  # fmt: skip
     "mobrl.cli_options": "mobrl.cli.options",
+    # the network model left mobrl.envs for mobrl.network
+    **{
+        f"mobrl.envs.{m}": f"mobrl.network.{m}"
+        for m in (
+            "engine",
+            "engine_obs",
+            "engine_rewards",
+            "engine_step",
+            "engine_views",
+            "radio_engine",
+            "power_engine",
+            "power_arrays",
+            "power_predict",
+            "link_utility",
+            "service",
+            "neighbours",
+            "pair_topk",
+            "station_slots",
+            "channel",
+            "mobility",
+            "mobility.base",
+            "mobility.gauss_markov",
+            "mobility.trace",
+        )
+    },  # fmt: skip
     "mobrl.callbacks": "mobrl.envs.callbacks",
     "mobrl.netstats": "mobrl.envs.netstats",
     "mobrl.faults": "mobrl.core.faults",

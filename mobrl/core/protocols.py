@@ -43,7 +43,7 @@ class SnrArrays(Protocol):
 
 @runtime_checkable
 class LinkArrays(Protocol):
-    """A core that builds the `mobrl.envs.service.LinkState` of its step from arrays."""
+    """A core that builds the `mobrl.network.service.LinkState` of its step from arrays."""
 
     def link_state(self) -> Any: ...
 

@@ -231,7 +231,7 @@ class EpisodeRecorder:
         # an env that also counts per agent (an env mobrl did not write: mobrl.envs.foreign)
         self.per_agent = getattr(self.counter, "agent_stats", None)
         self.agent_counts: dict[str, float] = {}
-        # a layout with power: or traffic: (mobrl.envs.power_engine): energy and demand
+        # a layout with power: or traffic: (mobrl.network.power_engine): energy and demand
         self.energy_of = getattr(self.core, "energy_summary", None)
         self.energy: dict[str, float] = {}
 

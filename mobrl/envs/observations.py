@@ -34,7 +34,7 @@ has 5k + 2 entries and the action k + 1 on every layout, so one policy acts on a
 `topk_gain` is `topk` plus k entries after its 5k + 2, per slot:
 
 - `gain`: the change of the team's summed utility (mobile-env's scaled utility summed over the
-  active UEs) if the UE toggled the slot's station alone this step (mobrl.envs.service's
+  active UEs) if the UE toggled the slot's station alone this step (mobrl.network.service's
   `toggle_gains`; 0 for an empty slot or a station out of range). A UE can compute it from its
   own rate and what each station could broadcast: its link count and the summed utility
   change of its UEs if one joins or leaves. Unscaled: its space's bounds are unbounded.
@@ -60,7 +60,7 @@ coordination protocol makes before acting (UEs announce intents, stations answer
 gains). Each later round scores k + 1 whole link sets per UE, so its cost grows with UEs x
 stations x UEs: for layouts up to a few hundred UEs.
 
-The slots' arrays, rows, gains and actions are in mobrl.envs.station_slots; their names stay
+The slots' arrays, rows, gains and actions are in mobrl.network.station_slots; their names stay
 importable from here.
 """
 
@@ -73,7 +73,7 @@ import numpy as np
 from mobile_env.handlers.central import MComCentralHandler
 from mobile_env.handlers.multi_agent import MComMAHandler
 
-from mobrl.envs.station_slots import (  # noqa: F401 (imported from here by others)
+from mobrl.network.station_slots import (  # noqa: F401 (imported from here by others)
     GAIN_EPS,
     INTENT_ROUNDS,
     TOPK_OWN_FEATURES,

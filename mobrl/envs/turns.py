@@ -128,7 +128,7 @@ class StepTurns:
 
     def __init__(self, core: Any, k: int, cols: np.ndarray, rounds: int = 1, view: str = "gains"):
         from mobrl.envs.observations import gains_given, station_arrays, topk_slots
-        from mobrl.envs.service import link_state
+        from mobrl.network.service import link_state
 
         self.core, self.k, self.view = core, k, view
         self.state = link_state(core)
@@ -188,7 +188,7 @@ class StepTurns:
         """Greedy's station action of every UE (UE order) from the step's start, computed
         once a step (`env.turn_obs=greedy_ahead` and `run.imitate`'s expert read it)."""
         if self._greedy is None:
-            from mobrl.envs.service import step_greedy_moves
+            from mobrl.network.service import step_greedy_moves
 
             self._greedy = step_greedy_moves(self.core)
         return self._greedy
@@ -214,7 +214,7 @@ class StepTurns:
         from dataclasses import replace
 
         from mobrl.envs.observations import gains_given, slots_of
-        from mobrl.envs.service import links_after
+        from mobrl.network.service import links_after
 
         mine = slots_of(self.order[:, group], self.greedy[group])
         flags = (mine[:, None] == np.arange(1, self.k + 1)[None, :]).astype(float)
@@ -243,7 +243,7 @@ class StepTurns:
         them, in place of the group's earlier moves of the step, to the links the next turns
         see."""
         from mobrl.envs.observations import stations_of
-        from mobrl.envs.service import toggle
+        from mobrl.network.service import toggle
 
         self.slots[group] = actions
         self._gains = None

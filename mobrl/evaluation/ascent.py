@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from mobrl.envs.service import LinkState, toggle
+from mobrl.network.service import LinkState, toggle
 
 #: rounds of the coordinate ascent per start (each applies at least one improving change)
 MAX_ROUNDS = 60
@@ -104,7 +104,7 @@ class Ascent:
         return act
 
     def apply(self, actions: np.ndarray) -> np.ndarray:
-        """`mobrl.envs.service.links_after` on the pairs: the link set after `actions` (valid ones)
+        """`mobrl.network.service.links_after` on the pairs: the link set after `actions` (valid ones)
         from `base`."""
         pairs, on = self.pairs, self.base.copy()
         ues = np.flatnonzero((actions > 0) & self.state.active)

@@ -1,7 +1,7 @@
 """The references' search under a radio model where one UE's links change other UEs' rates
 beyond its stations' shares (interference, proportional-fair shares, joint transmission):
 every candidate scored on the radio model's own arithmetic (mobrl.radio.links), on the part
-of the network its change can move (`mobrl.envs.service.column_changes`), so a predicted step
+of the network its change can move (`mobrl.network.service.column_changes`), so a predicted step
 utility is the env's.
 
 `coupled_actions` is a coordinate ascent: each round scores every single UE's every other
@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from mobrl.envs.service import LinkState, column_changes, links_after, toggle
+from mobrl.network.service import LinkState, column_changes, links_after, toggle
 
 #: improvements smaller than this are rounding
 EPS = 1e-12

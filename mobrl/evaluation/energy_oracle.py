@@ -2,7 +2,7 @@
 keep on the air that maximise the objective, service − λ·energy (docs/energy.md), over the
 next two steps at the UEs' current positions: the step now, in which a station told to wake
 is still waking, and the one after, in which it serves, from the links the first left. UEs link by `greedy`, as under the
-rules. Its predictions are the engine's own step (`mobrl.envs.power_predict`).
+rules. Its predictions are the engine's own step (`mobrl.network.power_predict`).
 
 The search: every set of stations where there are at most `EXHAUSTIVE_STATIONS`; above, a
 local search from the best of `all_on`, `idle_off` and `threshold`'s sets, switching one
@@ -37,7 +37,7 @@ class EnergyOraclePolicy(CellRule):
         self.threshold.reset(seed)
 
     def cell_states(self, core: Any) -> np.ndarray | None:
-        from mobrl.envs.power_predict import StepPredictor
+        from mobrl.network.power_predict import StepPredictor
 
         cells = core.power_model()
         state, _ = core.cell_states()

@@ -1,6 +1,6 @@
 """The `oracle` reference: each step, the actions mobile-env allows (every UE keeps its links
 or toggles one station in range) that give the highest mean UE utility of that step, the
-value mobile-env computes after applying them (mobrl.envs.service.LinkState holds what it
+value mobile-env computes after applying them (mobrl.network.service.LinkState holds what it
 depends on).
 
 Exhaustive where the product of the UEs' choices is at most `EXHAUSTIVE_ACTIONS`; otherwise a
@@ -18,9 +18,9 @@ from typing import Any
 
 import numpy as np
 
-from mobrl.envs.service import LinkState, best_links, links_after, toward, utility_sums
 from mobrl.evaluation.ascent import EPS, MAX_ROUNDS, Ascent
 from mobrl.evaluation.coupled import coupled_best, coupled_lookahead
+from mobrl.network.service import LinkState, best_links, links_after, toward, utility_sums
 
 #: action sets up to this many joint choices are searched exhaustively
 EXHAUSTIVE_ACTIONS = 4096
@@ -155,7 +155,7 @@ class StepSearch:
 
     def decide(self, core: Any, greedy: np.ndarray) -> np.ndarray:
         """Every UE's station action this step (UE order), `greedy` its greedy move."""
-        from mobrl.envs.service import link_state
+        from mobrl.network.service import link_state
 
         return self.decide_state(link_state(core), greedy, toggleable(core))
 

@@ -1,5 +1,5 @@
 """The link-set references of `mobrl evaluate` (`--baselines`): rules that pick a step's
-whole link set through `mobrl.envs.service` (`capped`), the step searches (`oracle`, `oracle2`:
+whole link set through `mobrl.network.service` (`capped`), the step searches (`oracle`, `oracle2`:
 `mobrl.evaluation.oracle`) and the planners over copies of the fast engine (`oracle_rollout`,
 `oracle_horizon`, `oracle_mpc`). `mobrl.evaluation.policies.BASELINES` names them beside the
 heuristic rules of `mobrl.evaluation.baselines`."""
@@ -18,7 +18,7 @@ from mobrl.evaluation.baselines import GreedyPolicy, _PerUEBaseline
 
 class _LinkSetPolicy(_PerUEBaseline):
     """A rule that decides every UE's action of a step at once from every UE's SNRs
-    (mobrl.envs.service): by default one toggle per UE towards the link set `links` picks."""
+    (mobrl.network.service): by default one toggle per UE towards the link set `links` picks."""
 
     frees_slots = True
 
@@ -31,7 +31,7 @@ class _LinkSetPolicy(_PerUEBaseline):
         return int(self.station_actions(core)[ue_columns(core)[ue.ue_id]])
 
     def station_actions(self, core: Any) -> np.ndarray:
-        from mobrl.envs.service import link_state, toward
+        from mobrl.network.service import link_state, toward
 
         state = link_state(core)
         return toward(state, self.links(state))
@@ -45,7 +45,7 @@ class CappedPolicy(_LinkSetPolicy):
     name = "capped"
 
     def links(self, state: Any) -> np.ndarray:
-        from mobrl.envs.service import capped_links
+        from mobrl.network.service import capped_links
 
         return capped_links(state)
 
@@ -168,8 +168,8 @@ class RolloutOraclePolicy(OraclePolicy):
         """`oracle`'s step first, then each one-UE change of it (or the `CHANGES` that lose
         the least in the step), greedy's step, no change: only moves the env's actions can
         make (with `env.obs=topk`, stations in the UE's slots)."""
-        from mobrl.envs.service import link_state
         from mobrl.evaluation.oracle import toggleable
+        from mobrl.network.service import link_state
 
         greedy = GreedyPolicy().station_actions(core)
         oracle = self.search.decide(core, greedy)
@@ -244,8 +244,8 @@ def _least_lost(
 ) -> list[tuple[int, int]]:
     """The `keep` one-UE changes (ue, action) of `actions` that lose the least of the step's
     summed utility (ties: in the order given)."""
-    from mobrl.envs.service import column_changes, links_after
     from mobrl.evaluation.coupled import columns_after
+    from mobrl.network.service import column_changes, links_after
 
     ues, acts = np.array(changes, dtype=np.int64).reshape(-1, 2).T
     change = column_changes(

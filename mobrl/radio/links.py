@@ -3,7 +3,7 @@ link's rate given the links up (interference, joint transmission and the schedul
 
 Everything works on dense (station, UE) arrays of received powers `rx` and noise powers
 `noise` (both mW), so the fast engine, the service arithmetic the references search with
-(mobrl.envs.service.LinkState) and `mobrl radio budget` compute the same numbers with the same
+(mobrl.network.service.LinkState) and `mobrl radio budget` compute the same numbers with the same
 operations.
 
 - Who transmits (`interference`): `none`, nobody interferes (mobile-env's model);

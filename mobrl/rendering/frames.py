@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from mobrl.envs.channel import isolines
+from mobrl.network.channel import isolines
 from mobrl.rendering.dashboard import (  # noqa: F401 (imported from here by others)
     _CELLS,
     MEAN_UTILITY_LABEL,
@@ -71,14 +71,14 @@ def scene_of(core: Any) -> Scene:
 
 
 def _power_model(core: Any) -> Any:
-    """The engine's power model (mobrl.envs.power_engine), None without one."""
+    """The engine's power model (mobrl.network.power_engine), None without one."""
     model = getattr(core, "power_model", None)
     return model() if model is not None else None
 
 
 def rate_unit_of(core: Any) -> str:
     """The unit of `core`'s data rates: Mbit/s under a thermal-noise channel (bandwidths in
-    MHz: mobrl.envs.radio_engine), mobile-env's bit/s otherwise."""
+    MHz: mobrl.network.radio_engine), mobile-env's bit/s otherwise."""
     live = getattr(core, "_radio", None)
     return "Mbit/s" if live is not None and live.cfg.thermal else RATE_UNIT
 

@@ -158,7 +158,7 @@ def build_config(data: dict[str, Any]) -> tuple[list[Any], list[Any], dict[str, 
     users = [UserEquipment(i, **ue_params) for i in range(ue["count"])]
     config = _core_config(data, ue_params)
     extra = beyond_mobile_env(data)
-    if extra:  # read by the fast engine (mobrl.envs.radio_engine); mobile-env ignores it
+    if extra:  # read by the fast engine (mobrl.network.radio_engine); mobile-env ignores it
         config["mobrl"] = extra
     if data.get("classes"):  # the layout's own mobile-env classes, over mobrl's parameters
         from mobrl.scenarios.classes import config_entries

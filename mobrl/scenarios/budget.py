@@ -76,7 +76,7 @@ def point_arrays(core: Any, n_points: int) -> Any:
     the same received powers, and SINRs and rates from them with `mobrl.radio.links` (the
     engine's functions) are the engine's. mobile-env's model (no radio section) is its
     Okumura-Hata arrays."""
-    from mobrl.envs.radio_engine import RadioArrays
+    from mobrl.network.radio_engine import RadioArrays
     from mobrl.radio.config import RadioConfig
 
     live = getattr(core, "_radio", None)

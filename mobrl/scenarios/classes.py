@@ -118,7 +118,7 @@ def config_entries(section: dict[str, Any]) -> dict[str, Any]:
 
 def own_service(layout: Any) -> bool:
     """Whether `layout` names its own utility or scheduler: a step's utilities are then its
-    classes', not the arithmetic of mobrl.envs.service (mobile-env's BoundedLogUtility of
+    classes', not the arithmetic of mobrl.network.service (mobile-env's BoundedLogUtility of
     resource-fair shares) that `env.reward=marginal`, `env.obs=topk_gain` and the link-set
     baselines (`capped`, `oracle`) score links with."""
     found = named(layout.get("classes")) if isinstance(layout, dict) else {}

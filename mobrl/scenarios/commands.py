@@ -180,7 +180,7 @@ def _coverage_depth(data: dict[str, Any], core: Any) -> Any:
     threshold."""
     import numpy as np
 
-    from mobrl.envs import channel
+    from mobrl.network import channel
     from mobrl.scenarios.budget import own_channel
 
     if own_channel(core):
@@ -215,7 +215,7 @@ def _draw_coverage(fig: Any, ax: Any, data: dict[str, Any], core: Any) -> None:
     layouts with many stations, where the outlines would hide the depth)."""
     from mpl_toolkits.axes_grid1 import make_axes_locatable
 
-    from mobrl.envs.channel import isolines
+    from mobrl.network.channel import isolines
 
     in_range = _coverage_depth(data, core)
     depth = ax.imshow(

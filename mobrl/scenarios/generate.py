@@ -221,7 +221,7 @@ def coverage(data: dict[str, Any], samples: int = 200) -> float:
     """The share of the map within range of at least one station (SNR above the UEs'
     threshold; under a 3GPP channel its best case, the SNR with line of sight and no
     shadowing or interference), on a grid of `samples` x `samples` points."""
-    from mobrl.envs.channel import loss_terms, snr
+    from mobrl.network.channel import loss_terms, snr
     from mobrl.scenarios.layout_checks import best_snr
 
     ue = data["ues"]

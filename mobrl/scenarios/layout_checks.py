@@ -116,9 +116,9 @@ def _check_radio(check: Checker, data: dict[str, Any]) -> None:
 
 
 def _check_movement(check: Checker, data: dict[str, Any]) -> None:
-    """A mobility model's own keys and values (mobrl.envs.mobility); a trace file's name
+    """A mobility model's own keys and values (mobrl.network.mobility); a trace file's name
     becomes absolute (relative names are read from the layout file's folder)."""
-    from mobrl.envs.mobility import MODELS, MovementError
+    from mobrl.network.mobility import MODELS, MovementError
 
     movement = data["movement"]
     model = movement["model"]
@@ -154,7 +154,7 @@ def _check_reachable(check: Checker, data: dict[str, Any]) -> None:
         return
     import numpy as np
 
-    from mobrl.envs.channel import loss_terms, snr
+    from mobrl.network.channel import loss_terms, snr
 
     ues, movement = data["ues"], data["movement"]
     st = {k: np.array([s[k] for s in data["stations"]], dtype=float) for k in STATION_KEYS}

@@ -50,13 +50,13 @@ def make_mobile_core(
     the chosen engine (stock for a layout with its own classes: `engine_for`). `kwargs` are
     mobile-env config entries that override the layout's; `obs` picks the observation
     (mobrl.envs.observations; `topk`: its slot count), `reward` what the UEs of `ma` learn
-    from (mobrl.envs.service)."""
+    from (mobrl.network.service)."""
     from mobile_env.core.base import MComCore
     from mobile_env.core.util import deep_dict_merge
 
     from mobrl import scenarios
     from mobrl.envs.observations import handler_for
-    from mobrl.envs.service import with_reward
+    from mobrl.network.service import with_reward
 
     if isinstance(layout, str):
         layout = scenarios.load(scenarios.path_of(layout))
@@ -75,7 +75,7 @@ def make_mobile_core(
             f"{beyond}. Use engine=fast."
         )
     if engine == "fast":
-        from mobrl.envs.engine import FastCore
+        from mobrl.network.engine import FastCore
 
         return FastCore(stations, users, config, render_mode=render_mode)
     return MComCore(stations, users, config, render_mode=render_mode)

@@ -8,13 +8,13 @@ from __future__ import annotations
 from typing import Any
 
 MOBILE_MODES = ("ma", "central")
-#: `fast`: mobrl's array engine (mobrl.envs.engine); `stock`: mobile-env's own step
+#: `fast`: mobrl's array engine (mobrl.network.engine); `stock`: mobile-env's own step
 MOBILE_ENGINES = ("fast", "stock")
 #: values of `env.obs` (the handlers behind them: mobrl.envs.observations.HANDLERS)
 OBSERVATIONS = ("mobile", "extended", "topk", "topk_gain", "topk_impact", "topk_intent")
 #: the observations with `env.topk` station slots and slot actions (one policy, any layout)
 TOPK_OBSERVATIONS = ("topk", "topk_gain", "topk_impact", "topk_intent")
-#: values of `env.reward` (mobrl.envs.service.REWARDS)
+#: values of `env.reward` (mobrl.network.service.REWARDS)
 REWARDS = ("mobile", "utility", "marginal")
 #: station slots of `env.obs=topk` unless `env.topk` says otherwise
 TOPK_DEFAULT = 3

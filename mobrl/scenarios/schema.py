@@ -34,7 +34,7 @@ from mobrl.radio.config import (
 )
 from mobrl.scenarios import energy_sections
 
-#: random_waypoint is mobile-env's own; the others are mobrl.envs.mobility's models
+#: random_waypoint is mobile-env's own; the others are mobrl.network.mobility's models
 MOVEMENT_MODELS = ("random_waypoint", "gauss_markov", "trace")
 ARRIVAL_MODELS = ("always", "random")
 
@@ -295,7 +295,7 @@ def check_keys(check: Checker, raw: dict[str, Any]) -> None:
             if not isinstance(raw[name], dict):
                 raise check.fail(name, "must be a mapping", f"See the {name} of small.yaml.")
             allowed = list(DEFAULTS[name])
-            if name == "movement":  # and the keys of the models of mobrl.envs.mobility
+            if name == "movement":  # and the keys of the models of mobrl.network.mobility
                 allowed += [k for k in _model_keys() if k not in allowed]
             check.keys(raw[name], allowed, f"{name}.")
 
@@ -338,7 +338,7 @@ def check_values(
 
 
 def _model_keys() -> list[str]:
-    """The keys every mobility model of mobrl.envs.mobility may take, in registry order."""
-    from mobrl.envs.mobility import MODELS
+    """The keys every mobility model of mobrl.network.mobility may take, in registry order."""
+    from mobrl.network.mobility import MODELS
 
     return [k for cls in MODELS.values() for k in cls.PARAMS]

@@ -68,7 +68,7 @@ class Radio:
         finally:
             env.close()
         radio: dict[str, Any] = {}
-        if not cfg.is_stock:  # as the engine: mobrl.envs.radio_engine.RadioArrays
+        if not cfg.is_stock:  # as the engine: mobrl.network.radio_engine.RadioArrays
             radio.update(config=cfg, model=cfg.link_model())
             if cfg.thermal:
                 thresholds = {cfg.sinr_threshold}
@@ -110,7 +110,7 @@ class MeasuredNetwork:
         rate: np.ndarray,
         load: np.ndarray,
     ) -> None:
-        from mobrl.envs.service import LinkState
+        from mobrl.network.service import LinkState
 
         self.radio = radio
         # C order, as the engine's arrays: sums over stations then add in the engine's order
@@ -123,7 +123,7 @@ class MeasuredNetwork:
             self.snr = power
             self.reach = power > radio.threshold
             cap = np.where(self.reach, bandwidth[:, None] * np.log2(1 + power), 0.0)
-        else:  # the engine's arithmetic (mobrl.envs.radio_engine): SINRs with who transmits
+        else:  # the engine's arithmetic (mobrl.network.radio_engine): SINRs with who transmits
             from mobrl.radio.links import reach_sinr
 
             service = _service(radio, power, bandwidth)

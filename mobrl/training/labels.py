@@ -141,8 +141,8 @@ class Collector:
         revise an earlier move (`Labelled.revised`) and which are a planner's move ahead
         (`Labelled.ahead`; UEs deciding at once: none); None: no one acts."""
         from mobrl.envs.observations import ue_columns
-        from mobrl.envs.service import link_state
         from mobrl.envs.wrappers import ue_id
+        from mobrl.network.service import link_state
 
         column = ue_columns(core)
         cols = np.array([column[ue_id(a)] for a in obs], dtype=int)

@@ -353,8 +353,8 @@ def measurements(env: Any, radio: bool = False) -> dict[str, Any]:
     station (`radio`: the received power in dBm), its links and its last rate; per station its
     load and bandwidth."""
     from mobrl.envs.observations import ue_columns
-    from mobrl.envs.service import link_arrays
     from mobrl.envs.wrappers import find_core
+    from mobrl.network.service import link_arrays
 
     core = find_core(env.env)
     arrays = link_arrays(core)

@@ -76,6 +76,8 @@ def test_moved_modules_still_unpickle_under_their_old_paths() -> None:
     from mobrl.core.faults import TrialExit
     from mobrl.core.moved import MOVED
     from mobrl.envs.callbacks import EpisodeMetricsCallback
+    from mobrl.network.engine import FastEngine
+    from mobrl.network.mobility.gauss_markov import GaussMarkovMobility
     from mobrl.scenarios.kinds.mobile import MobileSpec
     from mobrl.training.diskspace import DiskGuard
     from mobrl.training.periodic_eval import PeriodicEvaluation
@@ -88,6 +90,8 @@ def test_moved_modules_still_unpickle_under_their_old_paths() -> None:
         ("mobrl.callbacks", EpisodeMetricsCallback),
         ("mobrl.faults", TrialExit),
         ("mobrl.kinds.mobile", MobileSpec),
+        ("mobrl.envs.engine", FastEngine),
+        ("mobrl.envs.mobility.gauss_markov", GaussMarkovMobility),
     ):
         assert MOVED[old] == cls.__module__
         assert pickle.loads(f"c{old}\n{cls.__name__}\n.".encode()) is cls  # GLOBAL opcode
@@ -98,6 +102,6 @@ def test_the_top_level_is_a_short_list_of_floors() -> None:
     entries = sorted(p.name for p in (REPO / "mobrl").iterdir() if p.name != "__pycache__")
     assert entries == [
         "__init__.py", "__main__.py", "api.py", "cli", "config", "core", "energy", "envs",
-        "evaluation", "external", "radio", "rendering", "reporting", "scenarios", "serve",
-        "traffic", "training",
+        "evaluation", "external", "network", "radio", "rendering", "reporting", "scenarios",
+        "serve", "traffic", "training",
     ]  # fmt: skip

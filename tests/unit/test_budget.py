@@ -140,7 +140,7 @@ def test_rows_equal_the_engines_numbers(name: str, x: float, y: float, transmitt
 
 def test_mobile_envs_channel_gives_its_snr_and_rates() -> None:
     """okumura_hata (no radio section): mobile-env's SNR of the fast engine, its rate units."""
-    from mobrl.envs import channel
+    from mobrl.network import channel
 
     data = scenarios.load(scenarios.path_of("small"))
     b = lb.budget_at(data, 100.7, 99.2)

@@ -87,7 +87,7 @@ def test_engine_key_switches_the_mobile_env_step() -> None:
 
     fast = make_env(env_config_from(validate_command_line(["scenario=small"])))
     stock = make_env(env_config_from(validate_command_line(["scenario=small", "engine=stock"])))
-    from mobrl.envs.engine import FastEngine
+    from mobrl.network.engine import FastEngine
 
     assert isinstance(find_core(fast), FastEngine)
     assert not isinstance(find_core(stock), FastEngine)

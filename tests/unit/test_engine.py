@@ -17,8 +17,8 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from mobrl.envs.engine import FastEngine, UnsupportedByEngine
 from mobrl.evaluation.policies import GreedyPolicy
+from mobrl.network.engine import FastEngine, UnsupportedByEngine
 from mobrl.scenarios.kinds.mobile import make_mobile_core
 
 SEEDS = 20

@@ -291,7 +291,7 @@ def test_small_served_is_ue_agents_env_with_its_measures(small: str, encoding: s
 
 
 SPARSE = """
-from mobrl.envs import neighbours
+from mobrl.network import neighbours
 from mobrl.external import mobile
 
 

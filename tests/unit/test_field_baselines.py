@@ -216,8 +216,8 @@ def test_greedy_fill_under_interference_keeps_only_fill_links_that_serve_better(
     # step's summed utility over greedy's links, each fill scored alone with the env's own
     # arithmetic
     from mobrl import scenarios
-    from mobrl.envs.service import greedy_links, link_state, toward
     from mobrl.evaluation.baselines import fill
+    from mobrl.network.service import greedy_links, link_state, toward
     from mobrl.scenarios.kinds.mobile import make_mobile_core
 
     core = make_mobile_core(scenarios.load(scenarios.path_of("umi_dense")), "ma")

@@ -9,9 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mobrl.envs.mobility import MODELS, MobilityModel, MovementError, model_class
-from mobrl.envs.mobility.gauss_markov import GaussMarkovMobility
-from mobrl.envs.mobility.trace import TraceMobility
+from mobrl.network.mobility import MODELS, MobilityModel, MovementError, model_class
+from mobrl.network.mobility.gauss_markov import GaussMarkovMobility
+from mobrl.network.mobility.trace import TraceMobility
 
 BIG = 1e6  # a map no UE reaches the edge of in a few steps
 

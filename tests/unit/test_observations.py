@@ -212,7 +212,7 @@ def test_topk_gain_is_the_same_on_both_engines(layout: str) -> None:
 @pytest.mark.parametrize("k", [2, 5])
 def test_topk_gain_is_topk_plus_each_slots_toggle_gain(k: int) -> None:
     from mobrl.envs.observations import station_arrays, topk_size, topk_slots, ue_columns
-    from mobrl.envs.service import link_state, toggle_gains
+    from mobrl.network.service import link_state, toggle_gains
 
     core = make_mobile_core("medium", "ma", "fast", {"seed": 2}, obs="topk_gain", topk=k)
     plain = _topk_core("medium", k=k, seed=2)
@@ -258,7 +258,7 @@ def test_topk_gain_reaches_the_env_and_needs_env_ma() -> None:
 @pytest.mark.parametrize("layout", ["medium", "uma19"])
 def test_topk_impact_splits_each_gain_into_own_and_others(layout: str) -> None:
     from mobrl.envs.observations import station_arrays, topk_size, topk_slots, ue_columns
-    from mobrl.envs.service import link_state
+    from mobrl.network.service import link_state
 
     k = 3
     impact = make_mobile_core(layout, "ma", "fast", {"seed": 5}, obs="topk_impact", topk=k)
@@ -308,8 +308,8 @@ def test_topk_intent_rounds_count_the_other_ues_intended_toggles(layout: str) ->
         topk_slots,
         ue_columns,
     )
-    from mobrl.envs.service import link_state
     from mobrl.evaluation.oracle import step_utility
+    from mobrl.network.service import link_state
 
     k, size = 3, topk_size(3)
     intent = make_mobile_core(layout, "ma", "fast", {"seed": 5}, obs="topk_intent", topk=k)

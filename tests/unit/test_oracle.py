@@ -12,13 +12,13 @@ from typing import Any
 import numpy as np
 import pytest
 
-from mobrl.envs import service
 from mobrl.envs.netstats import step_arrays
-from mobrl.envs.service import LinkState, links_after
 from mobrl.envs.wrappers import find_core
 from mobrl.evaluation import ascent, oracle
 from mobrl.evaluation.policies import BASELINES
 from mobrl.evaluation.rollout import episode_env, run_episode
+from mobrl.network import service
+from mobrl.network.service import LinkState, links_after
 from mobrl.scenarios.kinds.mobile import make_mobile_core
 
 

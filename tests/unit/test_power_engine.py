@@ -14,9 +14,9 @@ import yaml
 
 from mobrl import scenarios
 from mobrl.core import metrics as keys
-from mobrl.envs.power_arrays import water_fill
-from mobrl.envs.power_predict import StepPredictor
-from mobrl.envs.service import greedy_moves, measured_links
+from mobrl.network.power_arrays import water_fill
+from mobrl.network.power_predict import StepPredictor
+from mobrl.network.service import greedy_moves, measured_links
 from mobrl.scenarios.kinds.mobile import make_mobile_core
 from mobrl.traffic import at_hour, hourly
 

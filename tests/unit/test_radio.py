@@ -197,7 +197,7 @@ def test_okumura_hata_is_mobile_envs_loss_to_the_bit() -> None:
     from mobile_env.core.channels import OkumuraHata
     from mobile_env.core.entities import BaseStation, UserEquipment
 
-    from mobrl.envs.channel import loss_terms
+    from mobrl.network.channel import loss_terms
 
     for freq_mhz, bs_height, ue_height in ((2500.0, 50.0, 1.5), (900.0, 30.0, 2.0)):
         bs = BaseStation(0, (3.0, 7.0), 9e6, freq_mhz, 30.0, bs_height)

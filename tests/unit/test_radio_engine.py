@@ -17,8 +17,8 @@ import pytest
 import yaml
 
 from mobrl import scenarios
-from mobrl.envs.service import greedy_links, link_state, links_after, toggle_gains_at, toward
 from mobrl.evaluation.oracle import step_utility
+from mobrl.network.service import greedy_links, link_state, links_after, toggle_gains_at, toward
 from mobrl.radio.config import DEFAULTS
 from mobrl.radio.fields import CELLS, ShadowFields, StationFields, pool
 from mobrl.radio.links import (
@@ -817,7 +817,7 @@ def test_marginal_reward_is_sum_with_minus_sum_without(interference, sched, join
 def _column_candidates(state) -> tuple[np.ndarray, np.ndarray]:
     """Every active UE's every other column the step allows (toggle one station), and no
     links at all."""
-    from mobrl.envs.service import toggle
+    from mobrl.network.service import toggle
 
     b, ue = np.nonzero((state.reach | state.conn) & state.active[None, :])
     cols = state.conn[:, ue].T.copy()
@@ -839,7 +839,7 @@ def _column_candidates(state) -> tuple[np.ndarray, np.ndarray]:
 def test_local_rates_are_the_whole_networks(interference, sched, joint) -> None:
     """A UE's change scored on the components it touches (mobrl.radio.local) gives every UE
     the rate the whole network gives it: the UEs it lists, and the rest keep theirs."""
-    from mobrl.envs.service import column_changes
+    from mobrl.network.service import column_changes
     from mobrl.radio.local import full_rates, keeps_powers, local_rates
 
     core = make_mobile_core(_layout("umi_dense", interference, sched, joint), "ma")

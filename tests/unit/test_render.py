@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from mobrl.core.errors import UserError
-from mobrl.envs import channel
+from mobrl.network import channel
 from mobrl.rendering import frames as dashboard
 from mobrl.rendering.video import RenderOptions, render_command
 from mobrl.scenarios.kinds.mobile import make_mobile_core

@@ -123,10 +123,10 @@ def test_a_horizon_over_the_whole_episode_with_every_change_is_the_rollout() -> 
 def test_the_changes_kept_are_those_that_lose_least_in_the_step() -> None:
     """`_least_lost` ranks a step's one-UE changes of `oracle`'s move as the step's utility,
     scored whole for each changed move, ranks them (under interference, UEs coupled)."""
-    from mobrl.envs.service import link_state
     from mobrl.evaluation.oracle import StepSearch, step_utility
     from mobrl.evaluation.policies import GreedyPolicy
     from mobrl.evaluation.references import _least_lost
+    from mobrl.network.service import link_state
 
     core = make_mobile_core(_layout(4), "ma")
     core.reset()

@@ -11,8 +11,8 @@ import yaml
 from mobrl import scenarios
 from mobrl.config import group_options
 from mobrl.core.errors import UserError
-from mobrl.envs.engine import FastEngine
 from mobrl.envs.factory import env_config_from, make_env, policy_setup
+from mobrl.network.engine import FastEngine
 from mobrl.scenarios.kinds.mobile import make_mobile_core
 from mobrl.training.checks import validate_command_line
 

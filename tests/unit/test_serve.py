@@ -249,8 +249,8 @@ def test_measured_arrays_give_the_envs_own_observations(layout: str, obs: str, w
     deciding in turns."""
     import mobrl
     from mobrl.envs.observations import handler_for, ue_columns
-    from mobrl.envs.service import link_arrays
     from mobrl.envs.wrappers import find_core
+    from mobrl.network.service import link_arrays
     from mobrl.serve.decide import MeasuredNetwork, Radio
 
     radio = Radio.of_layout(ServedPolicy.load(f"zoo:{layout}", []).env_config)
@@ -332,7 +332,7 @@ def _measured_step(field: str, core: Any, agents: list[str]) -> dict[str, Any]:
     received powers; sinr_db: each link's SINR as the engine reads it, with who transmits
     under the links) in dB."""
     from mobrl.envs.observations import ue_columns
-    from mobrl.envs.service import link_arrays
+    from mobrl.network.service import link_arrays
 
     conn = link_arrays(core)["conn"]
     heard = core.radio_service().rx if field == "rsrp_dbm" else core._snr

@@ -1,4 +1,4 @@
-"""Service arithmetic (mobrl.envs.service): rewards, the oracle's link sets and `capped`,
+"""Service arithmetic (mobrl.network.service): rewards, the oracle's link sets and `capped`,
 checked against brute force and against mobile-env's own central reward."""
 
 from __future__ import annotations
@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mobrl.envs import service
 from mobrl.evaluation.policies import BASELINES, GreedyPolicy
 from mobrl.evaluation.rollout import run_episode
+from mobrl.network import service
 from mobrl.scenarios import load, path_of
 from mobrl.scenarios.kinds.mobile import make_mobile_core
 
@@ -170,8 +170,8 @@ def test_marginal_utilities_from_station_pairs_equal_the_dense_arrays() -> None:
     """City-scale layouts compute `marginal_utilities` from the pairs of UEs sharing a
     station; it gives the dense (BS, UE, UE) computation's numbers, shared links, idle
     stations and inactive UEs included."""
-    from mobrl.envs.link_utility import _others_dense, _others_pairs
-    from mobrl.envs.service import LinkState
+    from mobrl.network.link_utility import _others_dense, _others_pairs
+    from mobrl.network.service import LinkState
 
     rng = np.random.default_rng(7)
     for _ in range(200):

@@ -1,4 +1,4 @@
-"""The fast engine's sparse path (mobrl.envs.neighbours) against its dense path: same episodes,
+"""The fast engine's sparse path (mobrl.network.neighbours) against its dense path: same episodes,
 step for step, on the built-in layouts (the sparse path forced on small ones, the dense one on
 city-scale ones).
 
@@ -12,9 +12,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mobrl.envs import neighbours, pair_topk
 from mobrl.envs.netstats import EpisodeTracker, step_arrays
 from mobrl.evaluation.baselines.classic import GreedyPolicy
+from mobrl.network import neighbours, pair_topk
 from mobrl.scenarios.kinds.mobile import make_mobile_core
 from tests.unit.test_engine import _assert_same, _LateArrival
 

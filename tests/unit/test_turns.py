@@ -56,8 +56,8 @@ def test_turns_change_what_ues_know_not_the_network(scenario: str) -> None:
     every turn observes the gains a toggle would bring given the moves before it, the team's
     summed utility recomputed from the links (interference counted on umi_dense)."""
     from mobrl.envs.observations import topk_size
-    from mobrl.envs.service import utility_sums
     from mobrl.evaluation.rollout import episode_env, run_episode
+    from mobrl.network.service import utility_sums
 
     at_once = _env(f"scenario={scenario}", "env.obs=topk_gain")
     in_turns = _env(f"scenario={scenario}", "env.obs=topk_gain", "env.decide=in_turns")
@@ -168,10 +168,10 @@ def test_a_later_round_revises_each_move_given_every_other_ues() -> None:
     (its own undone; on the signed log scale), its round column is 1, its new move replaces
     its first, and the core steps once, after the last group's second turn. The oracle's
     label there is each UE's best reply to the others' moves, which the turn's gains tell."""
-    from mobrl.envs.service import utility_sums
     from mobrl.envs.turns import extra_width, signed_log
     from mobrl.evaluation.policies import BASELINES
     from mobrl.evaluation.rollout import episode_env
+    from mobrl.network.service import utility_sums
     from mobrl.training.labels import turn_labels
 
     config = _env("scenario=umi_dense", "env.obs=topk_gain", "env.decide=in_turns",
@@ -270,10 +270,10 @@ def test_greedy_ahead_observes_the_later_ues_playing_greedy() -> None:
     from dataclasses import replace
 
     from mobrl.envs.observations import topk_size
-    from mobrl.envs.service import links_after, utility_sums
     from mobrl.envs.turns import extra_width, signed_log
     from mobrl.evaluation.policies import BASELINES
     from mobrl.evaluation.rollout import episode_env
+    from mobrl.network.service import links_after, utility_sums
 
     config = _env("scenario=umi_dense", "env.obs=topk_gain", "env.decide=in_turns",
                   "env.turn_rounds=2", "env.turn_obs=greedy_ahead")  # fmt: skip

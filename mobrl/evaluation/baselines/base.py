@@ -146,7 +146,7 @@ def link_arrays(core: Any, measure: str = "sinr") -> tuple[np.ndarray, np.ndarra
     UEs at once). The rules read the measure only where a UE is in range (masked by `reach` or
     by links, which lie in range): out of range it may be 0 (city-scale layouts, whose full SNR
     matrix is not computed)."""
-    from mobrl.envs.service import measured_links
+    from mobrl.network.service import measured_links
 
     values, reach, linked = measured_links(core)
     signal = core.signal_matrix() if measure == "rsrp" and implements(core, SnrArrays) else None
@@ -167,8 +167,8 @@ def active_mask(core: Any) -> np.ndarray:
 
 def first(mask: np.ndarray) -> np.ndarray:
     """Per UE (column), the station action (b + 1) of the lowest station b where `mask`, else
-    0 (`mobrl.envs.service.first_station`, which greedy's moves also use)."""
-    from mobrl.envs.service import first_station
+    0 (`mobrl.network.service.first_station`, which greedy's moves also use)."""
+    from mobrl.network.service import first_station
 
     return first_station(mask)
 

@@ -66,7 +66,7 @@ class GreedyPolicy(PerUEBaseline):
         return others[0].bs_id + 1 if others else 0
 
     def station_actions(self, core: Any) -> np.ndarray:
-        from mobrl.envs.service import greedy_moves
+        from mobrl.network.service import greedy_moves
 
         return greedy_moves(*link_arrays(core, self.measure))
 

@@ -12,7 +12,7 @@ its strongest station on the air), so a cell rule and the UEs' association compo
 `CELL+UE` composes a cell rule with another UE rule (`idle_off+a3`, `threshold+greedy_rsrp`):
 `ComposedPolicy`.
 
-Sleep decisions read the engine's arrays (`mobrl.envs.power_engine`): the signal of every
+Sleep decisions read the engine's arrays (`mobrl.network.power_engine`): the signal of every
 station at each UE, asleep or not, the last step's loads and the UEs' demands.
 """
 

@@ -118,7 +118,7 @@ def _worth_filling(core: Any, target: np.ndarray, snr: np.ndarray) -> np.ndarray
     """`target` without the fill links that, each added alone to greedy's links (each target
     UE's strongest station), do not raise the step's summed utility under the layout's radio
     model (interference, scheduler, joint transmission); unchanged in mobile-env's model."""
-    from mobrl.envs.service import column_changes, link_state
+    from mobrl.network.service import column_changes, link_state
 
     if not _coupled(core):
         return target

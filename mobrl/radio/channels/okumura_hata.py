@@ -30,7 +30,7 @@ class OkumuraHata(Channel):
     """
 
     def _path_loss_db(self, d2d: Any, fc_ghz: Any, h_bs: Any, h_ue: Any, los: Any) -> Any:
-        # the same operations in the same order as mobile-env (and mobrl.envs.channel), which
+        # the same operations in the same order as mobile-env (and mobrl.network.channel), which
         # this layer may not import: results must stay equal to the last bit
         frequency = 1000.0 * fc_ghz
         ch = 0.8 + (1.1 * np.log10(frequency) - 0.7) * h_ue - 1.56 * np.log10(frequency)

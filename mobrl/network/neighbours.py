@@ -17,7 +17,7 @@ UEs) add in station order as the dense path does and are bit-identical; per-stat
 last bits. The dense SNR matrix, which `mobile` observations read, is computed in full on
 first access in a step (`link_state` takes its capacities from the pairs; the baselines read
 the SNRs in range, `SparseState`'s "snr_in_range"). `topk` and greedy on the pairs are in
-`mobrl.envs.pair_topk`.
+`mobrl.network.pair_topk`.
 `GRID_MIN_PAIRS` picks the path: below it (every built-in layout but `city` and `metro`) the
 dense arrays are faster.
 """
@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from mobrl.envs import channel
+from mobrl.network import channel
 
 #: layouts with at least this many (BS, UE) pairs use the sparse path
 GRID_MIN_PAIRS = 20_000
@@ -182,7 +182,7 @@ def grid_for(engine: Any, need: int) -> Grid | None:
 class SparseState(dict):
     """`FastEngine.topk_state` on the sparse path: "snr" is built on access; `topk` reads
     the engine's pairs instead. "snr_in_range" (the SNRs that decide where a UE can link,
-    `mobrl.envs.service.link_arrays(in_range=True)`) is the SNR where a UE is in range and 0
+    `mobrl.network.service.link_arrays(in_range=True)`) is the SNR where a UE is in range and 0
     elsewhere, taken from the step's pairs without computing every station-UE pair."""
 
     def __init__(self, engine: Any, **values: Any) -> None:
@@ -236,7 +236,7 @@ class SparseLinks:
         p = self._pairs = self._grid.pairs(self._x, self._y)
         self._snr_dense = None
         off = getattr(self, "_off", None)
-        if off is not None:  # stations asleep are off the air (mobrl.envs.power_engine)
+        if off is not None:  # stations asleep are off the air (mobrl.network.power_engine)
             p.snr_all = p.snr
             if off.any():
                 p.snr = np.where(off[p.b], 0.0, p.snr)

@@ -6,7 +6,7 @@ of the team's utility when UEs' links change (`column_changes`).
 mobile-env serves a UE at every station it links to with the resource-fair share
 `bw * log2(1 + snr) / n_b` (n_b: the station's links) and scores the summed rate with its
 bounded log utility, scaled to [-1, 1] (-1: no rate, i.e. unconnected). Its central reward is
-the mean of that over the active UEs. mobrl.envs.service reads a `LinkState` from either
+the mean of that over the active UEs. mobrl.network.service reads a `LinkState` from either
 engine and searches link sets with these functions, which never change the env.
 """
 

@@ -1,5 +1,5 @@
 """The fast engine's rewards and mobile-env's monitor metrics: each step's rewards as the
-handler pays them (mobile-env's, or `env.reward`'s of mobrl.envs.service), and the monitor's
+handler pays them (mobile-env's, or `env.reward`'s of mobrl.network.service), and the monitor's
 metrics, mobile-env's own computed on the arrays."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from mobile_env.core.base import MComCore
 from mobile_env.handlers.central import MComCentralHandler
 from mobile_env.handlers.multi_agent import MComMAHandler
 
-from mobrl.envs.link_utility import marginal_utilities
+from mobrl.network.link_utility import marginal_utilities
 
 _NATIVE_METRICS = (
     me_metrics.number_connections,
@@ -51,7 +51,7 @@ class RewardsAndMetrics:
         handler = core.handler
         sel = self._sel
         if issubclass(handler, MComMAHandler):
-            reward = getattr(handler, "reward_kind", "mobile")  # env.reward (mobrl.envs.service)
+            reward = getattr(handler, "reward_kind", "mobile")  # env.reward (mobrl.network.service)
             if reward == "utility":
                 return self._util[sel].copy()
             if reward == "marginal":

@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from mobrl.envs.power_arrays import (
+from mobrl.network.power_arrays import (
     CellPower,
     EnergyTally,
     Traffic,
@@ -218,7 +218,7 @@ class PowerSteps:
             )
             self._demand = np.where(active, demand, 0.0)
             self._arrived = float(arrived[active].sum())
-        if self._grid is not None:  # the sparse path's links (mobrl.envs.neighbours)
+        if self._grid is not None:  # the sparse path's links (mobrl.network.neighbours)
             b, u, rates, _ = self._sparse_rates()
             keep = self._reach[b, u] & (rates > 0.0)
             b, u, rates = b[keep], u[keep], rates[keep]

@@ -5,7 +5,7 @@ itself may be more than one toggle per UE away), the actions that move towards a
 the learning rewards of `env.reward`.
 
 The utility of a link set itself (`LinkState`, the step's toggle rule, each UE's marginal
-contribution, the change when UEs' links change) is mobrl.envs.link_utility's; its names are
+contribution, the change when UEs' links change) is mobrl.network.link_utility's; its names are
 importable from here as well. All functions here take a `LinkState` or an env, and never
 change the env.
 """
@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from mobrl.core.protocols import LinkArrays, StationArrays, implements
-from mobrl.envs.link_utility import (  # noqa: F401 (imported from here by others)
+from mobrl.network.link_utility import (  # noqa: F401 (imported from here by others)
     COUPLED_CHUNK,
     DENSE_MARGINAL,
     LinkState,

@@ -47,7 +47,7 @@ from typing import Any
 
 import numpy as np
 
-from mobrl.envs.mobility.base import MobilityModel, number
+from mobrl.network.mobility.base import MobilityModel, number
 
 
 def _fold(p: np.ndarray, size: float) -> tuple[np.ndarray, np.ndarray]:

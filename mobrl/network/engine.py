@@ -7,11 +7,11 @@ operations as mobile-env, and derives connectivity, data rates, utilities, rewar
 observations from it. Random draws (arrivals, initial positions, waypoints) come from
 mobile-env's own RNG objects in the same order, so episodes are the same step for step.
 On city-scale layouts the step runs on the (BS, UE) pairs in range instead, with the same
-numbers (mobrl.envs.neighbours).
+numbers (mobrl.network.neighbours).
 
 This module holds the engine's set-up, reset and step entry points; the step's phases are in
-mobrl.envs.engine_step, its rewards and mobile-env's monitor metrics in
-mobrl.envs.engine_rewards, the observations in mobrl.envs.engine_obs.
+mobrl.network.engine_step, its rewards and mobile-env's monitor metrics in
+mobrl.network.engine_rewards, the observations in mobrl.network.engine_obs.
 
 The stock attributes other code reads (`connections`, `datarates`, `macro`, `utilities`,
 `active`, UE positions) stay available as views built on access, so baselines, rendering and
@@ -36,15 +36,15 @@ from mobile_env.core.schedules import ResourceFair
 from mobile_env.core.utilities import BoundedLogUtility
 from mobile_env.handlers.multi_agent import MComMAHandler
 
-from mobrl.envs import channel
-from mobrl.envs.engine_obs import Observations
-from mobrl.envs.engine_rewards import RewardsAndMetrics
-from mobrl.envs.engine_step import StepPhases
-from mobrl.envs.engine_views import StockViews
-from mobrl.envs.neighbours import SparseLinks, grid_for
-from mobrl.envs.observations import topk_station_actions
-from mobrl.envs.power_engine import PowerSteps
-from mobrl.envs.radio_engine import RadioSteps
+from mobrl.network import channel
+from mobrl.network.engine_obs import Observations
+from mobrl.network.engine_rewards import RewardsAndMetrics
+from mobrl.network.engine_step import StepPhases
+from mobrl.network.engine_views import StockViews
+from mobrl.network.neighbours import SparseLinks, grid_for
+from mobrl.network.power_engine import PowerSteps
+from mobrl.network.radio_engine import RadioSteps
+from mobrl.network.station_slots import topk_station_actions
 
 #: the simulation models the engine computes natively (exact classes: a subclass may change them)
 SUPPORTED_MODELS = {
@@ -115,12 +115,12 @@ class FastEngine(
         self._log_w3 = np.log(util.coeffs[2])
         self._conn = np.zeros((len(bs), len(ues)), dtype=bool)
         self._setup_metrics()
-        # city-scale layouts: the step on candidate (BS, UE) pairs only (mobrl.envs.neighbours)
+        # city-scale layouts: the step on candidate (BS, UE) pairs only (mobrl.network.neighbours)
         self._grid = grid_for(self, getattr(core.handler, "topk", None) or 0)
-        # a layout's radio model and mobility beyond mobile-env's (mobrl.envs.radio_engine)
+        # a layout's radio model and mobility beyond mobile-env's (mobrl.network.radio_engine)
         config = args[2] if len(args) > 2 else kwargs.get("config") or {}
         self._setup_radio(config)
-        # stations that sleep, finite demand, the day's load (mobrl.envs.power_engine)
+        # stations that sleep, finite demand, the day's load (mobrl.network.power_engine)
         self._setup_power(config.get("mobrl") or {})
 
     # --- gymnasium API ------------------------------------------------------------------------

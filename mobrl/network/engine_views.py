@@ -1,6 +1,6 @@
 """What code outside the fast engine reads of it: its arrays (SNRs, links, the last step for
 mobrl's metrics), and mobile-env's own attributes (`connections`, `datarates`, `macro`,
-`utilities`, `active`) as views built on access from the arrays (see mobrl.envs.engine for
+`utilities`, `active`) as views built on access from the arrays (see mobrl.network.engine for
 what editing them does)."""
 
 from __future__ import annotations
@@ -39,9 +39,9 @@ class StockViews:
         return self._ue_index
 
     def link_state(self) -> Any:
-        """The (BS, UE) service arrays of this step (mobrl.envs.service.LinkState); links out
+        """The (BS, UE) service arrays of this step (mobrl.network.service.LinkState); links out
         of range left out, as the next step drops them."""
-        from mobrl.envs.service import LinkState
+        from mobrl.network.service import LinkState
 
         util = self.utility
         active = self._active_mask

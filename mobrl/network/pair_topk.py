@@ -1,5 +1,5 @@
 """`env.obs=topk`/`topk_gain` and greedy's actions on the sparse path's pairs
-(mobrl.envs.neighbours): each UE's k strongest stations, their per-slot values and
+(mobrl.network.neighbours): each UE's k strongest stations, their per-slot values and
 single-toggle gains, and greedy's station actions, from the step's (station, UE) pairs with the
 same numbers and the same order of ties as the dense (BS, UE) arrays.
 """
@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from mobrl.envs.neighbours import Grid, Pairs, SparseState
+from mobrl.network.neighbours import Grid, Pairs, SparseState
 
 
 def topk_pairs(state: SparseState, k: int) -> np.ndarray:
@@ -104,7 +104,7 @@ def slot_gains(state: SparseState, columns: np.ndarray, k: int, split: bool = Fa
     """`topk_gain`'s (len(columns), k) gains from the pairs: `service.toggle_gains` at each
     slot's pair (0: an empty slot, out of range or an inactive UE); `split`: (.., 2k), own
     changes then the others' (`topk_impact`)."""
-    from mobrl.envs.service import LinkState
+    from mobrl.network.service import LinkState
 
     engine = state.engine
     order = topk_pairs(state, k)[:, columns]  # first: it may remake the pairs

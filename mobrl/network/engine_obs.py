@@ -12,7 +12,7 @@ from mobile_env.core.base import MComCore
 from mobile_env.handlers.central import MComCentralHandler
 from mobile_env.handlers.multi_agent import MComMAHandler
 
-from mobrl.envs.neighbours import SparseState
+from mobrl.network.neighbours import SparseState
 
 
 class Observations:

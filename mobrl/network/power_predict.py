@@ -1,7 +1,7 @@
 """What a step would give under another set of stations on the air: the service and the
 power the fast engine would compute for the next step, with the UEs linking by `greedy`,
 for a planner that chooses which cells sleep (`energy_oracle`). The same operations as the
-engine's step (`mobrl.envs.power_engine`), on its arrays, without changing the env: the SNR
+engine's step (`mobrl.network.power_engine`), on its arrays, without changing the env: the SNR
 or SINR with the chosen stations' received powers and the others' at 0, greedy's moves on
 them, the links' rates, the demands' shares and loads, the utilities and the power model."""
 
@@ -11,8 +11,8 @@ from typing import Any
 
 import numpy as np
 
-from mobrl.envs.power_arrays import links_of, objective_service
-from mobrl.envs.service import greedy_moves, scaled_utility, toggle
+from mobrl.network.power_arrays import links_of, objective_service
+from mobrl.network.service import greedy_moves, scaled_utility, toggle
 from mobrl.radio.links import link_rates, reach_sinr
 
 

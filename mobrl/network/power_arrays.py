@@ -1,6 +1,6 @@
 """A layout's power model and traffic as arrays, and the arithmetic the fast engine's energy
-step shares with the reference's predictions (`mobrl.envs.power_engine`,
-`mobrl.envs.power_predict`): each state's power at a load and its wake-up, the objective,
+step shares with the reference's predictions (`mobrl.network.power_engine`,
+`mobrl.network.power_predict`): each state's power at a load and its wake-up, the objective,
 max-min fair shares of demand, and an episode's tally."""
 
 from __future__ import annotations

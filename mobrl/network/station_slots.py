@@ -3,7 +3,7 @@
 they read (`station_arrays`), each UE's k slots (`topk_slots`), the observation rows
 (`topk_rows`), each slot's toggle gains (`slot_gains`, `intent_gains`), and slot actions as
 station actions and back (`topk_station_actions`, `stations_of`, `slots_of`), on the dense
-arrays of either engine or the fast engine's sparse pairs (mobrl.envs.pair_topk).
+arrays of either engine or the fast engine's sparse pairs (mobrl.network.pair_topk).
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from typing import Any
 import numpy as np
 
 from mobrl.core.protocols import StationArrays, implements
-from mobrl.envs import neighbours, pair_topk
-from mobrl.envs.service import (
+from mobrl.network import neighbours, pair_topk
+from mobrl.network.service import (
     LinkState,
     column_changes,
     link_arrays,

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from mobrl.core.errors import closest_first
 from mobrl.core.registry import load_registry
-from mobrl.envs.mobility.base import MobilityModel, MovementError
+from mobrl.network.mobility.base import MobilityModel, MovementError
 
 __all__ = ["MODELS", "MobilityModel", "MovementError", "model_class"]
 

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from mobrl import radio
-from mobrl.envs import channel as hata
+from mobrl.network import channel as hata
 from mobrl.radio.config import RadioConfig
 from mobrl.radio.fields import ShadowFields, StationFields
 from mobrl.radio.links import RadioService, link_rates, reach_sinr
@@ -161,7 +161,7 @@ class RadioArrays:
 
 class RadioSteps:
     """Mixin of `FastEngine`: the step's SINRs and rates under a layout's radio model, and UE
-    movement by a model of mobrl.envs.mobility, where the layout asks for them."""
+    movement by a model of mobrl.network.mobility, where the layout asks for them."""
 
     _radio: RadioArrays | None = None
     _mobility: Any = None
@@ -177,7 +177,7 @@ class RadioSteps:
             self._grid = None  # interference couples every pair: the dense arrays
         movement = extra.get("movement") or {}
         if movement.get("model", "random_waypoint") != "random_waypoint":
-            from mobrl.envs.mobility import model_class
+            from mobrl.network.mobility import model_class
 
             params = {k: v for k, v in movement.items() if k not in ("model", "width", "height")}
             cls = model_class(movement["model"])
@@ -200,7 +200,7 @@ class RadioSteps:
         transmit now; reach: SINR above the UE's threshold."""
         r = self._radio
         self._rx = r.rx(self._x, self._y)
-        if self._off is not None:  # stations asleep are off the air (mobrl.envs.power_engine)
+        if self._off is not None:  # stations asleep are off the air (mobrl.network.power_engine)
             self._rx_all = self._rx
             self._rx = self._mask_off(self._rx)
         self._snr = reach_sinr(r.model, self._rx, r.noise, self._conn)

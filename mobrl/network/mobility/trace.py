@@ -32,7 +32,7 @@ from typing import IO, Any
 
 import numpy as np
 
-from mobrl.envs.mobility.base import MobilityModel, MovementError, number
+from mobrl.network.mobility.base import MobilityModel, MovementError, number
 
 #: the file names read, and the format of each
 FORMATS = {".xml": "xml", ".xml.gz": "xml", ".csv": "csv", ".csv.gz": "csv"}

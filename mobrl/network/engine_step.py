@@ -1,6 +1,6 @@
 """The phases of the fast engine's step on its arrays: SNRs at the UEs' positions, the active
 set, the UEs' actions applied to the links, rates and utilities, movement and departures
-(mobrl.envs.engine: the step as gymnasium's API calls it)."""
+(mobrl.network.engine: the step as gymnasium's API calls it)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import numpy as np
 from mobile_env.core.base import MComCore
 from mobile_env.handlers.central import MComCentralHandler
 
-from mobrl.envs.link_utility import scaled_utility, toggle
+from mobrl.network.link_utility import scaled_utility, toggle
 
 
 def _norms(vx: np.ndarray, vy: np.ndarray) -> np.ndarray:
@@ -49,7 +49,7 @@ class StepPhases:
             if self._presence is None:
                 return  # nobody arrives or leaves at this time
         mask = (self._extime > t) & (self._stime <= t)
-        present = self._present(t)  # a layout's load over the day (mobrl.envs.power_engine)
+        present = self._present(t)  # a layout's load over the day (mobrl.network.power_engine)
         if present is not None:
             mask &= present
         if not np.array_equal(mask, self._active_mask):
@@ -130,7 +130,7 @@ class StepPhases:
         them), the UEs connected then, and the active UEs' scaled utilities."""
         core: MComCore = self  # type: ignore[assignment]
         conn = self._conn
-        if self._off is not None:  # demand, loads (mobrl.envs.power_engine)
+        if self._off is not None:  # demand, loads (mobrl.network.power_engine)
             macro = self._served_macro()
         elif self._grid is None:
             # numpy adds a C-ordered array's rows one after another along axis 0: the BS order
