@@ -15,8 +15,11 @@ def parallel_env(
     reward: str | None = None,
     team_reward: float | None = None,
     render_mode: str | None = None,
+    env: str = "ma",
 ) -> Any:
-    """A mobile-env layout as a PettingZoo `ParallelEnv` (one agent per UE, fast engine).
+    """A mobile-env layout as a PettingZoo `ParallelEnv` on the fast engine: one agent per UE
+    (`env="ma"`), or one per station deciding whether it sleeps (`env="cells"`, a layout with
+    `power:`).
 
     `overrides` are the CLI's (e.g. `"env.topk=5"`); `obs`, `reward` and `team_reward` are
     short for `env.obs=`, `env.reward=` and `env.team_reward=`. Bad values raise
@@ -24,13 +27,19 @@ def parallel_env(
 
         env = mobrl.parallel_env("dense_urban", obs="topk")
         observations, infos = env.reset(seed=0)
+        cells = mobrl.parallel_env("uma19_energy", env="cells")
     """
     from mobrl.envs.factory import env_config_from, make_env
     from mobrl.envs.parallel import MobileParallelEnv
     from mobrl.scenarios.kinds import kind_of
     from mobrl.training.checks import validate_command_line
 
-    given = [f"scenario={scenario}", "env=ma", *overrides]
+    if env not in ("ma", "cells"):
+        raise UserError(
+            f"parallel_env(env={env!r}): PettingZoo's parallel API has several agents; use "
+            'env="ma" (one per UE) or env="cells" (one per station).'
+        )
+    given = [f"scenario={scenario}", f"env={env}", *overrides]
     for key, value in (("obs", obs), ("reward", reward), ("team_reward", team_reward)):
         if value is not None:
             given.append(f"env.{key}={value}")

@@ -53,7 +53,8 @@ class ScenarioConf:
 class EnvConf:
     """How a mobile-env scenario is exposed to RLlib (ignored by Gymnasium scenarios)."""
 
-    #: `ma`: one agent per UE; `central`: one agent controls all UEs
+    #: `ma`: one agent per UE; `central`: one agent controls all UEs; `cells`: one agent per
+    #: station, deciding whether it sleeps (layouts with `power:`)
     mode: str = MISSING
     #: multi-agent policy mapping: `shared` (one policy), `per_agent`, or groups
     #: {policy: [agent ids]}; null: the scenario's default (mobile: shared, arena: per_agent)
@@ -91,6 +92,11 @@ class EnvConf:
     #: gains given the moves before it) or `greedy_ahead` (also given the UEs after it
     #: playing greedy's move); see mobrl.envs.turns
     turn_obs: str = "gains"
+    #: env=cells: the nearest stations each cell observes in fixed slots; see mobrl.envs.cells
+    neighbours: int = 6
+    #: layouts with `power:`: λ, the objective's weight of energy against service (null: the
+    #: layout's `power.weight`); see docs/energy.md
+    energy_weight: Optional[float] = None
 
 
 @dataclass

@@ -98,8 +98,13 @@ def make_env(env_config: dict[str, Any], rllib: bool = False) -> Any:
     return kind_of(env_config).make_env(env_config, rllib)
 
 
+#: env modes with several agents: one per UE (`ma`, also the arena's and custom envs'), one
+#: per station (`cells`)
+MULTI_AGENT_MODES = ("ma", "cells")
+
+
 def is_multi_agent(env_config: dict[str, Any]) -> bool:
-    return env_config["mode"] == "ma"
+    return env_config["mode"] in MULTI_AGENT_MODES
 
 
 def agent_ids(env_config: dict[str, Any]) -> list[str]:

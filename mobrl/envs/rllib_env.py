@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from ray.rllib.env.multi_agent_env import MultiAgentEnv
 
+from mobrl.envs.cells import CellsEnv
 from mobrl.envs.foreign import AECAdapter, ParallelAdapter, RLlibStyleAdapter
 from mobrl.envs.turns import UETurnsEnv
 from mobrl.envs.wrappers import UEAgentsEnv
@@ -12,6 +13,10 @@ from mobrl.envs.wrappers import UEAgentsEnv
 
 class MobileMultiAgentEnv(UEAgentsEnv, MultiAgentEnv):
     """`UEAgentsEnv` as an RLlib `MultiAgentEnv` (the behaviour is all `UEAgentsEnv`'s)."""
+
+
+class MobileCellsEnv(CellsEnv, MultiAgentEnv):
+    """`CellsEnv` (env=cells: one agent per station) as an RLlib `MultiAgentEnv`."""
 
 
 class MobileTurnsEnv(UETurnsEnv, MultiAgentEnv):

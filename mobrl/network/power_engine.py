@@ -53,6 +53,9 @@ class PowerSteps:
     _traffic: Traffic | None = None
     _off: np.ndarray | None = None
     _presence: np.ndarray | None = None
+    #: True: each step also splits its objective among the stations (`cell_objectives`;
+    #: set by the cell agents' env, mobrl.envs.cells)
+    credit_cells = False
 
     def _setup_power(self, extra: dict[str, Any]) -> None:
         if "power" not in extra and "traffic" not in extra:
@@ -91,6 +94,9 @@ class PowerSteps:
         self._load[:] = 0.0
         self._tally = EnergyTally(len(self._cells.states) if self._cells else 1)
         self._wake_energy_now = 0.0
+        self._wake_energy_cells = np.zeros(len(self._bs_list))
+        self._objective_now = 0.0
+        self._cell_objective = np.zeros(len(self._bs_list))
 
     # --- what controllers read and set -------------------------------------------------------
 
@@ -98,6 +104,16 @@ class PowerSteps:
     def hour(self) -> float:
         """The hour of the day (0 to 24) at the current step."""
         return (self._start_hour + self.time * self._step_seconds / 3600.0) % 24.0
+
+    def load_level(self) -> float:
+        """The traffic profile's level at the current hour (its peak 1; 1 without a profile):
+        the share of the layout's UEs present then, on average."""
+        t = self._traffic
+        if t is None or t.hourly is None:
+            return 1.0
+        from mobrl.traffic import at_hour
+
+        return float(at_hour(t.hourly, self.hour))
 
     def power_model(self) -> CellPower | None:
         """The layout's power model on arrays (None: the layout has no `power:` section)."""
@@ -130,6 +146,7 @@ class PowerSteps:
         wake = asleep & (target == 0) & (self._wake == 0)
         steps = cells.wake_steps[self._cell[wake]]
         self._wake_energy_now += float(cells.wake_energy[self._cell[wake]].sum())
+        self._wake_energy_cells[wake] += cells.wake_energy[self._cell[wake]]
         now = np.flatnonzero(wake)
         self._wake[now] = steps
         self._cell[now[steps == 0]] = 0
@@ -277,10 +294,41 @@ class PowerSteps:
         tally.power += total
         service = objective_service(self._util[self._sel], macro[self._sel])
         # the energy's part: the stations' power and the wake-ups started, over the step
-        tally.objective += cells.objective(service, total + self._wake_energy_now / seconds)
+        self._objective_now = cells.objective(service, total + self._wake_energy_now / seconds)
+        tally.objective += self._objective_now
+        if self.credit_cells:
+            self._cell_objective = self._split_objective(macro)
         tally.energy += total * seconds + self._wake_energy_now
         self._wake_energy_now = 0.0
+        self._wake_energy_cells[:] = 0.0
         tally.state_steps += np.bincount(self._cell, minlength=len(cells.states))
+
+    def _split_objective(self, macro: np.ndarray) -> np.ndarray:
+        """The step's objective as a sum over stations: each station's power part (its power
+        and the wake-up it started), and the service part of the present UEs whose strongest
+        station it is were every station awake (`best_stations`: the UEs its state decides
+        for); the part of UEs no station reaches is shared equally."""
+        cells = self._cells
+        n_bs = len(self._bs_list)
+        util, rate = self._util[self._sel], macro[self._sel]
+        parts = np.zeros(n_bs)
+        if util.size:
+            value = (util - (rate <= 0.0)) / util.size  # objective_service, UE by UE
+            best = self.best_stations()[self._sel]
+            reached = best >= 0
+            parts += np.bincount(best[reached], weights=value[reached], minlength=n_bs)
+            parts += value[~reached].sum() / n_bs
+        energy = self._station_power + self._wake_energy_cells / self._step_seconds
+        return parts - cells.weight * energy / cells.reference()
+
+    def step_objective(self) -> float:
+        """The last step's objective (`CellPower.objective`)."""
+        return self._objective_now
+
+    def cell_objectives(self) -> np.ndarray:
+        """The last step's objective split among the stations (station order; they sum to
+        `step_objective`), where `credit_cells` asks for it."""
+        return self._cell_objective.copy()
 
     def _advance_wakes(self) -> None:
         """At a step's end: waking stations a step nearer; those done serve from the next."""

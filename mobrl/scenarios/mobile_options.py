@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-MOBILE_MODES = ("ma", "central")
+MOBILE_MODES = ("ma", "central", "cells")
 #: `fast`: mobrl's array engine (mobrl.network.engine); `stock`: mobile-env's own step
 MOBILE_ENGINES = ("fast", "stock")
 #: values of `env.obs` (the handlers behind them: mobrl.envs.observations.HANDLERS)
@@ -20,6 +20,11 @@ REWARDS = ("mobile", "utility", "marginal")
 TOPK_DEFAULT = 3
 #: `env.turn_obs` unless given: what a UE group observes in its turn beyond its slots
 TURN_OBS_DEFAULT = "gains"
+#: env=cells: the nearest stations each cell observes, and its share of the network's reward
+CELL_NEIGHBOURS = 6
+CELL_TEAM_REWARD = 0.5
+#: the field's cell rules and the reference, which cell agents are measured against
+CELL_RULES = ("all_on", "idle_off", "threshold", "energy_oracle")
 
 
 def check_obs(obs: str, mode: str = "ma") -> str:
@@ -130,3 +135,71 @@ def check_team_reward(value: Any) -> float:
             f"(each UE learns from its own reward) up to 1 (from the mean over all UEs)."
         )
     return share
+
+
+def check_cells(layout: Any, name: str, engine: str) -> None:
+    """That `env=cells` applies to `layout` (a `power:` section, the fast engine), or a
+    one-line error."""
+    from mobrl.core.errors import UserError
+
+    if not isinstance(layout, dict) or "power" not in layout:
+        raise UserError(
+            f"env=cells: layout '{name}' has no power: section, so its stations cannot sleep. "
+            "Use a layout that has one (scenario=uma19_energy) or add it (docs/energy.md)."
+        )
+    if engine != "fast":
+        raise UserError(
+            f"env=cells sets stations asleep on mobrl's fast engine, not engine={engine}. "
+            "Use engine=fast."
+        )
+
+
+def check_neighbours(value: Any) -> int:
+    """`env.neighbours` as a positive whole number of slots, or a one-line error."""
+    from mobrl.core.errors import UserError
+
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise UserError(
+            f"env.neighbours={value} is not a positive whole number of neighbour slots. "
+            f"Use e.g. env.neighbours={CELL_NEIGHBOURS}."
+        )
+    return value
+
+
+def with_energy_weight(layout: Any, weight: Any, name: str) -> Any:
+    """`layout` with `power.weight` set to `env.energy_weight` (None: as it is), or a
+    one-line error."""
+    from mobrl.core.errors import UserError
+
+    if weight is None:
+        return layout
+    if not isinstance(layout, dict) or "power" not in layout:
+        raise UserError(
+            f"env.energy_weight={weight}: layout '{name}' has no power: section, so it has no "
+            "energy to weigh. Drop env.energy_weight, or use a layout with power: "
+            "(scenario=uma19_energy)."
+        )
+    value = float(weight)
+    if not value >= 0.0:
+        raise UserError(
+            f"env.energy_weight={weight} is not a weight of 0 or more. Use e.g. "
+            "env.energy_weight=0.05 (the default, docs/energy.md)."
+        )
+    return {**layout, "power": {**layout["power"], "weight": value}}
+
+
+def cells_cannot_play(trained: Any, layout: Any, label: str) -> str | None:
+    """Why cell agents trained on `trained` cannot play `layout` (both layout data), or
+    None: their action is one of the layout's states, so the sleep states must agree."""
+    if not isinstance(layout, dict) or "power" not in layout:
+        return (
+            f"{label} is a cell agent (env=cells): the layout it is to play has no power: "
+            "section. Play it on a layout with one (uma19_energy)."
+        )
+    mine, theirs = (list((d.get("power") or {}).get("sleep") or []) for d in (trained, layout))
+    if mine != theirs:
+        return (
+            f"{label} is a cell agent choosing among the sleep states {mine}; this layout's "
+            f"stations have {theirs}. Play it on a layout with the same power.sleep."
+        )
+    return None

@@ -45,6 +45,14 @@ class CellRule(GreedyPolicy):
             )
 
     def act(self, observation: Any, env: Any = None) -> Any:
+        cells = _cells_env(env)
+        if cells is not None:  # env=cells: the rule's states are the cell agents' actions
+            from mobrl.envs.cells import cell_index
+
+            states = self.cell_states(cells.core)
+            if states is None:
+                states = cells.keep_states()
+            return {a: int(states[cell_index(a)]) for a in observation}
         set_states(self, env, self.name)
         return super().act(observation, env)  # greedy, on the stations on the air now
 
@@ -56,6 +64,14 @@ class CellRule(GreedyPolicy):
         """The state a station is sent to sleep in: the deepest that wakes within
         `wake_within` steps, else the lightest."""
         return core.power_model().deepest_within(self.wake_within) or 1
+
+
+def _cells_env(env: Any) -> Any:
+    """The cell agents' env (env=cells, mobrl.envs.cells) behind `env`, or None."""
+    from mobrl.envs.cells import CellsEnv
+    from mobrl.envs.wrappers import find_env
+
+    return None if env is None else find_env(env, lambda node: isinstance(node, CellsEnv))
 
 
 def set_states(rule: CellRule, env: Any, name: str) -> None:

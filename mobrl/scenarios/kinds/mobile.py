@@ -10,6 +10,9 @@ from typing import Any
 from mobrl.scenarios.kinds.base import ScenarioKind
 from mobrl.scenarios.mobile_core import engine_for, make_mobile_core
 from mobrl.scenarios.mobile_options import (
+    CELL_NEIGHBOURS,
+    CELL_RULES,
+    CELL_TEAM_REWARD,
     MOBILE_ENGINES,
     MOBILE_MODES,
     OBSERVATIONS,
@@ -17,13 +20,17 @@ from mobrl.scenarios.mobile_options import (
     TOPK_DEFAULT,
     TOPK_OBSERVATIONS,
     TURN_OBS_DEFAULT,
+    cells_cannot_play,
+    check_cells,
     check_decide,
+    check_neighbours,
     check_obs,
     check_reward,
     check_team_reward,
     check_topk,
     check_turn_obs,
     check_turn_rounds,
+    with_energy_weight,
 )
 
 # the kind's settings and checks (mobrl.scenarios.mobile_options) and its core builder
@@ -75,6 +82,8 @@ class MobileSpec:
     turn_rounds: int = 1
     #: `env.turn_obs`: with in_turns, what a turn observes beyond its slot observation
     turn_obs: str = TURN_OBS_DEFAULT
+    #: `env.neighbours`: env=cells, the nearest stations each cell observes
+    neighbours: int = CELL_NEIGHBOURS
 
     @classmethod
     def from_config(cls, cfg: Any) -> MobileSpec:
@@ -82,8 +91,19 @@ class MobileSpec:
         from mobrl.scenarios import classes
 
         mode, name = cfg.env.mode, cfg.scenario.name
+        layout = with_energy_weight(
+            scenarios.load(cfg.scenario.path), cfg.env.get("energy_weight"), name
+        )
+        if mode == "cells":
+            check_cells(layout, name, cfg.engine)
+            return cls(
+                layout,
+                mode,
+                engine_for(layout, cfg.engine, name),
+                team_reward=check_team_reward(cfg.env.get("team_reward", CELL_TEAM_REWARD)),
+                neighbours=check_neighbours(cfg.env.get("neighbours", CELL_NEIGHBOURS)),
+            )
         obs = check_obs(cfg.env.get("obs", cls.obs), mode)
-        layout = scenarios.load(cfg.scenario.path)
         topk = check_topk(cfg.env.get("topk")) if obs in TOPK_OBSERVATIONS else None
         team_reward = check_team_reward(cfg.env.get("team_reward", cls.team_reward))
         reward = check_reward(cfg.env.get("reward", cls.reward), mode)
@@ -108,12 +128,15 @@ class MobileSpec:
             decide=env_config.get("decide") or cls.decide,
             turn_rounds=int(env_config.get("turn_rounds") or cls.turn_rounds),
             turn_obs=env_config.get("turn_obs") or cls.turn_obs,
+            neighbours=int(env_config.get("neighbours") or cls.neighbours),
         )
 
     def fields(self) -> dict[str, Any]:
         """The kind's entries of `env_config`: `engine` (every kind's, set by the factory from
         the config) as the engine this layout runs on, then the mobile kind's own."""
         out: dict[str, Any] = {"engine": self.engine, "mode": self.mode, "layout": self.layout}
+        if self.mode == "cells":
+            return {**out, "team_reward": self.team_reward, "neighbours": self.neighbours}
         out["obs"] = self.obs
         if self.obs in TOPK_OBSERVATIONS:
             out["topk"] = self.topk
@@ -137,8 +160,9 @@ class MobileSpec:
 
     def core(self, kwargs: dict | None = None, render_mode: str | None = None) -> Any:
         """A mobile-env core of this spec (`kwargs`: mobile-env config entries on top)."""
+        mode = "ma" if self.mode == "cells" else self.mode  # cell agents step UEs' links
         return make_mobile_core(
-            self.layout, self.mode, self.engine, kwargs, render_mode, self.obs, self.topk,
+            self.layout, mode, self.engine, kwargs, render_mode, self.obs, self.topk,
             self.reward,
         )  # fmt: skip
 
@@ -159,7 +183,7 @@ class MobileKind(ScenarioKind):
             )
         if cfg.env.mode not in MOBILE_MODES:
             raise unknown_choice(
-                "env mode", cfg.env.mode, MOBILE_MODES, "Use env=ma or env=central."
+                "env mode", cfg.env.mode, MOBILE_MODES, "Use env=ma, env=central or env=cells."
             )
         if cfg.engine not in MOBILE_ENGINES:
             raise unknown_choice("engine", cfg.engine, MOBILE_ENGINES, "Use engine=fast or stock.")
@@ -177,6 +201,8 @@ class MobileKind(ScenarioKind):
         # what a UE observes and how its action is read (per UE or one central agent); the
         # engine, rewards and team reward change neither, so they stay the user's to choose
         spec = MobileSpec.of(env_config)
+        if spec.mode == "cells":
+            return {"env": "cells", "env.neighbours": str(spec.neighbours)}
         settings = {"env": spec.mode, "env.obs": spec.obs}
         if spec.obs in TOPK_OBSERVATIONS:
             settings["env.topk"] = str(spec.topk)
@@ -192,6 +218,8 @@ class MobileKind(ScenarioKind):
         self, trained: dict[str, Any], env_config: dict[str, Any], label: str
     ) -> str | None:
         spec = MobileSpec.of(trained)
+        if spec.mode == "cells":
+            return cells_cannot_play(spec.layout, MobileSpec.of(env_config).layout, label)
         if spec.mode == "ma" and spec.obs in TOPK_OBSERVATIONS:
             return None  # k slots on every layout: what differs is not the layout
         here = trained.get("scenario") or trained["id"]
@@ -221,6 +249,12 @@ class MobileKind(ScenarioKind):
         core = spec.core(dict(env_config.get("kwargs") or {}), env_config.get("render_mode"))
         if spec.mode == "central":
             return core
+        if spec.mode == "cells":
+            if rllib:
+                from mobrl.envs.rllib_env import MobileCellsEnv as CellEnv
+            else:
+                from mobrl.envs.cells import CellsEnv as CellEnv
+            return CellEnv(core, team_reward=spec.team_reward, neighbours=spec.neighbours)
         if spec.decide == "in_turns":
             if rllib:
                 from mobrl.envs.rllib_env import MobileTurnsEnv as UEEnv
@@ -244,6 +278,10 @@ class MobileKind(ScenarioKind):
         from mobrl.envs.wrappers import agent_id
 
         layout = env_config.get("layout")
+        if env_config.get("mode") == "cells":
+            from mobrl.envs.cells import cell_agent
+
+            return [cell_agent(b) for b in range(_size(layout)[0])]
         count = (
             layout["ues"]["count"]
             if layout
@@ -275,14 +313,16 @@ class MobileKind(ScenarioKind):
     def baselines(self, env_config: dict[str, Any]) -> list[str]:
         from mobrl.scenarios import classes
 
-        rules = ["random", "noop", "greedy", "greedy_fill", "full", "capped", "oracle"]
         layout = env_config.get("layout")
+        if env_config.get("mode") == "cells":  # cell agents are played against cell rules
+            return list(CELL_RULES)
+        rules = ["random", "noop", "greedy", "greedy_fill", "full", "capped", "oracle"]
         demand = ((layout or {}).get("traffic") or {}).get("demand") or {}
         if classes.own_service(layout) or demand.get("model", "full_buffer") != "full_buffer":
             # these score link sets with mobile-env's stock utility and full-buffer shares
             rules = [r for r in rules if r not in ("capped", "oracle")]
         if isinstance(layout, dict) and "power" in layout:  # cells that sleep (docs/energy.md)
-            rules += ["all_on", "idle_off", "threshold", "energy_oracle"]
+            rules += list(CELL_RULES)
         return rules
 
     def where(self, cfg: Any) -> str:

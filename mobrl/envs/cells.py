@@ -1,0 +1,195 @@
+"""`env=cells`: one agent per station, deciding each step whether it stays active or sleeps,
+with RLlib's multi-agent API (dict observations, rewards and dones per agent, `__all__`).
+
+Each step every cell agent gives its next state (an index of the layout's `power.sleep`
+states, 0 active), the stations are set to them (`set_cell_states`: a sleeping station is off
+the air, a waking one serves once its transition is over), the UEs then link by the `greedy`
+rule (each to its strongest station on the air, as the field's cell rules assume), and the
+network steps. What a cell observes (`CellObservation`) does not depend on the layout's size:
+its own state and the UEs it is responsible for, its `env.neighbours` nearest stations in
+fixed slots, and the time of day, so one shared policy plays on any layout with the same sleep
+states. Its reward is its share of the step's objective (`PowerSteps.cell_objectives`: its
+power and the service of the UEs whose strongest station it is), mixed with the network's
+objective by `env.team_reward`; the sum over cells is the network's objective times the cell
+count either way (docs/energy.md).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from mobrl.network.service import greedy_moves, measured_links
+
+
+def cell_agent(station: int) -> str:
+    """The agent id of station `station` (its index in station order)."""
+    return f"cell_{station}"
+
+
+def cell_index(agent: str) -> int:
+    return int(agent.removeprefix("cell_"))
+
+
+#: per cell: active, sleep depth, waking, load, power share, UEs responsible for (per the
+#: layout's mean per cell), their unserved share, the load they would bring, their mean
+#: spectral efficiency (bit/s/Hz / 8)
+OWN = 9
+#: per neighbour slot: present, asleep, waking, load, the load its UEs would bring, its UEs
+NEIGHBOUR = 6
+#: the time of day (sin, cos), the profile's level at the hour, the energy weight over its
+#: default
+CONTEXT = 4
+#: the load a cell's UEs would bring is read up to this many times its resources
+LOAD_CAP = 4.0
+
+
+def observation_size(neighbours: int) -> int:
+    return OWN + NEIGHBOUR * neighbours + CONTEXT
+
+
+class CellObservation:
+    """Every cell's observation row from the engine's arrays, with its `k` nearest stations
+    (by distance between sites; ties by station order) in fixed slots."""
+
+    def __init__(self, core: Any, k: int) -> None:
+        xy = np.array([[float(b.x), float(b.y)] for b in core._bs_list])
+        n_bs = len(xy)
+        dist = np.hypot(*(xy[:, None, :] - xy[None, :, :]).transpose(2, 0, 1))
+        np.fill_diagonal(dist, np.inf)
+        order = np.argsort(dist, axis=1, kind="stable")[:, :k]
+        self.k = k
+        self.slots = np.full((n_bs, k), -1, dtype=np.int64)
+        self.slots[:, : order.shape[1]] = order[:, : min(k, n_bs - 1)]
+        self.per_cell = max(len(core._ue_list) / n_bs, 1e-9)
+
+    def rows(self, core: Any) -> np.ndarray:
+        from mobrl import energy
+
+        cells = core.power_model()
+        n_bs = len(core._bs_list)
+        state, waking = core.cell_states()
+        load = core.cell_loads()
+        depth = state / max(len(cells.states) - 1, 1)
+        power = core.cell_powers() / float(cells.full[0])
+        active = core._active_mask
+        best = core.best_stations()
+        mine = active & (best >= 0)
+        count = np.bincount(best[mine], minlength=n_bs).astype(float)
+        unserved = np.bincount(best[mine], weights=(core._macro[mine] <= 0.0), minlength=n_bs)
+        capacity = core.full_capacity()
+        cols = np.flatnonzero(mine)
+        cap = capacity[best[cols], cols]
+        demand = core.ue_demands()[cols]
+        need = np.where(cap > 0, np.minimum(demand / np.where(cap > 0, cap, 1.0), LOAD_CAP), 0.0)
+        brings = np.minimum(np.bincount(best[cols], weights=need, minlength=n_bs), LOAD_CAP)
+        bw = core._radio.bw[:, 0] if core._radio is not None else core._bw[:, 0]
+        se = np.bincount(best[cols], weights=cap / bw[best[cols]], minlength=n_bs)
+        own = np.stack(
+            [
+                (state == 0).astype(float),
+                depth,
+                (waking > 0).astype(float),
+                load,
+                power,
+                count / self.per_cell,
+                np.where(count > 0, unserved / np.maximum(count, 1.0), 0.0),
+                brings,
+                np.where(count > 0, se / np.maximum(count, 1.0), 0.0) / 8.0,
+            ],
+            axis=1,
+        )
+        present = self.slots >= 0
+        at = np.maximum(self.slots, 0)
+        neighbour = np.stack(
+            [
+                present.astype(float),
+                (state[at] > 0) & present,
+                (waking[at] > 0) & present,
+                load[at] * present,
+                brings[at] * present,
+                count[at] / self.per_cell * present,
+            ],
+            axis=2,
+        ).reshape(n_bs, -1)
+        hour = core.hour
+        angle = 2.0 * math.pi * hour / 24.0
+        context = np.array(
+            [math.sin(angle), math.cos(angle), core.load_level(), cells.weight / energy.WEIGHT]
+        )
+        out = np.concatenate([own, neighbour, np.broadcast_to(context, (n_bs, CONTEXT))], axis=1)
+        return out.astype(np.float32)
+
+
+class CellsEnv(gym.Env):
+    """One agent per station of a fast-engine core whose layout has a `power:` section (the
+    env of `env=cells`); evaluation and rendering use it as it is, RLlib gets
+    `mobrl.envs.rllib_env.MobileCellsEnv`."""
+
+    def __init__(self, core: Any, team_reward: float = 0.5, neighbours: int = 6):
+        super().__init__()
+        if getattr(core, "power_model", lambda: None)() is None:
+            raise ValueError("env=cells needs a layout with a power: section")
+        self.core = core
+        core.credit_cells = True
+        self.team_reward = float(team_reward)
+        self.neighbours = int(neighbours)
+        n_bs = len(core._bs_list)
+        self.possible_agents = [cell_agent(b) for b in range(n_bs)]
+        self.agents = list(self.possible_agents)
+        states = len(core.power_model().states)
+        size = observation_size(self.neighbours)
+        obs_space = gym.spaces.Box(-1.0, np.inf, shape=(size,), dtype=np.float32)
+        self.observation_spaces = {a: obs_space for a in self.possible_agents}
+        self.action_spaces = {a: gym.spaces.Discrete(states) for a in self.possible_agents}
+        self.max_episode_steps = core.EP_MAX_TIME
+        self.render_mode = core.render_mode
+        self._view: CellObservation | None = None
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        self.core.blind = True  # the UEs' own observations are not read
+        self.core.reset(seed=seed, options=options)
+        self._view = CellObservation(self.core, self.neighbours)
+        self.agents = list(self.possible_agents)
+        return self._observe(), {}
+
+    def _observe(self) -> dict[str, np.ndarray]:
+        rows = self._view.rows(self.core)
+        return dict(zip(self.possible_agents, rows))
+
+    def keep_states(self) -> np.ndarray:
+        """Every station's state as it is now, a waking one as active (the actions that
+        change nothing)."""
+        state, waking = self.core.cell_states()
+        return np.where(waking > 0, 0, state)
+
+    def step(self, action_dict: dict[str, int]):
+        core = self.core
+        states = self.keep_states()
+        for agent, act in action_dict.items():
+            states[cell_index(agent)] = int(act)
+        core.set_cell_states(states)
+        moves = greedy_moves(*measured_links(core))
+        ues = sorted(core.users)
+        active = core._active_mask
+        actions = {u: int(m) for u, m, on in zip(ues, moves.tolist(), active.tolist()) if on}
+        _, _, terminated, truncated, info = core.step(actions)
+        shares = core.cell_objectives() * len(self.possible_agents)
+        team = core.step_objective()
+        rewards = (1.0 - self.team_reward) * shares + self.team_reward * team
+        obs = self._observe()
+        out_rew = dict(zip(self.possible_agents, rewards.tolist()))
+        terms = {a: False for a in obs}
+        terms["__all__"] = bool(terminated)
+        truncs = {a: bool(truncated) for a in obs}
+        truncs["__all__"] = bool(truncated)
+        return obs, out_rew, terms, truncs, {"__common__": info}
+
+    def render(self):
+        return self.core.render()
+
+    def close(self):
+        self.core.close()

@@ -1,0 +1,71 @@
+"""`env=cells` through the commands, with real RLlib training: one agent per station on
+uma19_energy trains (a shared policy over the 19 cells), logs the network's energy measures
+to TensorBoard, and its checkpoint, restored in a fresh process by `mobrl evaluate`, plays the
+same seeds as the cell rules, with service and energy reported apart."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from mobrl.core import metrics
+from tests.conftest import run_mobrl
+from tests.e2e.conftest import train_smoke
+
+
+@pytest.fixture(scope="module")
+def cells_run(tmp_path_factory) -> Path:
+    run_dir = tmp_path_factory.mktemp("cells") / "run"
+    train_smoke(run_dir, "scenario=uma19_energy", "env=cells", "env.energy_weight=0.1")
+    return run_dir
+
+
+def test_cells_run_is_one_shared_policy_over_the_stations(cells_run: Path) -> None:
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    manifest = json.loads((cells_run / "manifest.json").read_text())
+    assert manifest["env_mode"] == "cells"
+    assert manifest["policy_ids"] == ["shared"]  # RLlib's multi-agent runner, one module
+    config = manifest["env_config"]
+    assert config["neighbours"] == 6 and config["layout"]["power"]["weight"] == 0.1
+    (trial,) = sorted(p for p in (cells_run / "tune").iterdir() if p.is_dir())
+    acc = EventAccumulator(str(trial), size_guidance={"scalars": 0})
+    acc.Reload()
+    for key in (metrics.NET_ENERGY, metrics.NET_ASLEEP, metrics.NET_OBJECTIVE):
+        tag = metrics.tensorboard_tag(metrics.result_key(key))
+        values = [e.value for e in acc.Scalars(tag)]
+        assert len(values) == 2 and all(math.isfinite(v) for v in values), key
+
+
+def test_cells_checkpoint_plays_against_the_cell_rules(cells_run: Path, tmp_path: Path) -> None:
+    out = tmp_path / "eval"
+    result = run_mobrl(
+        "evaluate", "--checkpoint", str(cells_run), "--episodes", "2", "--seed", "1000",
+        "--baselines", "all_on,idle_off,threshold", "--workers", "1", "--output", str(out),
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert ": service" in result.stdout and ": energy" in result.stdout
+    frame = pd.read_csv(out / "episodes.csv")
+    assert sorted(frame.policy.unique()) == ["all_on", "idle_off", "threshold", "trained"]
+    for _, group in frame.groupby("policy"):
+        assert list(group.seed) == [1000, 1001]
+    by = {name: group.set_index("seed") for name, group in frame.groupby("policy")}
+    assert (by["all_on"][metrics.NET_ASLEEP] == 0).all()
+    # the trained cells' return is the sum over cells of their rewards: N times the
+    # objective summed over the steps (the rules' too, played in the same env)
+    for name, rows in by.items():
+        expected = 19 * rows[metrics.NET_OBJECTIVE] * rows["length"]
+        assert (rows["return"] - expected).abs().max() < 1e-6 * expected.abs().max(), name
+    summary = json.loads((out / "summary.json").read_text())
+    assert set(summary["paired_vs_trained"]) == {"all_on", "idle_off", "threshold"}
+    # a UE rule is no cell agent's yardstick
+    refused = run_mobrl(
+        "evaluate", "--checkpoint", str(cells_run), "--baselines", "greedy", cwd=tmp_path
+    )
+    assert refused.returncode == 2 and refused.stderr.count("\n") == 1
+    assert "greedy" in refused.stderr
