@@ -211,7 +211,7 @@ def dagger(
     from mobrl.core.console import make_console, progress
     from mobrl.scenarios.kinds.mobile import MobileSpec
 
-    k = int(MobileSpec.of(env_config).topk)
+    k = int(MobileSpec.of(env_config).topk or 0)  # cell agents have no slots
     collect = collector(env_config, k, expert, horizon)
     seed = TRAIN_SEED
     data: list[Labelled] = []

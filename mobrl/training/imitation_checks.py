@@ -26,10 +26,15 @@ def check_imitate(cfg: Any) -> None:
             f"run.imitate imitates mobile-env baselines; scenario={cfg.scenario.name} is not a "
             f"mobile-env layout. Use e.g. scenario=small, {off}."
         )
-    if cfg.env.mode != "ma":
-        raise UserError(f"run.imitate needs one agent per UE: use env=ma, {off}.")
+    if cfg.env.mode == "cells":
+        _check_cell_expert(settings.expert, off)
+    elif cfg.env.mode != "ma":
+        raise UserError(
+            f"run.imitate needs one agent per UE (env=ma) or per station (env=cells), not "
+            f"env={cfg.env.mode}: use env=ma, {off}."
+        )
     obs = cfg.env.get("obs", "mobile")
-    if obs not in TOPK_OBSERVATIONS:
+    if cfg.env.mode == "ma" and obs not in TOPK_OBSERVATIONS:
         raise UserError(
             f"run.imitate needs a slot observation, not env.obs={obs}: use env.obs=topk_gain "
             f"(or topk), {off}."
@@ -52,6 +57,23 @@ def check_imitate(cfg: Any) -> None:
             f"run.resources.num_learners=0, {off}."
         )
     _check_imitate_values(cfg, settings, plans=getattr(BASELINES[settings.expert], "PLANS", False))
+
+
+def _check_cell_expert(expert: str, off: str) -> None:
+    """A cell rule or the cells' reference as the expert of cell agents, or a one-line
+    error."""
+    from mobrl.core.errors import unknown_choice
+    from mobrl.evaluation.baselines.energy import CellRule
+    from mobrl.evaluation.policies import BASELINES
+
+    cells = [n for n, b in BASELINES.items() if issubclass(b, CellRule)]
+    if expert not in cells:
+        raise unknown_choice(
+            "run.imitate.expert of cell agents (env=cells)",
+            str(expert),
+            cells,
+            f"Use run.imitate.expert=energy_oracle, {off}.",
+        )
 
 
 def _check_imitate_values(cfg: Any, settings: Any, plans: bool) -> None:

@@ -1,5 +1,5 @@
 """The labelled episodes of imitation (`run.imitate`, `mobrl.training.imitation`): the expert
-labels every active UE's observation on mobrl's fast engine, or with UEs deciding in turns
+labels every active UE's observation (or every cell's, `env=cells`) on mobrl's fast engine, or with UEs deciding in turns
 (`env.decide=in_turns`) every group's turn: the oracle's search given the moves before, best
 replies in a later round, and a planning expert's moves where its plan departs from the step's
 search (`planned_ahead`)."""
@@ -253,11 +253,32 @@ class TurnCollector(Collector):
         return np.stack(list(obs.values())), labels, revised, ahead
 
 
+class CellCollector(Collector):
+    """`Collector` for cell agents (`env=cells`, mobrl.envs.cells): every cell's observation
+    is labelled with the state a cell rule or the reference (`energy_oracle`) gives it, the
+    rule's states being the cells' actions."""
+
+    ends_when_empty = False  # every cell observes every step
+
+    def _start(self, count_outside: bool) -> None:
+        pass
+
+    def _rows(
+        self, env: Any, core: Any, obs: dict[Any, np.ndarray], expert: Any
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+        chosen = expert.act(obs, env)  # once a step: a rule may keep count of its steps
+        labels = np.array([chosen[a] for a in obs], dtype=np.int64)
+        none = np.zeros(len(labels), dtype=bool)
+        return np.stack(list(obs.values())), labels, none, none.copy()
+
+
 def collector(
     env_config: dict[str, Any], k: int, expert: str = "oracle", horizon: int | None = None
 ) -> Any:
-    """The collector of `env_config`'s env: UEs deciding at once or in turns (`horizon`: a
-    planning expert's steps ahead, None: its own)."""
+    """The collector of `env_config`'s env: cell agents, or UEs deciding at once or in turns
+    (`horizon`: a planning expert's steps ahead, None: its own)."""
+    if env_config.get("mode") == "cells":
+        return CellCollector(env_config, k, expert=expert)
     if env_config.get("decide", "at_once") == "in_turns":
         return TurnCollector(env_config, k, expert, horizon)
     return Collector(env_config, k, expert=expert, horizon=horizon)

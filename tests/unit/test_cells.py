@@ -157,3 +157,46 @@ def test_cells_as_a_pettingzoo_parallel_env() -> None:
     assert runs[0] == runs[1]
     with pytest.raises(UserError, match='env="cells"'):
         mobrl.parallel_env("uma19_energy", env="central")
+
+
+def test_imitation_labels_each_cell_with_the_experts_state() -> None:
+    """`run.imitate` on cell agents: every cell's observation of every step is labelled with
+    the state the expert gives it; played by the expert, the episode is the expert's."""
+    from mobrl.training.labels import CellCollector, collector
+
+    config = env_config_from(validate_command_line(["scenario=uma19_energy", "env=cells"]))
+    collect = collector(config, 0, expert="idle_off")
+    assert isinstance(collect, CellCollector)
+    found = collect.episode(5)
+    steps = config["layout"]["episode_length"]
+    assert found.x.shape == (19 * steps, observation_size(6))
+    assert found.y.shape == (19 * steps,) and np.array_equal(found.y, found.played)
+    assert set(np.unique(found.y)) <= {0, 3}  # idle_off: active, or its deepest state
+    assert (found.y == 3).any()
+    # the labels are the states idle_off plays through the cells' env on that seed
+    from mobrl.evaluation.rollout import episode_env
+
+    env = episode_env(config, 5)
+    rule = make_baseline("idle_off")
+    rule.reset(5)
+    obs, _ = env.reset(seed=5)
+    played = []
+    for _ in range(steps):
+        acts = rule.act(obs, env)
+        played += [acts[a] for a in obs]
+        obs, *_ = env.step(acts)
+    env.close()
+    np.testing.assert_array_equal(found.y, played)
+
+
+@pytest.mark.parametrize(
+    "expert, ok", [("energy_oracle", True), ("threshold", True), ("greedy", False)]
+)
+def test_cell_agents_imitate_a_cell_rule_or_the_reference(expert: str, ok: bool) -> None:
+    overrides = ["scenario=uma19_energy", "env=cells", f"run.imitate.expert={expert}"]
+    if ok:
+        validate_command_line(overrides)
+        return
+    with pytest.raises(UserError) as caught:
+        validate_command_line(overrides)
+    assert "energy_oracle" in str(caught.value) and "\n" not in str(caught.value)
