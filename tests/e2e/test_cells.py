@@ -69,3 +69,53 @@ def test_cells_checkpoint_plays_against_the_cell_rules(cells_run: Path, tmp_path
     )
     assert refused.returncode == 2 and refused.stderr.count("\n") == 1
     assert "greedy" in refused.stderr
+
+
+def test_cells_policy_serves_exports_and_acts_alike(cells_run: Path, tmp_path: Path) -> None:
+    """The cell policy answers `/v1/act` of a running `mobrl serve` (the query an
+    energy-saving xApp makes: each cell's observation in, its next state out), exports as a
+    zoo entry and as ONNX, and all of them choose the states the checkpoint chooses."""
+    import httpx
+    import numpy as np
+
+    import mobrl
+    from mobrl.evaluation.policies import load_policy
+    from mobrl.evaluation.zoo import ZooPolicy, load_layers
+    from tests.cli.test_onnx_export import run_onnx
+    from tests.cli.test_serve import serving
+
+    env = mobrl.parallel_env("uma19_energy", env="cells")
+    observed, _ = env.reset(seed=3)
+    for _ in range(5):
+        observed, *_ = env.step({a: 0 for a in env.agents})
+    env.close()
+    from mobrl.evaluation.targets import pick_checkpoint
+
+    manifest = json.loads((cells_run / "manifest.json").read_text())
+    checkpoint, _ = pick_checkpoint(cells_run, "best")
+    trained = load_policy(checkpoint, manifest["env_config"])
+    expected = trained.act(observed)
+    assert set(expected) == set(observed) and set(expected.values()) <= {0, 1, 2, 3}
+    with serving("--checkpoint", str(cells_run)) as server:
+        with httpx.Client(base_url=server.url, timeout=30) as client:
+            body = {"observations": {a: o.tolist() for a, o in observed.items()}}
+            answer = client.post("/v1/act", json=body)
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["actions"] == expected
+    zoo_dir = tmp_path / "zoo"
+    done = run_mobrl(
+        "zoo", "export", "--checkpoint", str(cells_run), "--name", "cells_e2e",
+        "--output", str(zoo_dir), cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    record = json.loads((zoo_dir / "cells_e2e.json").read_text())
+    entry = ZooPolicy(load_layers(zoo_dir / "cells_e2e.npz"), record["env_config"])
+    assert entry.act(observed) == expected
+    done = run_mobrl(
+        "zoo", "export", "--checkpoint", str(cells_run), "--name", "cells_e2e",
+        "--format", "onnx", "--output", str(zoo_dir), cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    rows = np.stack([observed[a] for a in sorted(observed)]).astype(np.float32)
+    _, actions = run_onnx(zoo_dir / "cells_e2e.onnx", rows)
+    assert dict(zip(sorted(observed), np.asarray(actions).tolist())) == expected
