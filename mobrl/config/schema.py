@@ -54,7 +54,8 @@ class EnvConf:
     """How a mobile-env scenario is exposed to RLlib (ignored by Gymnasium scenarios)."""
 
     #: `ma`: one agent per UE; `central`: one agent controls all UEs; `cells`: one agent per
-    #: station, deciding whether it sleeps (layouts with `power:`)
+    #: station, deciding whether it sleeps (layouts with `power:`); `hierarchical`: a network
+    #: agent above the cells
     mode: str = MISSING
     #: multi-agent policy mapping: `shared` (one policy), `per_agent`, or groups
     #: {policy: [agent ids]}; null: the scenario's default (mobile: shared, arena: per_agent)
@@ -94,6 +95,9 @@ class EnvConf:
     turn_obs: str = "gains"
     #: env=cells: the nearest stations each cell observes in fixed slots; see mobrl.envs.cells
     neighbours: int = 6
+    #: env=hierarchical: the steps between the network agent's decisions; see
+    #: mobrl.envs.hierarchy
+    period: int = 10
     #: layouts with `power:`: λ, the objective's weight of energy against service (null: the
     #: layout's `power.weight`); see docs/energy.md
     energy_weight: Optional[float] = None

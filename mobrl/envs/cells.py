@@ -66,10 +66,12 @@ class CellObservation:
         self.slots[:, : order.shape[1]] = order[:, : min(k, n_bs - 1)]
         self.per_cell = max(len(core._ue_list) / n_bs, 1e-9)
 
-    def rows(self, core: Any) -> np.ndarray:
+    def rows(self, core: Any, weight: float | None = None) -> np.ndarray:
+        """Every cell's row; `weight`: the λ the cells trade energy at (None: the layout's)."""
         from mobrl import energy
 
         cells = core.power_model()
+        weight = cells.weight if weight is None else weight
         n_bs = len(core._bs_list)
         state, waking = core.cell_states()
         load = core.cell_loads()
@@ -118,7 +120,7 @@ class CellObservation:
         hour = core.hour
         angle = 2.0 * math.pi * hour / 24.0
         context = np.array(
-            [math.sin(angle), math.cos(angle), core.load_level(), cells.weight / energy.WEIGHT]
+            [math.sin(angle), math.cos(angle), core.load_level(), weight / energy.WEIGHT]
         )
         out = np.concatenate([own, neighbour, np.broadcast_to(context, (n_bs, CONTEXT))], axis=1)
         return out.astype(np.float32)
@@ -156,9 +158,20 @@ class CellsEnv(gym.Env):
         self.agents = list(self.possible_agents)
         return self._observe(), {}
 
+    @property
+    def cells(self) -> list[str]:
+        """The cell agents, in station order."""
+        return [cell_agent(b) for b in range(len(self.core._bs_list))]
+
+    @property
+    def weight(self) -> float:
+        """The λ the cells trade energy at now (the layout's; the network agent's choice
+        under env=hierarchical)."""
+        return self.core.power_model().weight
+
     def _observe(self) -> dict[str, np.ndarray]:
-        rows = self._view.rows(self.core)
-        return dict(zip(self.possible_agents, rows))
+        rows = self._view.rows(self.core, self.weight)
+        return dict(zip(self.cells, rows))
 
     def keep_states(self) -> np.ndarray:
         """Every station's state as it is now, a waking one as active (the actions that
@@ -167,29 +180,46 @@ class CellsEnv(gym.Env):
         return np.where(waking > 0, 0, state)
 
     def step(self, action_dict: dict[str, int]):
+        terminated, truncated, info = self._advance(action_dict)
+        obs = self._observe()
+        rewards = dict(zip(self.cells, self._cell_rewards(self.weight).tolist()))
+        return (obs, rewards, *_dones(obs, terminated, truncated), {"__common__": info})
+
+    def _advance(self, action_dict: dict[str, int]) -> tuple[bool, bool, dict]:
+        """The cells' states set (`action_dict`'s cell agents; the others keep theirs), the
+        UEs linked by greedy, one step of the network."""
         core = self.core
         states = self.keep_states()
         for agent, act in action_dict.items():
-            states[cell_index(agent)] = int(act)
+            if agent.startswith("cell_"):
+                states[cell_index(agent)] = int(act)
         core.set_cell_states(states)
         moves = greedy_moves(*measured_links(core))
         ues = sorted(core.users)
         active = core._active_mask
         actions = {u: int(m) for u, m, on in zip(ues, moves.tolist(), active.tolist()) if on}
         _, _, terminated, truncated, info = core.step(actions)
-        shares = core.cell_objectives() * len(self.possible_agents)
-        team = core.step_objective()
-        rewards = (1.0 - self.team_reward) * shares + self.team_reward * team
-        obs = self._observe()
-        out_rew = dict(zip(self.possible_agents, rewards.tolist()))
-        terms = {a: False for a in obs}
-        terms["__all__"] = bool(terminated)
-        truncs = {a: bool(truncated) for a in obs}
-        truncs["__all__"] = bool(truncated)
-        return obs, out_rew, terms, truncs, {"__common__": info}
+        return bool(terminated), bool(truncated), info
+
+    def _cell_rewards(self, weight: float) -> np.ndarray:
+        """The cells' rewards of the last step with energy weighed at `weight`: each one's
+        share of the objective, counted N times, mixed with the network's by `team_reward`."""
+        service, power = self.core.cell_parts()
+        shares = service - weight * power
+        team = float(shares.sum())
+        return (1.0 - self.team_reward) * shares * len(shares) + self.team_reward * team
 
     def render(self):
         return self.core.render()
 
     def close(self):
         self.core.close()
+
+
+def _dones(obs: dict[str, Any], terminated: bool, truncated: bool) -> tuple[dict, dict]:
+    """RLlib's terminated and truncated dicts for the agents observing `obs`."""
+    terms = {a: False for a in obs}
+    terms["__all__"] = terminated
+    truncs = {a: truncated for a in obs}
+    truncs["__all__"] = truncated
+    return terms, truncs

@@ -99,8 +99,8 @@ def make_env(env_config: dict[str, Any], rllib: bool = False) -> Any:
 
 
 #: env modes with several agents: one per UE (`ma`, also the arena's and custom envs'), one
-#: per station (`cells`)
-MULTI_AGENT_MODES = ("ma", "cells")
+#: per station (`cells`), and a network agent above them (`hierarchical`)
+MULTI_AGENT_MODES = ("ma", "cells", "hierarchical")
 
 
 def is_multi_agent(env_config: dict[str, Any]) -> bool:

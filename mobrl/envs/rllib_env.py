@@ -7,6 +7,7 @@ from ray.rllib.env.multi_agent_env import MultiAgentEnv
 
 from mobrl.envs.cells import CellsEnv
 from mobrl.envs.foreign import AECAdapter, ParallelAdapter, RLlibStyleAdapter
+from mobrl.envs.hierarchy import HierarchicalEnv
 from mobrl.envs.turns import UETurnsEnv
 from mobrl.envs.wrappers import UEAgentsEnv
 
@@ -17,6 +18,11 @@ class MobileMultiAgentEnv(UEAgentsEnv, MultiAgentEnv):
 
 class MobileCellsEnv(CellsEnv, MultiAgentEnv):
     """`CellsEnv` (env=cells: one agent per station) as an RLlib `MultiAgentEnv`."""
+
+
+class MobileHierarchicalEnv(HierarchicalEnv, MultiAgentEnv):
+    """`HierarchicalEnv` (env=hierarchical: a network agent every env.period steps above one
+    agent per station) as an RLlib `MultiAgentEnv`."""
 
 
 class MobileTurnsEnv(UETurnsEnv, MultiAgentEnv):

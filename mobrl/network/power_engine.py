@@ -97,6 +97,7 @@ class PowerSteps:
         self._wake_energy_cells = np.zeros(len(self._bs_list))
         self._objective_now = 0.0
         self._cell_objective = np.zeros(len(self._bs_list))
+        self._cell_parts = (np.zeros(len(self._bs_list)), np.zeros(len(self._bs_list)))
 
     # --- what controllers read and set -------------------------------------------------------
 
@@ -319,11 +320,19 @@ class PowerSteps:
             parts += np.bincount(best[reached], weights=value[reached], minlength=n_bs)
             parts += value[~reached].sum() / n_bs
         energy = self._station_power + self._wake_energy_cells / self._step_seconds
-        return parts - cells.weight * energy / cells.reference()
+        self._cell_parts = (parts, energy / cells.reference())
+        return parts - cells.weight * self._cell_parts[1]
 
     def step_objective(self) -> float:
         """The last step's objective (`CellPower.objective`)."""
         return self._objective_now
+
+    def cell_parts(self) -> tuple[np.ndarray, np.ndarray]:
+        """The two parts of `cell_objectives`, per station: the service part, and the power
+        part before its weight λ (power over stations × full-load active power), so that a
+        station's share at another weight w is service − w · power."""
+        service, power = self._cell_parts
+        return service.copy(), power.copy()
 
     def cell_objectives(self) -> np.ndarray:
         """The last step's objective split among the stations (station order; they sum to

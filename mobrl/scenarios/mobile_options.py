@@ -7,7 +7,9 @@ from __future__ import annotations
 
 from typing import Any
 
-MOBILE_MODES = ("ma", "central", "cells")
+MOBILE_MODES = ("ma", "central", "cells", "hierarchical")
+#: the modes whose agents are stations (and, hierarchical, the network above them)
+CELL_MODES = ("cells", "hierarchical")
 #: `fast`: mobrl's array engine (mobrl.network.engine); `stock`: mobile-env's own step
 MOBILE_ENGINES = ("fast", "stock")
 #: values of `env.obs` (the handlers behind them: mobrl.envs.observations.HANDLERS)
@@ -23,6 +25,8 @@ TURN_OBS_DEFAULT = "gains"
 #: env=cells: the nearest stations each cell observes, and its share of the network's reward
 CELL_NEIGHBOURS = 6
 CELL_TEAM_REWARD = 0.5
+#: env=hierarchical: the steps between the network agent's decisions
+NETWORK_PERIOD = 10
 #: the field's cell rules and the reference, which cell agents are measured against
 CELL_RULES = ("all_on", "idle_off", "threshold", "energy_oracle")
 
@@ -137,21 +141,33 @@ def check_team_reward(value: Any) -> float:
     return share
 
 
-def check_cells(layout: Any, name: str, engine: str) -> None:
-    """That `env=cells` applies to `layout` (a `power:` section, the fast engine), or a
-    one-line error."""
+def check_cells(layout: Any, name: str, engine: str, mode: str = "cells") -> None:
+    """That `env=cells` (`env=hierarchical`) applies to `layout` (a `power:` section, the
+    fast engine), or a one-line error."""
     from mobrl.core.errors import UserError
 
     if not isinstance(layout, dict) or "power" not in layout:
         raise UserError(
-            f"env=cells: layout '{name}' has no power: section, so its stations cannot sleep. "
+            f"env={mode}: layout '{name}' has no power: section, so its stations cannot sleep. "
             "Use a layout that has one (scenario=uma19_energy) or add it (docs/energy.md)."
         )
     if engine != "fast":
         raise UserError(
-            f"env=cells sets stations asleep on mobrl's fast engine, not engine={engine}. "
+            f"env={mode} sets stations asleep on mobrl's fast engine, not engine={engine}. "
             "Use engine=fast."
         )
+
+
+def check_period(value: Any) -> int:
+    """`env.period` as a whole number of steps of at least 1, or a one-line error."""
+    from mobrl.core.errors import UserError
+
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise UserError(
+            f"env.period={value} is not a whole number of steps of at least 1: how often the "
+            f"network agent acts. Use e.g. env.period={NETWORK_PERIOD}."
+        )
+    return value
 
 
 def check_neighbours(value: Any) -> int:

@@ -112,7 +112,7 @@ class ServedPolicy:
         self.note = note
         self._explorer: Any = None
         self._by_agent = {a: n for n in networks if n.agents for a in n.agents}
-        self.multi_agent = env_config.get("mode") in ("ma", "cells")
+        self.multi_agent = env_config.get("mode") in ("ma", "cells", "hierarchical")
 
     @classmethod
     def load(

@@ -52,7 +52,12 @@ class CellRule(GreedyPolicy):
             states = self.cell_states(cells.core)
             if states is None:
                 states = cells.keep_states()
-            return {a: int(states[cell_index(a)]) for a in observation}
+            # under env=hierarchical the network agent leaves the cells' λ as it is
+            neutral = getattr(cells, "neutral_action", lambda: 0)()
+            return {
+                a: int(states[cell_index(a)]) if a.startswith("cell_") else neutral
+                for a in observation
+            }
         set_states(self, env, self.name)
         return super().act(observation, env)  # greedy, on the stations on the air now
 

@@ -10,11 +10,13 @@ from typing import Any
 from mobrl.scenarios.kinds.base import ScenarioKind
 from mobrl.scenarios.mobile_core import engine_for, make_mobile_core
 from mobrl.scenarios.mobile_options import (
+    CELL_MODES,
     CELL_NEIGHBOURS,
     CELL_RULES,
     CELL_TEAM_REWARD,
     MOBILE_ENGINES,
     MOBILE_MODES,
+    NETWORK_PERIOD,
     OBSERVATIONS,
     REWARDS,
     TOPK_DEFAULT,
@@ -25,6 +27,7 @@ from mobrl.scenarios.mobile_options import (
     check_decide,
     check_neighbours,
     check_obs,
+    check_period,
     check_reward,
     check_team_reward,
     check_topk,
@@ -84,6 +87,8 @@ class MobileSpec:
     turn_obs: str = TURN_OBS_DEFAULT
     #: `env.neighbours`: env=cells, the nearest stations each cell observes
     neighbours: int = CELL_NEIGHBOURS
+    #: `env.period`: env=hierarchical, the steps between the network agent's decisions
+    period: int = NETWORK_PERIOD
 
     @classmethod
     def from_config(cls, cfg: Any) -> MobileSpec:
@@ -94,14 +99,15 @@ class MobileSpec:
         layout = with_energy_weight(
             scenarios.load(cfg.scenario.path), cfg.env.get("energy_weight"), name
         )
-        if mode == "cells":
-            check_cells(layout, name, cfg.engine)
+        if mode in CELL_MODES:
+            check_cells(layout, name, cfg.engine, mode)
             return cls(
                 layout,
                 mode,
                 engine_for(layout, cfg.engine, name),
                 team_reward=check_team_reward(cfg.env.get("team_reward", CELL_TEAM_REWARD)),
                 neighbours=check_neighbours(cfg.env.get("neighbours", CELL_NEIGHBOURS)),
+                period=check_period(cfg.env.get("period", NETWORK_PERIOD)),
             )
         obs = check_obs(cfg.env.get("obs", cls.obs), mode)
         topk = check_topk(cfg.env.get("topk")) if obs in TOPK_OBSERVATIONS else None
@@ -129,14 +135,16 @@ class MobileSpec:
             turn_rounds=int(env_config.get("turn_rounds") or cls.turn_rounds),
             turn_obs=env_config.get("turn_obs") or cls.turn_obs,
             neighbours=int(env_config.get("neighbours") or cls.neighbours),
+            period=int(env_config.get("period") or cls.period),
         )
 
     def fields(self) -> dict[str, Any]:
         """The kind's entries of `env_config`: `engine` (every kind's, set by the factory from
         the config) as the engine this layout runs on, then the mobile kind's own."""
         out: dict[str, Any] = {"engine": self.engine, "mode": self.mode, "layout": self.layout}
-        if self.mode == "cells":
-            return {**out, "team_reward": self.team_reward, "neighbours": self.neighbours}
+        if self.mode in CELL_MODES:
+            out = {**out, "team_reward": self.team_reward, "neighbours": self.neighbours}
+            return {**out, "period": self.period} if self.mode == "hierarchical" else out
         out["obs"] = self.obs
         if self.obs in TOPK_OBSERVATIONS:
             out["topk"] = self.topk
@@ -160,7 +168,7 @@ class MobileSpec:
 
     def core(self, kwargs: dict | None = None, render_mode: str | None = None) -> Any:
         """A mobile-env core of this spec (`kwargs`: mobile-env config entries on top)."""
-        mode = "ma" if self.mode == "cells" else self.mode  # cell agents step UEs' links
+        mode = "ma" if self.mode in CELL_MODES else self.mode  # cell agents step UEs' links
         return make_mobile_core(
             self.layout, mode, self.engine, kwargs, render_mode, self.obs, self.topk,
             self.reward,
@@ -183,7 +191,10 @@ class MobileKind(ScenarioKind):
             )
         if cfg.env.mode not in MOBILE_MODES:
             raise unknown_choice(
-                "env mode", cfg.env.mode, MOBILE_MODES, "Use env=ma, env=central or env=cells."
+                "env mode",
+                cfg.env.mode,
+                MOBILE_MODES,
+                "Use env=ma, central, cells or hierarchical.",
             )
         if cfg.engine not in MOBILE_ENGINES:
             raise unknown_choice("engine", cfg.engine, MOBILE_ENGINES, "Use engine=fast or stock.")
@@ -201,8 +212,11 @@ class MobileKind(ScenarioKind):
         # what a UE observes and how its action is read (per UE or one central agent); the
         # engine, rewards and team reward change neither, so they stay the user's to choose
         spec = MobileSpec.of(env_config)
-        if spec.mode == "cells":
-            return {"env": "cells", "env.neighbours": str(spec.neighbours)}
+        if spec.mode in CELL_MODES:
+            settings = {"env": spec.mode, "env.neighbours": str(spec.neighbours)}
+            if spec.mode == "hierarchical":
+                settings["env.period"] = str(spec.period)
+            return settings
         settings = {"env": spec.mode, "env.obs": spec.obs}
         if spec.obs in TOPK_OBSERVATIONS:
             settings["env.topk"] = str(spec.topk)
@@ -218,7 +232,7 @@ class MobileKind(ScenarioKind):
         self, trained: dict[str, Any], env_config: dict[str, Any], label: str
     ) -> str | None:
         spec = MobileSpec.of(trained)
-        if spec.mode == "cells":
+        if spec.mode in CELL_MODES:
             return cells_cannot_play(spec.layout, MobileSpec.of(env_config).layout, label)
         if spec.mode == "ma" and spec.obs in TOPK_OBSERVATIONS:
             return None  # k slots on every layout: what differs is not the layout
@@ -255,6 +269,14 @@ class MobileKind(ScenarioKind):
             else:
                 from mobrl.envs.cells import CellsEnv as CellEnv
             return CellEnv(core, team_reward=spec.team_reward, neighbours=spec.neighbours)
+        if spec.mode == "hierarchical":
+            if rllib:
+                from mobrl.envs.rllib_env import MobileHierarchicalEnv as Hierarchy
+            else:
+                from mobrl.envs.hierarchy import HierarchicalEnv as Hierarchy
+            return Hierarchy(
+                core, team_reward=spec.team_reward, neighbours=spec.neighbours, period=spec.period
+            )
         if spec.decide == "in_turns":
             if rllib:
                 from mobrl.envs.rllib_env import MobileTurnsEnv as UEEnv
@@ -278,10 +300,12 @@ class MobileKind(ScenarioKind):
         from mobrl.envs.wrappers import agent_id
 
         layout = env_config.get("layout")
-        if env_config.get("mode") == "cells":
+        if env_config.get("mode") in CELL_MODES:
             from mobrl.envs.cells import cell_agent
+            from mobrl.envs.hierarchy import NETWORK
 
-            return [cell_agent(b) for b in range(_size(layout)[0])]
+            cells = [cell_agent(b) for b in range(_size(layout)[0])]
+            return [NETWORK, *cells] if env_config["mode"] == "hierarchical" else cells
         count = (
             layout["ues"]["count"]
             if layout
@@ -314,7 +338,7 @@ class MobileKind(ScenarioKind):
         from mobrl.scenarios import classes
 
         layout = env_config.get("layout")
-        if env_config.get("mode") == "cells":  # cell agents are played against cell rules
+        if env_config.get("mode") in CELL_MODES:  # cell agents are played against cell rules
             return list(CELL_RULES)
         rules = ["random", "noop", "greedy", "greedy_fill", "full", "capped", "oracle"]
         demand = ((layout or {}).get("traffic") or {}).get("demand") or {}
@@ -324,6 +348,11 @@ class MobileKind(ScenarioKind):
         if isinstance(layout, dict) and "power" in layout:  # cells that sleep (docs/energy.md)
             rules += list(CELL_RULES)
         return rules
+
+    def default_policy_mapping(self, env_config: dict[str, Any]) -> Any:
+        if env_config.get("mode") == "hierarchical":  # a policy per level
+            return {"network": ["network"], "cells": ["cell_*"]}
+        return self.default_policies
 
     def where(self, cfg: Any) -> str:
         return f"scenario={cfg.scenario.name} env={cfg.env.mode}"

@@ -1,0 +1,107 @@
+"""`env=hierarchical`: a network agent above the cell agents of `env=cells`, in RLlib's
+hierarchical pattern (one `MultiAgentEnv`; an agent acts when it receives an observation).
+
+The network agent acts every `env.period` steps. It sets the λ at which the cells trade
+energy against service for the next period, as a multiple of the layout's
+(`WEIGHT_SCALES`): how hard the network saves now is a decision about the whole network and
+the hours ahead (its load, the time of day), which no cell sees from its own state and
+neighbours, while which cell sleeps is one each cell takes best from what it sees. The
+cells observe the λ in force (the last entry of their observation) and learn from their share
+of the objective at that λ; the network agent learns from the network's objective at the
+layout's λ, summed over the steps since it last acted (and given to it when it next observes,
+or at the episode's end), so it is measured on what the layout asks for whatever it asks the
+cells.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from mobrl.envs.cells import CellsEnv, _dones
+
+#: the network agent's agent id
+NETWORK = "network"
+#: the network agent's choices: the cells' λ for the next period, times the layout's
+WEIGHT_SCALES = (0.0, 0.5, 1.0, 2.0, 4.0)
+#: its observation: the hour (sin, cos), the profile's level, the UEs present (share of the
+#: layout's), the stations' mean load, asleep and waking shares, the share of present UEs
+#: unserved, the network's power over its full-load active power, then the scale in force
+#: (one-hot)
+NETWORK_SIZE = 9 + len(WEIGHT_SCALES)
+
+
+def network_row(core: Any, scale: int) -> np.ndarray:
+    """The network agent's observation with the scale `scale` (an index of `WEIGHT_SCALES`)
+    in force."""
+    cells = core.power_model()
+    state, waking = core.cell_states()
+    active = core._active_mask
+    present = int(np.count_nonzero(active))
+    unserved = np.count_nonzero(core._macro[active] <= 0.0) / present if present else 0.0
+    angle = 2.0 * math.pi * core.hour / 24.0
+    head = [
+        math.sin(angle),
+        math.cos(angle),
+        core.load_level(),
+        present / max(len(core._ue_list), 1),
+        float(core.cell_loads().mean()),
+        float(np.mean(state > 0)),
+        float(np.mean(waking > 0)),
+        unserved,
+        float(core.cell_powers().sum()) / cells.reference(),
+    ]
+    onehot = np.zeros(len(WEIGHT_SCALES))
+    onehot[scale] = 1.0
+    return np.concatenate([head, onehot]).astype(np.float32)
+
+
+class HierarchicalEnv(CellsEnv):
+    """The network agent (`NETWORK`, every `period` steps) above one agent per station (every
+    step); RLlib gets `mobrl.envs.rllib_env.MobileHierarchicalEnv`."""
+
+    def __init__(self, core: Any, team_reward: float = 0.5, neighbours: int = 6, period: int = 10):
+        super().__init__(core, team_reward=team_reward, neighbours=neighbours)
+        self.period = int(period)
+        self.possible_agents = [NETWORK, *self.cells]
+        self.agents = list(self.possible_agents)
+        self.observation_spaces[NETWORK] = gym.spaces.Box(
+            -1.0, np.inf, shape=(NETWORK_SIZE,), dtype=np.float32
+        )
+        self.action_spaces[NETWORK] = gym.spaces.Discrete(len(WEIGHT_SCALES))
+        self._scale = WEIGHT_SCALES.index(1.0)
+        self._since = 0
+        self._owed = 0.0
+
+    @property
+    def weight(self) -> float:
+        return WEIGHT_SCALES[self._scale] * self.core.power_model().weight
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        obs, info = super().reset(seed=seed, options=options)
+        self._scale = WEIGHT_SCALES.index(1.0)
+        self._since, self._owed = 0, 0.0
+        self.agents = list(self.possible_agents)
+        return {NETWORK: network_row(self.core, self._scale), **obs}, info
+
+    def step(self, action_dict: dict[str, int]):
+        if NETWORK in action_dict:
+            self._scale = int(action_dict[NETWORK])
+        terminated, truncated, info = self._advance(action_dict)
+        rewards = dict(zip(self.cells, self._cell_rewards(self.weight).tolist()))
+        obs = self._observe()
+        self._owed += self.core.step_objective()
+        self._since += 1
+        if self._since >= self.period or terminated or truncated:
+            obs = {NETWORK: network_row(self.core, self._scale), **obs}
+            rewards[NETWORK] = self._owed
+            self._since, self._owed = 0, 0.0
+        return (obs, rewards, *_dones(obs, terminated, truncated), {"__common__": info})
+
+    def neutral_action(self) -> int:
+        """The network agent's action that leaves the cells at the layout's λ (what a cell
+        rule plays for it)."""
+        return WEIGHT_SCALES.index(1.0)

@@ -1,0 +1,107 @@
+"""`env=hierarchical` (mobrl.envs.hierarchy): the network agent above the cell agents acts
+every `env.period` steps and receives the network's objective summed over the steps since it
+last acted; the λ it sets is the one the cells observe and are rewarded at; a policy per
+level by default; the cell rules play it as they play `env=cells`."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from mobrl import energy
+from mobrl.core.errors import UserError
+from mobrl.envs.factory import env_config_from, make_env, policy_setup
+from mobrl.envs.hierarchy import NETWORK, NETWORK_SIZE, WEIGHT_SCALES
+from mobrl.evaluation.policies import make_baseline
+from mobrl.evaluation.rollout import run_episode
+from mobrl.training.checks import validate_command_line
+
+
+def _config(*extra: str) -> dict:
+    return env_config_from(
+        validate_command_line(["scenario=uma19_energy", "env=hierarchical", *extra])
+    )
+
+
+@pytest.mark.parametrize("period", [1, 7, 10])
+def test_the_network_agent_acts_every_period_and_gets_the_periods_objective(period) -> None:
+    env = make_env({**_config(f"env.period={period}"), "render_mode": None})
+    obs, _ = env.reset(seed=1)
+    core = env.core
+    rng = np.random.default_rng(period)
+    acted, owed, steps, rewarded = 0, 0.0, 0, []
+    done = False
+    while not done:
+        acts = {a: 0 for a in obs if a != NETWORK}
+        if NETWORK in obs:
+            assert obs[NETWORK].shape == (NETWORK_SIZE,)
+            acts[NETWORK] = int(rng.integers(0, len(WEIGHT_SCALES)))
+            acted += 1
+        obs, rewards, _, trunc, _ = env.step(acts)
+        steps += 1
+        owed += core.step_objective()
+        if NETWORK in rewards:
+            assert NETWORK in obs  # rewarded when it observes again (or at the end)
+            assert rewards[NETWORK] == pytest.approx(owed, abs=1e-12)
+            rewarded.append(steps)
+            owed = 0.0
+        else:
+            assert NETWORK not in obs
+        done = trunc["__all__"]
+    assert acted == math.ceil(steps / period)
+    assert rewarded == sorted({*range(period, steps + 1, period), steps})
+
+
+def test_the_cells_observe_and_are_rewarded_at_the_networks_lambda() -> None:
+    env = make_env({**_config("env.team_reward=0"), "render_mode": None})
+    obs, _ = env.reset(seed=2)
+    core = env.core
+    base = core.power_model().weight
+    for scale in range(len(WEIGHT_SCALES)):
+        acts = {a: 0 for a in obs if a != NETWORK}
+        if NETWORK in obs:
+            acts[NETWORK] = scale
+        obs, rewards, *_ = env.step(acts)
+        lam = env.weight
+        service, power = core.cell_parts()
+        n = len(service)
+        cells = [a for a in rewards if a != NETWORK]
+        np.testing.assert_allclose(
+            [rewards[a] for a in cells], n * (service - lam * power), atol=1e-12
+        )
+        assert obs["cell_0"][-1] == pytest.approx(lam / energy.WEIGHT, rel=1e-6)
+    assert env.weight != base  # the network agent's choice took effect
+    # the reported objective stays the layout's
+    assert core.power_model().weight == base
+
+
+def test_a_policy_per_level_and_rules_play_it_as_cells() -> None:
+    config = _config()
+    policies, mapping = policy_setup(config)
+    assert policies == ["cells", "network"]
+    assert mapping(NETWORK) == "network" and mapping("cell_7") == "cells"
+    hier = run_episode(config, make_baseline("threshold"), 3)
+    flat = run_episode(
+        env_config_from(validate_command_line(["scenario=uma19_energy", "env=cells"])),
+        make_baseline("threshold"),
+        3,
+    )
+    for key, value in flat.items():
+        if key.startswith("network/") or key.startswith("ue/"):
+            assert hier[key] == value or (math.isnan(value) and math.isnan(hier[key])), key
+
+
+@pytest.mark.parametrize(
+    "extra, words",
+    [
+        (["env.period=0"], "env.period=0"),
+        (["env.policies={cells: [cell_*]}"], "without a policy"),
+        (["env.policies={network: [network], cells: [relay_*]}"], "matches no agent"),
+    ],
+)
+def test_bad_hierarchy_settings_are_one_line(extra: list[str], words: str) -> None:
+    with pytest.raises(UserError) as caught:
+        _config(*extra)
+    assert words in str(caught.value) and "\n" not in str(caught.value)
