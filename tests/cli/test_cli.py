@@ -79,7 +79,7 @@ def test_train_help_lists_groups_and_options(mobrl_cli, tmp_path) -> None:
     assert result.returncode == 0
     for line in (
         "algo: appo, dqn, impala, ppo",
-        "env: cells, central, ma",
+        "env: cells, central, hierarchical, ma",
         "scenario: acrobot, arena, cartpole, city, city_energy, city_interference, custom, "
         "dense_urban, external, frozenlake, gym, highway, large, medium, metro, small, uma19, "
         "uma19_energy, umi_dense, umi_dense_energy",
