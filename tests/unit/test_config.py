@@ -18,6 +18,9 @@ NEEDS = {
     ("scenario", "gym"): ["scenario.id=MountainCar-v0"],
     ("scenario", "custom"): [f"scenario.entry={EXAMPLE}:ChannelAccessEnv"],
     ("scenario", "external"): ["scenario.address={address}"],
+    # stations that sleep need a layout with a power: section
+    ("env", "cells"): ["scenario=uma19_energy"],
+    ("env", "hierarchical"): ["scenario=uma19_energy"],
 }
 
 
