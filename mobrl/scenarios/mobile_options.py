@@ -116,16 +116,9 @@ def check_reward(reward: str, mode: str = "ma") -> str:
 
 def check_topk(value: Any) -> int:
     """`env.topk` as a positive slot count (None: the default), or a one-line error."""
-    from mobrl.core.errors import UserError
-
     if value is None:
         return TOPK_DEFAULT
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise UserError(
-            f"env.topk={value} is not a positive whole number of station slots. "
-            f"Use e.g. env.topk={TOPK_DEFAULT}."
-        )
-    return value
+    return _count("env.topk", value, "station slots", TOPK_DEFAULT)
 
 
 def check_team_reward(value: Any) -> float:
@@ -158,28 +151,27 @@ def check_cells(layout: Any, name: str, engine: str, mode: str = "cells") -> Non
         )
 
 
-def check_period(value: Any) -> int:
-    """`env.period` as a whole number of steps of at least 1, or a one-line error."""
+def _count(key: str, value: Any, what: str, example: int) -> int:
+    """`value` as a whole number of at least 1, or a one-line error naming `key` and `what`
+    it counts."""
     from mobrl.core.errors import UserError
 
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise UserError(
-            f"env.period={value} is not a whole number of steps of at least 1: how often the "
-            f"network agent acts. Use e.g. env.period={NETWORK_PERIOD}."
+            f"{key}={value} is not a positive whole number of {what}. Use e.g. {key}={example}."
         )
     return value
+
+
+def check_period(value: Any) -> int:
+    """`env.period` as a whole number of steps of at least 1, or a one-line error."""
+    what = "steps between the network agent's decisions"
+    return _count("env.period", value, what, NETWORK_PERIOD)
 
 
 def check_neighbours(value: Any) -> int:
     """`env.neighbours` as a positive whole number of slots, or a one-line error."""
-    from mobrl.core.errors import UserError
-
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise UserError(
-            f"env.neighbours={value} is not a positive whole number of neighbour slots. "
-            f"Use e.g. env.neighbours={CELL_NEIGHBOURS}."
-        )
-    return value
+    return _count("env.neighbours", value, "neighbour slots", CELL_NEIGHBOURS)
 
 
 def with_energy_weight(layout: Any, weight: Any, name: str) -> Any:

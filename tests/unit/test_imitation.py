@@ -65,7 +65,10 @@ def test_gain_features_are_topk_gains_last_columns() -> None:
 @pytest.mark.parametrize(
     ("overrides", "message"),
     [
-        (["env=central", "env.obs=extended"], "run.imitate needs one agent per UE: use env=ma"),
+        (
+            ["env=central", "env.obs=extended"],
+            "run.imitate needs one agent per UE .env=ma. or per station",
+        ),
         (["env.obs=mobile"], "use env.obs=topk_gain"),
         (["run.imitate.expert=orcle"], "Did you mean 'oracle'"),
         (["algo=dqn"], "Use algo=ppo"),
