@@ -10,6 +10,7 @@ from typing import Any
 from mobrl.core import metrics as keys
 from mobrl.evaluation.paired import closed_text, lower_better
 from mobrl.reporting.contents import EVAL_COLUMNS, INFO_PREFIX
+from mobrl.reporting.energy_figures import has_energy, plot_energy_service
 from mobrl.reporting.figures import gap_stats, paired_gaps, plot_evaluation, plot_matrix
 from mobrl.reporting.markup import Draft, capital, column_header, md_table
 from mobrl.reporting.stats import cell, digits, matrix_measure, matrix_table
@@ -100,10 +101,21 @@ def _evaluation_lines(name: str, summary: dict[str, Any], png: Path) -> list[str
 
 
 def evaluation_section(draft: Draft, folder: Path, summary: dict[str, Any], j: int) -> None:
-    """## Evaluation: <folder>, the `j`-th evaluation found: its figure and tables."""
+    """## Evaluation: <folder>, the `j`-th evaluation found: its figure and tables (and on a
+    layout with `power:` its energy–service figure)."""
     name = draft.names(folder)
     png = draft.figure(plot_evaluation(name, summary, draft.out, f"evaluation_{j}"))
     draft.md += ["", f"## Evaluation: {name}", ""] + _evaluation_lines(name, summary, png)
+    if has_energy(summary):
+        front = draft.figure(plot_energy_service(name, summary, draft.out, f"energy_{j}"))
+        draft.md += [
+            "",
+            "Each policy's energy per episode against its service (mean ± 95 % CI over the "
+            "episodes, whose hours differ; the paired tables above give the differences "
+            "episode by episode):",
+            "",
+            f"![Energy and service of each policy on {name}]({front.name})",
+        ]
 
 
 def matrix_section(draft: Draft, folder: Path, matrix: dict[str, Any], k: int) -> None:

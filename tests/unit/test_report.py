@@ -351,6 +351,31 @@ def test_evaluation_dirs_get_their_chart(tmp_path: Path) -> None:
     assert "-30.00 ± 5.00" in (tmp_path / "report" / "report.md").read_text()
 
 
+def test_an_evaluation_with_energy_gets_its_energy_service_figure(tmp_path: Path) -> None:
+    """On a layout with power:, an evaluation's report also draws each policy's energy
+    against its service (a point per policy, both CIs), service and energy on two axes."""
+    from mobrl.evaluation.paired import summarize
+
+    folder = tmp_path / "eval"
+    folder.mkdir()
+    rows = [
+        {"policy": p, "episode": i, "seed": i, "return": 1.0,
+         keys.UTILITY_MEAN: u + 0.01 * i, keys.UTILITY_P5: u - 0.1,
+         keys.NET_ENERGY: e * (1 + 0.1 * i), keys.NET_POWER: e / 100}
+        for p, u, e in (("trained", 0.15, 2.0e5), ("all_on", 0.16, 2.4e5),
+                        ("energy_oracle", 0.14, 1.6e5))
+        for i in range(3)
+    ]  # fmt: skip
+    summary = summarize(rows, ["trained", "all_on", "energy_oracle"], {keys.NET_ENERGY: "min"})
+    (folder / "summary.json").write_text(json.dumps(summary))
+    (folder / "episodes.csv").write_text("policy,episode,seed,return\n")
+    result = build_report([folder], tmp_path / "report")
+    assert [p.name for p in result["files"]] == ["evaluation_0.png", "energy_0.png"]
+    md = (tmp_path / "report" / "report.md").read_text()
+    assert "![Energy and service of each policy on" in md and "energy_0.png" in md
+    # (an evaluation without energy draws its one chart: test_evaluation_dirs_get_their_chart)
+
+
 def test_generalisation_matrix_dirs_get_a_heat_map(tmp_path: Path) -> None:
     folder = tmp_path / "matrix"
     folder.mkdir()
