@@ -56,7 +56,7 @@ class CellObservation:
     (by distance between sites; ties by station order) in fixed slots."""
 
     def __init__(self, core: Any, k: int) -> None:
-        xy = np.array([[float(b.x), float(b.y)] for b in core._bs_list])
+        xy = core.station_positions()
         n_bs = len(xy)
         dist = np.hypot(*(xy[:, None, :] - xy[None, :, :]).transpose(2, 0, 1))
         np.fill_diagonal(dist, np.inf)
@@ -64,7 +64,7 @@ class CellObservation:
         self.k = k
         self.slots = np.full((n_bs, k), -1, dtype=np.int64)
         self.slots[:, : order.shape[1]] = order[:, : min(k, n_bs - 1)]
-        self.per_cell = max(len(core._ue_list) / n_bs, 1e-9)
+        self.per_cell = max(len(core.users) / n_bs, 1e-9)
 
     def rows(self, core: Any, weight: float | None = None) -> np.ndarray:
         """Every cell's row; `weight`: the λ the cells trade energy at (None: the layout's)."""
@@ -72,35 +72,30 @@ class CellObservation:
 
         cells = core.power_model()
         weight = cells.weight if weight is None else weight
-        n_bs = len(core._bs_list)
-        state, waking = core.cell_states()
-        load = core.cell_loads()
-        depth = state / max(len(cells.states) - 1, 1)
-        power = core.cell_powers() / float(cells.full[0])
-        active = core._active_mask
-        best = core.best_stations()
-        mine = active & (best >= 0)
-        count = np.bincount(best[mine], minlength=n_bs).astype(float)
-        unserved = np.bincount(best[mine], weights=(core._macro[mine] <= 0.0), minlength=n_bs)
-        capacity = core.full_capacity()
-        cols = np.flatnonzero(mine)
-        cap = capacity[best[cols], cols]
-        demand = core.ue_demands()[cols]
-        need = np.where(cap > 0, np.minimum(demand / np.where(cap > 0, cap, 1.0), LOAD_CAP), 0.0)
-        brings = np.minimum(np.bincount(best[cols], weights=need, minlength=n_bs), LOAD_CAP)
-        bw = core._radio.bw[:, 0] if core._radio is not None else core._bw[:, 0]
-        se = np.bincount(best[cols], weights=cap / bw[best[cols]], minlength=n_bs)
+        v = core.cell_view()
+        n_bs = len(v.state)
+        mine = np.flatnonzero(v.present & (v.best >= 0))
+        at_best = v.best[mine]
+        count = np.bincount(at_best, minlength=n_bs).astype(float)
+        unserved = np.bincount(at_best, weights=v.rate[mine] <= 0.0, minlength=n_bs)
+        cap = v.best_rate[mine]
+        need = np.where(
+            cap > 0, np.minimum(v.demand[mine] / np.where(cap > 0, cap, 1.0), LOAD_CAP), 0.0
+        )
+        brings = np.minimum(np.bincount(at_best, weights=need, minlength=n_bs), LOAD_CAP)
+        se = np.bincount(at_best, weights=cap / v.bandwidth[at_best], minlength=n_bs)
+        served = np.maximum(count, 1.0)
         own = np.stack(
             [
-                (state == 0).astype(float),
-                depth,
-                (waking > 0).astype(float),
-                load,
-                power,
+                (v.state == 0).astype(float),
+                v.state / max(len(cells.states) - 1, 1),  # the sleep's depth
+                (v.waking > 0).astype(float),
+                v.load,
+                v.power / float(cells.full[0]),
                 count / self.per_cell,
-                np.where(count > 0, unserved / np.maximum(count, 1.0), 0.0),
+                np.where(count > 0, unserved / served, 0.0),
                 brings,
-                np.where(count > 0, se / np.maximum(count, 1.0), 0.0) / 8.0,
+                np.where(count > 0, se / served, 0.0) / 8.0,
             ],
             axis=1,
         )
@@ -109,19 +104,16 @@ class CellObservation:
         neighbour = np.stack(
             [
                 present.astype(float),
-                (state[at] > 0) & present,
-                (waking[at] > 0) & present,
-                load[at] * present,
+                (v.state[at] > 0) & present,
+                (v.waking[at] > 0) & present,
+                v.load[at] * present,
                 brings[at] * present,
                 count[at] / self.per_cell * present,
             ],
             axis=2,
         ).reshape(n_bs, -1)
-        hour = core.hour
-        angle = 2.0 * math.pi * hour / 24.0
-        context = np.array(
-            [math.sin(angle), math.cos(angle), core.load_level(), weight / energy.WEIGHT]
-        )
+        angle = 2.0 * math.pi * v.hour / 24.0
+        context = np.array([math.sin(angle), math.cos(angle), v.level, weight / energy.WEIGHT])
         out = np.concatenate([own, neighbour, np.broadcast_to(context, (n_bs, CONTEXT))], axis=1)
         return out.astype(np.float32)
 
@@ -139,7 +131,7 @@ class CellsEnv(gym.Env):
         core.credit_cells = True
         self.team_reward = float(team_reward)
         self.neighbours = int(neighbours)
-        n_bs = len(core._bs_list)
+        n_bs = len(core.stations)
         self.possible_agents = [cell_agent(b) for b in range(n_bs)]
         self.agents = list(self.possible_agents)
         states = len(core.power_model().states)
@@ -161,7 +153,7 @@ class CellsEnv(gym.Env):
     @property
     def cells(self) -> list[str]:
         """The cell agents, in station order."""
-        return [cell_agent(b) for b in range(len(self.core._bs_list))]
+        return [cell_agent(b) for b in range(len(self.core.stations))]
 
     @property
     def weight(self) -> float:

@@ -38,21 +38,20 @@ def network_row(core: Any, scale: int) -> np.ndarray:
     """The network agent's observation with the scale `scale` (an index of `WEIGHT_SCALES`)
     in force."""
     cells = core.power_model()
-    state, waking = core.cell_states()
-    active = core._active_mask
-    present = int(np.count_nonzero(active))
-    unserved = np.count_nonzero(core._macro[active] <= 0.0) / present if present else 0.0
-    angle = 2.0 * math.pi * core.hour / 24.0
+    v = core.cell_view()
+    present = int(np.count_nonzero(v.present))
+    unserved = np.count_nonzero(v.rate[v.present] <= 0.0) / present if present else 0.0
+    angle = 2.0 * math.pi * v.hour / 24.0
     head = [
         math.sin(angle),
         math.cos(angle),
-        core.load_level(),
-        present / max(len(core._ue_list), 1),
-        float(core.cell_loads().mean()),
-        float(np.mean(state > 0)),
-        float(np.mean(waking > 0)),
+        v.level,
+        present / max(len(v.present), 1),
+        float(v.load.mean()),
+        float(np.mean(v.state > 0)),
+        float(np.mean(v.waking > 0)),
         unserved,
-        float(core.cell_powers().sum()) / cells.reference(),
+        float(v.power.sum()) / cells.reference(),
     ]
     onehot = np.zeros(len(WEIGHT_SCALES))
     onehot[scale] = 1.0

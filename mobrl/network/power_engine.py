@@ -28,7 +28,7 @@ this, and its episodes are the same to the bit.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -43,6 +43,28 @@ from mobrl.network.power_arrays import (
 
 #: the traffic RNG's stream, apart from mobile-env's draws and the radio model's
 _STREAM = 38864
+
+
+class CellView(NamedTuple):
+    """What a controller of the stations' states reads of the network after a step
+    (`PowerSteps.cell_view`): per station its state index, steps left waking, last load and
+    power (the model's unit) and the rate of one bit/s/Hz over its band (the engine's rate
+    unit); per UE (column) whether it is present, its last rate, its strongest station were
+    every station awake (`best_stations`, -1: none) and the full-resource rate of that link
+    (0: none), and its demand (inf: full buffer); the hour and the profile's level."""
+
+    state: np.ndarray
+    waking: np.ndarray
+    load: np.ndarray
+    power: np.ndarray
+    bandwidth: np.ndarray
+    present: np.ndarray
+    rate: np.ndarray
+    best: np.ndarray
+    best_rate: np.ndarray
+    demand: np.ndarray
+    hour: float
+    level: float
 
 
 class PowerSteps:
@@ -165,6 +187,24 @@ class PowerSteps:
         self._views = {}
         self._compute_snr()  # the stations on the air now
         self._bs_stats = self._station_utilities()
+
+    def cell_view(self) -> CellView:
+        """The network as a controller of the stations' states reads it now (`CellView`)."""
+        state, waking = self.cell_states()
+        best = self.best_stations()
+        cols = np.flatnonzero(best >= 0)
+        best_rate = np.zeros(best.shape)
+        best_rate[cols] = self.full_capacity()[best[cols], cols]
+        bandwidth = (self._radio.bw if self._radio is not None else self._bw)[:, 0]
+        return CellView(
+            state, waking, self.cell_loads(), self.cell_powers(), bandwidth,
+            self._active_mask.copy(), self._macro.copy(), best, best_rate, self.ue_demands(),
+            self.hour, self.load_level(),
+        )  # fmt: skip
+
+    def station_positions(self) -> np.ndarray:
+        """(station, 2) positions x, y in metres."""
+        return np.array([[float(b.x), float(b.y)] for b in self._bs_list])
 
     def best_stations(self) -> np.ndarray:
         """Each UE's (column's) station of the strongest signal among those it could link to
