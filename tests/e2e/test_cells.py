@@ -139,3 +139,21 @@ def test_hierarchical_trains_a_policy_per_level_and_evaluates(tmp_path: Path) ->
     frame = pd.read_csv(out / "episodes.csv")
     assert sorted(frame.policy.unique()) == ["threshold", "trained"]
     assert frame[metrics.NET_OBJECTIVE].notna().all()
+    # /v1/act answers each level with its own policy: the network agent with a scale of λ
+    # when it observes, the cells with their states
+    from mobrl.envs.factory import make_env
+    from mobrl.serve.policy import ServedPolicy
+    from tests.unit.test_serve import client_of
+
+    client = client_of(ServedPolicy.load(str(run_dir), []))
+    env = make_env({**manifest["env_config"], "render_mode": None})
+    observed, _ = env.reset(seed=1)
+    env.close()
+    body = {a: o.tolist() for a, o in observed.items()}
+    answer = client.post("/v1/act", json={"observations": body})
+    assert answer.status_code == 200, answer.text
+    actions = answer.json()["actions"]
+    assert set(actions) == set(observed) and 0 <= actions["network"] < 5
+    cells_only = {a: o for a, o in body.items() if a != "network"}
+    answer = client.post("/v1/act", json={"observations": cells_only})
+    assert answer.status_code == 200 and set(answer.json()["actions"]) == set(cells_only)
