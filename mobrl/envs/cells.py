@@ -61,7 +61,6 @@ class CellObservation:
         dist = np.hypot(*(xy[:, None, :] - xy[None, :, :]).transpose(2, 0, 1))
         np.fill_diagonal(dist, np.inf)
         order = np.argsort(dist, axis=1, kind="stable")[:, :k]
-        self.k = k
         self.slots = np.full((n_bs, k), -1, dtype=np.int64)
         self.slots[:, : order.shape[1]] = order[:, : min(k, n_bs - 1)]
         self.per_cell = max(len(core.users) / n_bs, 1e-9)

@@ -56,31 +56,21 @@ class LossTerms:
     def columns(self, cols: slice) -> LossTerms:
         """These terms for the UEs `cols` only (the UE axis, the last, sliced where an array
         has one)."""
-
-        def part(v: Any) -> Any:
-            return v[..., cols] if np.ndim(v) == 2 and np.shape(v)[-1] > 1 else v
-
-        return LossTerms(
-            part(self.dh2),
-            part(self.breakpoint),
-            (part(self.near[0]), self.near[1]),
-            (part(self.far[0]), self.far[1]),
-            None if self.nlos is None else (part(self.nlos[0]), self.nlos[1]),
-        )
+        return self._each(lambda v: v[..., cols] if np.ndim(v) == 2 and np.shape(v)[-1] > 1 else v)
 
     def astype(self, dtype: Any) -> LossTerms:
         """These terms with their arrays in `dtype` (float32: a simulation's arithmetic in
         single precision, the slopes stay Python floats and so keep it)."""
+        return self._each(lambda v: np.asarray(v, dtype=dtype))
 
-        def cast(v: Any) -> Any:
-            return np.asarray(v, dtype=dtype)
-
+    def _each(self, f: Any) -> LossTerms:
+        """These terms with `f` applied to each array (the slopes kept)."""
         return LossTerms(
-            cast(self.dh2),
-            cast(self.breakpoint),
-            (cast(self.near[0]), self.near[1]),
-            (cast(self.far[0]), self.far[1]),
-            None if self.nlos is None else (cast(self.nlos[0]), self.nlos[1]),
+            f(self.dh2),
+            f(self.breakpoint),
+            (f(self.near[0]), self.near[1]),
+            (f(self.far[0]), self.far[1]),
+            None if self.nlos is None else (f(self.nlos[0]), self.nlos[1]),
         )
 
     def loss_db(self, d2d: Any, los: Any) -> Any:
