@@ -98,6 +98,10 @@ class EnvConf:
     #: env=hierarchical: the steps between the network agent's decisions; see
     #: mobrl.envs.hierarchy
     period: int = 10
+    #: env=cells and env=hierarchical: what the network does with a cell's request to sleep:
+    #: `coverage` (granted only if each of its UEs has another station on the air) or
+    #: `none`; see mobrl.envs.cells
+    guard: str = "coverage"
     #: layouts with `power:`: λ, the objective's weight of energy against service (null: the
     #: layout's `power.weight`); see docs/energy.md
     energy_weight: Optional[float] = None

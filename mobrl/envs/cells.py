@@ -8,7 +8,12 @@ rule (each to its strongest station on the air, as the field's cell rules assume
 network steps. What a cell observes (`CellObservation`) does not depend on the layout's size:
 its own state and the UEs it is responsible for, its `env.neighbours` nearest stations in
 fixed slots, and the time of day, so one shared policy plays on any layout with the same sleep
-states. Its reward is its share of the step's objective (`PowerSteps.cell_objectives`: its
+states. A cell's sleep is a request: under `env.guard=coverage` (the default) the network
+grants it only if every UE the cell serves or would serve has another station on the air
+(`mobrl.network.offload`, requests weighed from the least loaded cell; whether those stations
+have the resources is the cells' to learn), and wakes a sleeping cell one of whose UEs has no
+station on the air; the cell rules' states are taken as
+they are, as in env=ma. Its reward is its share of the step's objective (`PowerSteps.cell_objectives`: its
 power and the service of the UEs whose strongest station it is), mixed with the network's
 objective by `env.team_reward`; the sum over cells is the network's objective times the cell
 count either way (docs/energy.md).
@@ -122,7 +127,9 @@ class CellsEnv(gym.Env):
     env of `env=cells`); evaluation and rendering use it as it is, RLlib gets
     `mobrl.envs.rllib_env.MobileCellsEnv`."""
 
-    def __init__(self, core: Any, team_reward: float = 0.5, neighbours: int = 6):
+    def __init__(
+        self, core: Any, team_reward: float = 0.5, neighbours: int = 6, guard: str = "coverage"
+    ):
         super().__init__()
         if getattr(core, "power_model", lambda: None)() is None:
             raise ValueError("env=cells needs a layout with a power: section")
@@ -130,6 +137,8 @@ class CellsEnv(gym.Env):
         core.credit_cells = True
         self.team_reward = float(team_reward)
         self.neighbours = int(neighbours)
+        self.guard = guard
+        self._as_given = False
         n_bs = len(core.stations)
         self.possible_agents = [cell_agent(b) for b in range(n_bs)]
         self.agents = list(self.possible_agents)
@@ -170,6 +179,28 @@ class CellsEnv(gym.Env):
         state, waking = self.core.cell_states()
         return np.where(waking > 0, 0, state)
 
+    def take_as_given(self) -> None:
+        """The next step's states are set as they are, without the guard: a cell rule's,
+        which carry their own conditions."""
+        self._as_given = True
+
+    def granted(self, states: np.ndarray) -> np.ndarray:
+        """`states` (every station's next state) as the guard grants them: a station asked
+        to leave the air stays active unless each of its UEs has another station on the air
+        (`Offload.leave` with no load limit, from the least loaded), a sleeping one wakes if
+        one of its UEs has no station on the air."""
+        from mobrl.network.offload import Offload
+
+        offload = Offload(self.core)
+        out = states.copy()
+        for b in offload.by_load():
+            if states[b] > 0 and offload.awake[b] and not offload.leave(b, math.inf):
+                out[b] = 0
+        for b in np.flatnonzero(~offload.awake & (states > 0)).tolist():
+            if offload.stranded(b):
+                out[b] = 0
+        return out
+
     def step(self, action_dict: dict[str, int]):
         terminated, truncated, info = self._advance(action_dict)
         obs = self._observe()
@@ -184,6 +215,9 @@ class CellsEnv(gym.Env):
         for agent, act in action_dict.items():
             if agent.startswith("cell_"):
                 states[cell_index(agent)] = int(act)
+        if self.guard == "coverage" and not self._as_given:
+            states = self.granted(states)
+        self._as_given = False
         core.set_cell_states(states)
         moves = greedy_moves(*measured_links(core))
         ues = sorted(core.users)

@@ -62,8 +62,15 @@ class HierarchicalEnv(CellsEnv):
     """The network agent (`NETWORK`, every `period` steps) above one agent per station (every
     step); RLlib gets `mobrl.envs.rllib_env.MobileHierarchicalEnv`."""
 
-    def __init__(self, core: Any, team_reward: float = 0.5, neighbours: int = 6, period: int = 10):
-        super().__init__(core, team_reward=team_reward, neighbours=neighbours)
+    def __init__(
+        self,
+        core: Any,
+        team_reward: float = 0.5,
+        neighbours: int = 6,
+        period: int = 10,
+        guard: str = "coverage",
+    ):
+        super().__init__(core, team_reward=team_reward, neighbours=neighbours, guard=guard)
         self.period = int(period)
         self.possible_agents = [NETWORK, *self.cells]
         self.agents = list(self.possible_agents)

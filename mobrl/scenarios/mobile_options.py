@@ -29,6 +29,9 @@ CELL_TEAM_REWARD = 0.5
 NETWORK_PERIOD = 10
 #: the field's cell rules and the reference, which cell agents are measured against
 CELL_RULES = ("all_on", "idle_off", "threshold", "energy_oracle")
+#: `env.guard`: what the network does with a cell agent's request to sleep (mobrl.envs.cells)
+CELL_GUARDS = ("coverage", "none")
+CELL_GUARD = "coverage"
 
 
 def check_obs(obs: str, mode: str = "ma") -> str:
@@ -172,6 +175,20 @@ def check_period(value: Any) -> int:
 def check_neighbours(value: Any) -> int:
     """`env.neighbours` as a positive whole number of slots, or a one-line error."""
     return _count("env.neighbours", value, "neighbour slots", CELL_NEIGHBOURS)
+
+
+def check_guard(value: Any) -> str:
+    """`env.guard` as one of `CELL_GUARDS`, or a one-line error."""
+    from mobrl.core.errors import unknown_choice
+
+    if value not in CELL_GUARDS:
+        raise unknown_choice(
+            "env.guard",
+            str(value),
+            list(CELL_GUARDS),
+            "coverage grants a cell's sleep only if its UEs have another station (docs/energy.md).",
+        )
+    return value
 
 
 def with_energy_weight(layout: Any, weight: Any, name: str) -> Any:

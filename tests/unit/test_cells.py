@@ -20,9 +20,9 @@ from mobrl.scenarios.kinds.mobile import make_mobile_core
 from mobrl.training.checks import validate_command_line
 
 
-def _env(team_reward: float = 0.5, neighbours: int = 6, layout: str = "uma19_energy"):
+def _env(team_reward: float = 0.5, neighbours: int = 6, layout: str = "uma19_energy", guard="none"):
     core = make_mobile_core(scenarios.load(scenarios.path_of(layout)), "ma")
-    return CellsEnv(core, team_reward=team_reward, neighbours=neighbours)
+    return CellsEnv(core, team_reward=team_reward, neighbours=neighbours, guard=guard)
 
 
 @pytest.mark.parametrize("team", [0.0, 0.5, 1.0])
@@ -102,11 +102,60 @@ def test_a_cell_observes_itself_its_nearest_stations_and_the_hour() -> None:
     assert context[3] == pytest.approx(core.power_model().weight / energy.WEIGHT)
 
 
+def test_the_guard_grants_a_sleep_only_where_the_cells_ues_can_move() -> None:
+    """Under env.guard=coverage every cell may ask to sleep every step and no present UE in
+    a station's range is left without a link; the requests it grants are those `Offload`
+    grants from the least loaded cell with no load limit; without the guard the same requests put
+    every station to sleep and no UE is served."""
+    from mobrl.network.offload import Offload
+
+    for guard in ("coverage", "none"):
+        env = _env(guard=guard)
+        env.reset(seed=3)
+        core = env.core
+        deep = core.power_model().states.index("deep_sleep")
+        asked = np.full(19, deep)
+        for _ in range(4):
+            if guard == "coverage":
+                offload = Offload(core)
+                left = [b for b in offload.by_load() if offload.leave(b, math.inf)]
+                expected = np.where(np.isin(np.arange(19), left), deep, 0)
+                # the stations asleep already stay asleep unless one of their UEs is stranded
+                state, _ = core.cell_states()
+                expected[state > 0] = deep
+                np.testing.assert_array_equal(env.granted(asked), expected)
+            env.step({cell_agent(b): deep for b in range(19)})
+            v = core.cell_view()
+            state, _ = core.cell_states()
+            reachable = v.present & (v.best >= 0)
+            linked = core.connectivity().any(axis=0)
+            if guard == "coverage":
+                assert 0 < (state > 0).sum() < 19
+                assert linked[reachable].all()
+            else:
+                assert (state > 0).all() and not linked[reachable].any()
+
+
+def test_the_guard_wakes_a_sleeping_cell_whose_ue_has_no_station_on_the_air() -> None:
+    env = _env(guard="coverage")
+    env.reset(seed=3)
+    core = env.core
+    light = core.power_model().states.index("light_sleep")
+    env.guard = "none"  # every station asleep first
+    env.step({cell_agent(b): light for b in range(19)})
+    env.guard = "coverage"
+    granted = env.granted(np.full(19, light))
+    best = core.best_stations()[core.cell_view().present]
+    # with every station off the air, each station some present UE would link to must wake
+    np.testing.assert_array_equal(granted == 0, np.isin(np.arange(19), best))
+
+
 def test_energy_weight_sets_the_objectives_lambda() -> None:
     cfg = validate_command_line(["scenario=uma19_energy", "env=cells", "env.energy_weight=0.2"])
     config = env_config_from(cfg)
     assert config["layout"]["power"]["weight"] == 0.2
     assert config["mode"] == "cells" and config["neighbours"] == 6
+    assert config["guard"] == "coverage"
 
 
 @pytest.mark.parametrize(
@@ -116,6 +165,7 @@ def test_energy_weight_sets_the_objectives_lambda() -> None:
         (["scenario=uma19_energy", "env=cells", "env.neighbours=0"], "env.neighbours=0"),
         (["scenario=uma19_energy", "env=cells", "env.energy_weight=-1"], "env.energy_weight=-1"),
         (["scenario=uma19", "env.energy_weight=0.1"], "has no power: section"),
+        (["scenario=uma19_energy", "env=cells", "env.guard=load"], "env.guard 'load'"),
     ],
 )
 def test_bad_cell_settings_are_one_line(overrides: list[str], words: str) -> None:

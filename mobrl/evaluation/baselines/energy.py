@@ -52,6 +52,7 @@ class CellRule(GreedyPolicy):
             states = self.cell_states(cells.core)
             if states is None:
                 states = cells.keep_states()
+            cells.take_as_given()  # a rule's states carry their own conditions
             # under env=hierarchical the network agent leaves the cells' λ as it is
             neutral = getattr(cells, "neutral_action", lambda: 0)()
             return {
@@ -142,67 +143,24 @@ class ThresholdPolicy(CellRule):
         self.below: np.ndarray | None = None
 
     def cell_states(self, core: Any) -> np.ndarray | None:
+        from mobrl.network.offload import Offload
+
         state, _ = core.cell_states()
-        load = core.cell_loads()
+        offload = Offload(core)
+        load = offload.load
         if self.below is None or self.below.size != load.size:
             self.below = np.zeros(load.size, dtype=np.int64)
-        awake = state == 0
-        self.below = np.where(awake & (load < self.low), self.below + 1, 0)
-        signal, reach = core.full_signal()
-        cap = core.full_capacity()
-        need = np.where(cap > 0, core.ue_demands()[None, :] / np.where(cap > 0, cap, 1.0), 1.0)
-        need = np.minimum(need, 1.0)
-        present = active_mask(core)
-        best = core.best_stations()
+        self.below = np.where(offload.awake & (load < self.low), self.below + 1, 0)
         target = state.copy()
-        on_air = awake.copy()
-        expect = load.copy()
-        hosting = np.zeros(load.size, dtype=bool)
-        for b in np.argsort(load, kind="stable").tolist():
-            if not on_air[b] or self.below[b] < self.hold or hosting[b]:
-                continue
-            ues = np.flatnonzero(present & ((best == b) | core.connectivity()[b]))
-            moves = _alternatives(ues, b, on_air, reach, signal)
-            if moves is None:
-                continue
-            extra = np.bincount(moves, weights=need[moves, ues], minlength=load.size)
-            if (expect + extra)[extra > 0].max(initial=0.0) > self.high:
-                continue
-            expect += extra
-            hosting[moves] = True
-            on_air[b] = False
-            target[b] = self.sleep_state(core)
+        for b in offload.by_load():
+            if self.below[b] >= self.hold and offload.leave(b, self.high):
+                target[b] = self.sleep_state(core)
         # wake: a neighbour over `high`, or a UE with nowhere else to go
-        asleep = np.flatnonzero(~awake)
-        for b in asleep.tolist():
-            ues = np.flatnonzero(present & (best == b))
-            if not ues.size:
-                continue
-            moves = _alternatives(ues, b, on_air, reach, signal, partial=True)
+        for b in np.flatnonzero(~offload.awake).tolist():
+            moves = offload.moves_from(b)
             if (moves < 0).any() or (load[moves[moves >= 0]] > self.high).any():
                 target[b] = 0
         return target
-
-
-def _alternatives(
-    ues: np.ndarray,
-    b: int,
-    on_air: np.ndarray,
-    reach: np.ndarray,
-    signal: np.ndarray,
-    partial: bool = False,
-) -> np.ndarray | None:
-    """Each UE's strongest station on the air other than `b` (-1: none, with `partial`;
-    without it None if any UE has none)."""
-    if not ues.size:
-        return np.zeros(0, dtype=np.int64)
-    ok = reach[:, ues] & on_air[:, None]
-    ok[b] = False
-    has = ok.any(axis=0)
-    if not partial and not has.all():
-        return None
-    best = np.argmax(np.where(ok, signal[:, ues], -np.inf), axis=0)
-    return np.where(has, best, -1)
 
 
 class ComposedPolicy(Baseline):

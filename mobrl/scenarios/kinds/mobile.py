@@ -10,6 +10,7 @@ from typing import Any
 from mobrl.scenarios.kinds.base import ScenarioKind
 from mobrl.scenarios.mobile_core import engine_for, make_mobile_core
 from mobrl.scenarios.mobile_options import (
+    CELL_GUARD,
     CELL_MODES,
     CELL_NEIGHBOURS,
     CELL_RULES,
@@ -25,6 +26,7 @@ from mobrl.scenarios.mobile_options import (
     cells_cannot_play,
     check_cells,
     check_decide,
+    check_guard,
     check_neighbours,
     check_obs,
     check_period,
@@ -89,6 +91,8 @@ class MobileSpec:
     neighbours: int = CELL_NEIGHBOURS
     #: `env.period`: env=hierarchical, the steps between the network agent's decisions
     period: int = NETWORK_PERIOD
+    #: `env.guard`: env=cells, what the network does with a cell's request to sleep
+    guard: str = CELL_GUARD
 
     @classmethod
     def from_config(cls, cfg: Any) -> MobileSpec:
@@ -108,6 +112,7 @@ class MobileSpec:
                 team_reward=check_team_reward(cfg.env.get("team_reward", CELL_TEAM_REWARD)),
                 neighbours=check_neighbours(cfg.env.get("neighbours", CELL_NEIGHBOURS)),
                 period=check_period(cfg.env.get("period", NETWORK_PERIOD)),
+                guard=check_guard(cfg.env.get("guard", CELL_GUARD)),
             )
         obs = check_obs(cfg.env.get("obs", cls.obs), mode)
         topk = check_topk(cfg.env.get("topk")) if obs in TOPK_OBSERVATIONS else None
@@ -136,6 +141,7 @@ class MobileSpec:
             turn_obs=env_config.get("turn_obs") or cls.turn_obs,
             neighbours=int(env_config.get("neighbours") or cls.neighbours),
             period=int(env_config.get("period") or cls.period),
+            guard=env_config.get("guard") or cls.guard,
         )
 
     def fields(self) -> dict[str, Any]:
@@ -143,7 +149,12 @@ class MobileSpec:
         the config) as the engine this layout runs on, then the mobile kind's own."""
         out: dict[str, Any] = {"engine": self.engine, "mode": self.mode, "layout": self.layout}
         if self.mode in CELL_MODES:
-            out = {**out, "team_reward": self.team_reward, "neighbours": self.neighbours}
+            out = {
+                **out,
+                "team_reward": self.team_reward,
+                "neighbours": self.neighbours,
+                "guard": self.guard,
+            }
             return {**out, "period": self.period} if self.mode == "hierarchical" else out
         out["obs"] = self.obs
         if self.obs in TOPK_OBSERVATIONS:
@@ -213,7 +224,11 @@ class MobileKind(ScenarioKind):
         # engine, rewards and team reward change neither, so they stay the user's to choose
         spec = MobileSpec.of(env_config)
         if spec.mode in CELL_MODES:
-            settings = {"env": spec.mode, "env.neighbours": str(spec.neighbours)}
+            settings = {
+                "env": spec.mode,
+                "env.neighbours": str(spec.neighbours),
+                "env.guard": spec.guard,
+            }
             if spec.mode == "hierarchical":
                 settings["env.period"] = str(spec.period)
             return settings
@@ -268,14 +283,20 @@ class MobileKind(ScenarioKind):
                 from mobrl.envs.rllib_env import MobileCellsEnv as CellEnv
             else:
                 from mobrl.envs.cells import CellsEnv as CellEnv
-            return CellEnv(core, team_reward=spec.team_reward, neighbours=spec.neighbours)
+            return CellEnv(
+                core, team_reward=spec.team_reward, neighbours=spec.neighbours, guard=spec.guard
+            )
         if spec.mode == "hierarchical":
             if rllib:
                 from mobrl.envs.rllib_env import MobileHierarchicalEnv as Hierarchy
             else:
                 from mobrl.envs.hierarchy import HierarchicalEnv as Hierarchy
             return Hierarchy(
-                core, team_reward=spec.team_reward, neighbours=spec.neighbours, period=spec.period
+                core,
+                team_reward=spec.team_reward,
+                neighbours=spec.neighbours,
+                period=spec.period,
+                guard=spec.guard,
             )
         if spec.decide == "in_turns":
             if rllib:
