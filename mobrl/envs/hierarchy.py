@@ -88,14 +88,14 @@ class HierarchicalEnv(CellsEnv):
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         obs, info = super().reset(seed=seed, options=options)
-        self._scale = WEIGHT_SCALES.index(1.0)
+        self._set_scale(WEIGHT_SCALES.index(1.0))
         self._since, self._owed = 0, 0.0
         self.agents = list(self.possible_agents)
         return {NETWORK: network_row(self.core, self._scale), **obs}, info
 
     def step(self, action_dict: dict[str, int]):
         if NETWORK in action_dict:
-            self._scale = int(action_dict[NETWORK])
+            self._set_scale(int(action_dict[NETWORK]))
         terminated, truncated, info = self._advance(action_dict)
         rewards = dict(zip(self.cells, self._cell_rewards(self.weight).tolist()))
         obs = self._observe()
@@ -106,6 +106,11 @@ class HierarchicalEnv(CellsEnv):
             rewards[NETWORK] = self._owed
             self._since, self._owed = 0, 0.0
         return (obs, rewards, *_dones(obs, terminated, truncated), {"__common__": info})
+
+    def _set_scale(self, scale: int) -> None:
+        """The network agent's decision in force, also drawn on rendered frames."""
+        self._scale = scale
+        self.core.frame_note = f"network agent: λ × {WEIGHT_SCALES[scale]:g}"
 
     def neutral_action(self) -> int:
         """The network agent's action that leaves the cells at the layout's λ (what a cell

@@ -78,6 +78,9 @@ class PowerSteps:
     #: True: each step also splits its objective among the stations (`cell_objectives`;
     #: set by the cell agents' env, mobrl.envs.cells)
     credit_cells = False
+    #: what a controller above the cells decided, drawn on rendered frames (set by the
+    #: network agent's env, mobrl.envs.hierarchy; None: nothing)
+    frame_note: str | None = None
 
     def _setup_power(self, extra: dict[str, Any]) -> None:
         if "power" not in extra and "traffic" not in extra:

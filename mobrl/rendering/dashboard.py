@@ -282,6 +282,8 @@ class DashboardRenderer:
         title = f"episode {state.episode}   t = {state.time}   return {state.episode_return:.2f}"
         if state.power is not None:  # cells that sleep: asleep grey, the network's power
             title += f"   power {state.power:.4g} ({self.power_unit})   asleep {len(state.asleep)}"
+        if state.note:  # the network agent's decision above the cells
+            title += f"   {state.note}"
         self.title.set_text(title)
         asleep = set(state.asleep)
         for i, marker in enumerate(self.stations):

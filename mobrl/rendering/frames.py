@@ -128,6 +128,7 @@ def record_state(core: Any, episode: int, episode_return: float) -> FrameState:
         connected=[int(v) for v in results["number connected"]],
         asleep=asleep,
         power=power,
+        note=getattr(core, "frame_note", None),
     )
 
 

@@ -61,3 +61,5 @@ class FrameState:
     #: power in the step (None: no power model)
     asleep: list[int] = field(default_factory=list)
     power: float | None = None
+    #: what a controller above the cells decided (`frame_note`: the network agent's λ)
+    note: str | None = None

@@ -105,3 +105,20 @@ def test_bad_hierarchy_settings_are_one_line(extra: list[str], words: str) -> No
     with pytest.raises(UserError) as caught:
         _config(*extra)
     assert words in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_a_frame_shows_the_network_agents_decision() -> None:
+    """A rendered frame of env=hierarchical names the λ the network agent set, with the
+    stations asleep and the network's power."""
+    from mobrl.rendering.dashboard import DashboardRenderer
+    from mobrl.rendering.frames import episode_scene, record_state
+
+    env = make_env({**_config(), "render_mode": None})
+    obs, _ = env.reset(seed=2)
+    scale = WEIGHT_SCALES.index(2.0)
+    env.step({a: (scale if a == NETWORK else 0) for a in obs})
+    state = record_state(env.core, 0, 0.0)
+    assert state.note == "network agent: λ × 2" and state.power is not None
+    renderer = DashboardRenderer(episode_scene(env.core, None))
+    renderer.draw(state)
+    assert "network agent: λ × 2" in renderer.title.get_text()
