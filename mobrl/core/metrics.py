@@ -204,6 +204,8 @@ EVAL_METRICS = {
     "p5": UTILITY_P5,
     "jain": JAIN_UTILITY,
     "return": "return",
+    # layouts with power: service − λ·energy (docs/energy.md)
+    "objective": NET_OBJECTIVE,
 }
 
 

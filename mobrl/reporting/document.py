@@ -14,6 +14,7 @@ from mobrl.reporting.markup import Draft, FolderNames, html_page
 from mobrl.reporting.runs import Found, discover, group_trials
 from mobrl.reporting.training_sections import (
     eval_training_section,
+    front_section,
     info_section,
     metric_section,
     runs_section,
@@ -68,6 +69,7 @@ def _training_part(
     service_section(draft, groups, columns, x_col)
     info_section(draft, groups, columns, x_col)
     eval_training_section(draft, groups, columns, x_col, rows_all)
+    front_section(draft, groups, columns)
     atomic_write_csv(draft.out / "groups.csv", pd.DataFrame(rows_all))
 
 

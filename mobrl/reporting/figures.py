@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from mobrl.core import metrics as keys
+from mobrl.reporting.markup import capital
 from mobrl.reporting.runs import Trial
 from mobrl.reporting.stats import (
     Curve,
@@ -57,23 +58,19 @@ def _pyplot() -> Any:
 
 
 @contextmanager
-def _drawing() -> Iterator[Any]:
+def drawing() -> Iterator[Any]:
     """pyplot with the report's style, for this figure only (nothing global changes)."""
     plt = _pyplot()
     with plt.rc_context(_STYLE):
         yield plt
 
 
-def _save(plt: Any, fig: Any, out: Path, stem: str) -> Path:
+def save(plt: Any, fig: Any, out: Path, stem: str) -> Path:
     png = out / f"{stem}.png"
     fig.savefig(png, dpi=DPI, bbox_inches="tight")
     fig.savefig(out / f"{stem}.svg", bbox_inches="tight")
     plt.close(fig)
     return png
-
-
-def _capital(text: str) -> str:
-    return text[:1].upper() + text[1:]
 
 
 def _x_axis(ax: Any, x_col: str) -> None:
@@ -85,7 +82,7 @@ def _x_axis(ax: Any, x_col: str) -> None:
         ax.xaxis.set_major_formatter(EngFormatter(sep=""))
 
 
-def _grid(plt: Any, panels: int, height: float = PANEL[1]) -> tuple[Any, list[Any]]:
+def grid(plt: Any, panels: int, height: float = PANEL[1]) -> tuple[Any, list[Any]]:
     """A figure of `panels` panels, at most COLUMNS a row; spare cells removed."""
     cols = min(COLUMNS, max(panels, 1))
     rows = math.ceil(panels / cols)
@@ -109,7 +106,7 @@ def plot_curves(curves: list[Curve], metric: str, x_name: str, out: Path, stem: 
     """Each group's mean of `metric` against `x_name` (an `--x` choice), with its 95 % band."""
     x_col = keys.X_AXES[x_name]
     sx, sy = keys.scale(x_col), keys.scale(metric)
-    with _drawing() as plt:
+    with drawing() as plt:
         fig, ax = plt.subplots(figsize=(7.6, 3.5), layout="constrained")
         for curve in curves:
             x, mean, half = curve.x * sx, curve.mean * sy, curve.half * sy
@@ -119,7 +116,7 @@ def plot_curves(curves: list[Curve], metric: str, x_name: str, out: Path, stem: 
                                 linewidth=0)  # fmt: skip
         _x_axis(ax, x_col)
         ax.set_ylabel(keys.axis_label(metric))
-        heading = f"{_capital(keys.title(metric))} vs {keys.words(x_col)}"
+        heading = f"{capital(keys.title(metric))} vs {keys.words(x_col)}"
         values = np.concatenate([c.mean * sy for c in curves]) if curves else np.array([])
         if values.size:
             q10, q90 = np.percentile(values, [10, 90])
@@ -131,14 +128,14 @@ def plot_curves(curves: list[Curve], metric: str, x_name: str, out: Path, stem: 
         ax.set_title(heading)
         if curves:
             _legend_below(fig, *ax.get_legend_handles_labels())
-        return _save(plt, fig, out, stem)
+        return save(plt, fig, out, stem)
 
 
 def plot_aggregate(rows: list[dict[str, Any]], metric: str, out: Path, stem: str) -> Path:
     """IQM of each group's last values with its 95 % bootstrap interval, one row per group."""
     shown = [r for r in rows if not math.isnan(r["last_iqm"])]
     s = keys.scale(metric)
-    with _drawing() as plt:
+    with drawing() as plt:
         fig, ax = plt.subplots(figsize=(7.6, 1.3 + 0.45 * len(shown)), layout="constrained")
         for i, r in enumerate(shown):
             low, high = r["last_iqm_low"] * s, r["last_iqm_high"] * s
@@ -149,9 +146,9 @@ def plot_aggregate(rows: list[dict[str, Any]], metric: str, out: Path, stem: str
         ax.grid(axis="y", visible=False)
         ax.set_xlabel(keys.axis_label(metric))
         ax.set_title(
-            f"{_capital(keys.title(metric))}: IQM of the trials' last values (95 % bootstrap CI)"
+            f"{capital(keys.title(metric))}: IQM of the trials' last values (95 % bootstrap CI)"
         )
-        return _save(plt, fig, out, stem)
+        return save(plt, fig, out, stem)
 
 
 #: what an evaluation's figure and table show, service first, when the summary has it
@@ -232,15 +229,15 @@ def plot_evaluation(name: str, summary: dict[str, Any], out: Path, stem: str) ->
     for m in measures:
         panels += [("level", m)] + ([("gap", m)] if gaps else [])
     height = 0.9 + 0.28 * max(len(policies), len(gaps))
-    with _drawing() as plt:
-        fig, axes = _grid(plt, len(panels), height)
+    with drawing() as plt:
+        fig, axes = grid(plt, len(panels), height)
         for ax, (kind, m) in zip(axes, panels):
             s = keys.scale(m)
             if kind == "level":
                 names = policies
                 stats = [summary["policies"][p].get(m, {}) for p in names]
                 colors = ["tab:blue" if p == "trained" else "tab:gray" for p in names]
-                ax.set_title(_capital(keys.words(m)))
+                ax.set_title(capital(keys.words(m)))
             else:
                 names = list(gaps)
                 stats = [gap_stats(gaps[n], m) or {} for n in names]
@@ -267,7 +264,7 @@ def plot_evaluation(name: str, summary: dict[str, Any], out: Path, stem: str) ->
             f"{name}: {episodes} episodes per policy, mean ± 95 % CI", x=0.01, ha="left",
             fontsize=11, fontweight="bold",
         )  # fmt: skip
-        return _save(plt, fig, out, stem)
+        return save(plt, fig, out, stem)
 
 
 def plot_matrix(matrix: dict[str, Any], out: Path, stem: str) -> tuple[Path, list[dict[str, str]]]:
@@ -277,7 +274,7 @@ def plot_matrix(matrix: dict[str, Any], out: Path, stem: str) -> tuple[Path, lis
     measure = matrix_measure(matrix, baseline)
     rows, cols, (gap, half) = matrix_table(matrix, baseline, measure)
     places = digits(measure)
-    with _drawing() as plt:
+    with drawing() as plt:
         from matplotlib.colors import SymLogNorm
 
         width = min(1.5 * len(cols) + 2.2, 8.0)
@@ -297,10 +294,10 @@ def plot_matrix(matrix: dict[str, Any], out: Path, stem: str) -> tuple[Path, lis
         ax.set_xlabel("evaluated on")
         ax.set_ylabel("trained on")
         ax.set_title(
-            f"{_capital(keys.words(measure))}: trained − {baseline}, paired by seed\n"
+            f"{capital(keys.words(measure))}: trained − {baseline}, paired by seed\n"
             "(mean ± 95 % CI)"
         )
-        path = _save(plt, fig, out, stem)
+        path = save(plt, fig, out, stem)
     table = [
         {"trained on": r, **{c: cell(gap[i, j], half[i, j], places) for j, c in enumerate(cols)}}
         for i, r in enumerate(rows)
@@ -317,8 +314,8 @@ def plot_service(
     heading: str = "UE service in training episodes",
 ) -> Path:
     """Small multiples of `columns` (each group's mean) against `x_col`, two panels a row."""
-    with _drawing() as plt:
-        fig, axes = _grid(plt, len(columns))
+    with drawing() as plt:
+        fig, axes = grid(plt, len(columns))
         handles: dict[str, Any] = {}
         for ax, column in zip(axes, columns):
             s = keys.scale(column)
@@ -328,9 +325,9 @@ def plot_service(
                     (line,) = ax.plot(curve.x * keys.scale(x_col), curve.mean * s, label=label,
                                       color=f"C{list(groups).index(label) % 10}")  # fmt: skip
                     handles.setdefault(label, line)
-            ax.set_title(_capital(keys.words(column)))
+            ax.set_title(capital(keys.words(column)))
             ax.set_ylabel(keys.unit(column))
             _x_axis(ax, x_col)
         fig.suptitle(heading, x=0.01, ha="left", fontsize=11, fontweight="bold")
         _legend_below(fig, list(handles.values()), list(handles))
-        return _save(plt, fig, out, stem)
+        return save(plt, fig, out, stem)

@@ -65,6 +65,11 @@ def _last(values: np.ndarray) -> float:
     return float(values[-1])
 
 
+def last_values(trials: list[Trial], metric: str) -> np.ndarray:
+    """Each trial's last value of `metric` (trials without it are left out)."""
+    return _per_trial(trials, metric, _last)
+
+
 #: fewest trials in a group for an aggregate (IQM) score
 IQM_MIN_TRIALS = 3
 BOOTSTRAP_RESAMPLES = 2000

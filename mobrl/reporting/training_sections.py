@@ -204,3 +204,38 @@ def eval_training_section(
     ]
     draft.md += _last_evaluation(groups, columns, rows_all)
     draft.md += ["", f"![Evaluation during training]({png.name})"]
+
+
+def front_section(draft: Draft, groups: dict[str, list[Trial]], columns: set[str]) -> None:
+    """## Energy and service, when the runs evaluated on a layout with `power:`: each group's
+    trained policy (a sweep's λ each) and the baselines at their energy and service, as a
+    figure (the front) and energy_front.csv."""
+    from mobrl.core.files import atomic_write_csv
+    from mobrl.reporting.energy_figures import SERVICE, front_rows, plot_front
+
+    if f"{keys.EVALUATION}/{keys.NET_ENERGY}" not in columns:
+        return
+    import pandas as pd
+
+    rows = front_rows(groups, columns)
+    png = draft.figure(plot_front(rows, draft.out, "energy_front"))
+    atomic_write_csv(draft.out / "energy_front.csv", pd.DataFrame(rows))
+    table = []
+    for r in rows:
+        line = {"group": r["group"], "policy": r["policy"]}
+        for measure in (keys.NET_ENERGY, *[m for m in SERVICE if m in r]):
+            line[column_header(measure)] = cell(r[measure], r[f"{measure} ci95"], digits(measure))
+        table.append(line)
+    draft.md += [
+        "",
+        "## Energy and service",
+        "",
+        "The last evaluation during training of each group's policy, and of each baseline on "
+        "the same seeds: energy per episode and service, never summed, mean ± 95 % CI over the "
+        "group's trials. Over a sweep of `env.energy_weight` the trained points trace the "
+        "front of the trade-off (energy_front.csv).",
+        "",
+        *md_table(table),
+        "",
+        f"![Energy and service]({png.name})",
+    ]

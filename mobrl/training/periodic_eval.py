@@ -16,6 +16,11 @@ from typing import Any
 
 from mobrl.core import metrics as keys
 
+#: what an evaluation records of the policy and of each baseline, where the episodes have it:
+#: the service measures, and on layouts with `power:` the demand served and the energy
+#: measures (the sweep's energy–service front in `mobrl report` is drawn from them)
+MEASURED = (*keys.EPISODE_METRICS, keys.NET_DEMAND_SERVED, *keys.ENERGY_KEYS)
+
 #: first episode seed of evaluation during training: apart from training copies (1,000,000+,
 #: mobrl.envs.slots) and from `mobrl evaluate`'s default test seeds (0, 1, ...)
 EVAL_SEED_BASE = 100_000
@@ -43,6 +48,15 @@ def _scenario(cfg: Any) -> dict[str, str]:
     return {"kind": cfg.scenario.kind, "id": str(cfg.scenario.get("id", ""))}  # for kind_of
 
 
+def _has_power(cfg: Any) -> bool:
+    """Whether the run's mobile-env layout has a `power:` section (the objective's energy)."""
+    from mobrl import scenarios
+
+    path = cfg.scenario.get("path")
+    layout = scenarios.load(path) if path else None
+    return isinstance(layout, dict) and "power" in layout
+
+
 def check_eval_config(cfg: Any) -> None:
     """One-line errors for `run.eval.*` and `run.stop.beat` (no Ray, no env built)."""
     from mobrl.core.errors import UserError, unknown_choice
@@ -59,6 +73,12 @@ def check_eval_config(cfg: Any) -> None:
         raise UserError(
             f"run.eval.metric={metric} measures mobile-env's UEs; scenario="
             f"{cfg.scenario.name} has none. Use run.eval.metric=return."
+        )
+    if metric == "objective" and not _has_power(cfg):
+        raise UserError(
+            f"run.eval.metric=objective weighs energy against service; scenario="
+            f"{cfg.scenario.name} has no power: section. Use run.eval.metric=utility, or a "
+            "layout with power: (uma19_energy)."
         )
     if ev.interval < 0:
         raise UserError(
@@ -143,7 +163,7 @@ class PeriodicEvaluation:
         self.policy_ids = policy_ids
         #: the episode column that scores the policy and its gaps (metrics.EVAL_METRICS)
         self.metric = metric
-        self._baseline_values: dict[str, list[float]] | None = None
+        self._baseline_rows: dict[str, list[dict[str, float]]] | None = None
         self._beats = dict.fromkeys(baselines, 0.0)
         self._last_iteration = 0
         #: wall time spent in these evaluations so far (baselines included)
@@ -186,8 +206,8 @@ class PeriodicEvaluation:
 
     def evaluate(self, modules: dict[str, Any]) -> dict[str, Any]:
         """Returns, episode metrics, the score (mean of `metric`) and the paired gaps in
-        `metric` of the policy made of `modules`."""
-        from mobrl.core.metrics import EPISODE_METRICS
+        `metric` of the policy made of `modules`, and each baseline's means of the measures
+        (`MEASURED`) on the same seeds."""
         from mobrl.evaluation.paired import mean_ci
         from mobrl.evaluation.policies import TrainedPolicy
         from mobrl.evaluation.rollout import run_episode
@@ -197,13 +217,11 @@ class PeriodicEvaluation:
         returns = [row["return"] for row in rows]
         mean, half, _ = mean_ci(returns)
         section: dict[str, Any] = {"return_mean": mean, "return_ci95": half}
-        for key in EPISODE_METRICS:
-            values = [row[key] for row in rows if key in row]
-            if values:
-                section[key] = mean_ci(values)[0]
+        section.update(_means(rows))
         mine = [row[self.metric] for row in rows]
         section["score"] = mean_ci(mine)[0]
         section["gap"] = {}
+        section["baselines"] = {name: _means(r) for name, r in self.baseline_rows().items()}
         for name, base in self.baseline_values().items():
             gap_mean, gap_half, _ = mean_ci([a - b for a, b in zip(mine, base)])
             section["gap"][name] = {
@@ -232,15 +250,25 @@ class PeriodicEvaluation:
 
     def baseline_values(self) -> dict[str, list[float]]:
         """Each baseline's `metric` on the evaluation seeds (computed once)."""
-        if self._baseline_values is None:
+        return {
+            name: [row[self.metric] for row in rows] for name, rows in self.baseline_rows().items()
+        }
+
+    def baseline_rows(self) -> dict[str, list[dict[str, float]]]:
+        """Each baseline's episodes on the evaluation seeds (played once)."""
+        if self._baseline_rows is None:
             from mobrl.evaluation.policies import make_baseline
             from mobrl.evaluation.rollout import run_episode
 
-            self._baseline_values = {
+            self._baseline_rows = {
                 name: [
-                    run_episode(self.env_config, make_baseline(name), seed)[self.metric]
-                    for seed in self.seeds
+                    run_episode(self.env_config, make_baseline(name), seed) for seed in self.seeds
                 ]
                 for name in self.baselines
             }
-        return self._baseline_values
+        return self._baseline_rows
+
+
+def _means(rows: list[dict[str, float]]) -> dict[str, float]:
+    """The mean of each of `MEASURED` that the episodes `rows` have."""
+    return {key: fmean(row[key] for row in rows) for key in MEASURED if key in rows[0]}

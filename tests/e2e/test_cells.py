@@ -157,3 +157,30 @@ def test_hierarchical_trains_a_policy_per_level_and_evaluates(tmp_path: Path) ->
     cells_only = {a: o for a, o in body.items() if a != "network"}
     answer = client.post("/v1/act", json={"observations": cells_only})
     assert answer.status_code == 200 and set(answer.json()["actions"]) == set(cells_only)
+
+
+def test_an_energy_weight_sweep_draws_its_front(tmp_path: Path) -> None:
+    """`mobrl train -m ... env.energy_weight=a,b` with evaluation during training, then
+    `mobrl report` on the sweep: each λ's trained policy and the baselines on the same seeds
+    at their energy and service, as a figure and energy_front.csv."""
+    sweep = tmp_path / "sweep"
+    result = run_mobrl(
+        "train", "-m", "run=smoke", "scenario=uma19_energy", "env=cells",
+        "env.energy_weight=0.02,0.5", "run.stop.iterations=1", "run.eval.interval=1",
+        "run.eval.episodes=2", "run.eval.baselines=[all_on,threshold,energy_oracle]",
+        f"hydra.sweep.dir={sweep}", cwd=tmp_path,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    reported = run_mobrl("report", str(sweep), "--out", str(tmp_path / "report"), cwd=tmp_path)
+    assert reported.returncode == 0, reported.stdout + reported.stderr
+    front = pd.read_csv(tmp_path / "report" / "energy_front.csv")
+    assert sorted(front.energy_weight.unique()) == [0.02, 0.5]
+    assert sorted(front.policy.unique()) == ["all_on", "energy_oracle", "threshold", "trained"]
+    by = front.set_index(["policy", "energy_weight"])[metrics.NET_ENERGY]
+    # the rules do not weigh energy: the same seeds give the same points under either λ
+    assert by["all_on", 0.02] == by["all_on", 0.5] and by["threshold", 0.02] == by["threshold", 0.5]
+    # the reference trades energy at the run's λ: a heavier weight sleeps more
+    assert by["energy_oracle", 0.5] < by["energy_oracle", 0.02] <= by["all_on", 0.02]
+    assert front[metrics.UTILITY_MEAN].notna().all()
+    report = (tmp_path / "report" / "report.md").read_text()
+    assert "## Energy and service" in report and (tmp_path / "report" / "energy_front.png").is_file()

@@ -166,6 +166,7 @@ def test_energy_weight_sets_the_objectives_lambda() -> None:
         (["scenario=uma19_energy", "env=cells", "env.energy_weight=-1"], "env.energy_weight=-1"),
         (["scenario=uma19", "env.energy_weight=0.1"], "has no power: section"),
         (["scenario=uma19_energy", "env=cells", "env.guard=load"], "env.guard 'load'"),
+        (["scenario=uma19", "run.eval.metric=objective"], "has no power: section"),
     ],
 )
 def test_bad_cell_settings_are_one_line(overrides: list[str], words: str) -> None:

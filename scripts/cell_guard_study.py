@@ -1,0 +1,164 @@
+"""What `env.guard=coverage` does for cell agents (docs/energy.md, "A sleep is a request").
+
+Plays, on held-out seeds and paired by seed against `threshold`: the rules, the reference
+(`energy_oracle`), the reference's states put through the guard, every cell asking to sleep
+every step under the guard, and a classifier of the reference's decisions (an MLP fitted on
+the reference's own episodes, training seeds apart from the held-out ones) with and without
+the guard, and under the guard asking to sleep more often (where the reference's sleeping
+is at least `--cuts` likely by the classifier, not only the likelier decision). Prints each
+one's objective, service and energy, and its saving over `all_on`.
+
+    python scripts/cell_guard_study.py --scenario uma19_energy --episodes 20 --train 40
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+
+import numpy as np
+
+from mobrl.envs.factory import env_config_from
+from mobrl.evaluation.baselines.energy import AllOnPolicy, ThresholdPolicy, _cells_env
+from mobrl.evaluation.energy_oracle import EnergyOraclePolicy
+from mobrl.evaluation.rollout import episode_env, run_episode
+from mobrl.training.checks import validate_command_line
+
+MEASURES = (
+    "network/objective",
+    "ue/utility/mean",
+    "ue/utility/p5",
+    "network/connected_fraction",
+    "network/energy",
+)
+
+
+class GuardedOracle(EnergyOraclePolicy):
+    """The reference's states as a cell policy's requests: through the guard."""
+
+    name = "energy_oracle, guarded"
+
+    def act(self, observation, env=None):
+        out = super().act(observation, env)
+        _cells_env(env)._as_given = False
+        return out
+
+
+class AlwaysSleep:
+    """Every cell asks for the reference's sleep state every step."""
+
+    name = "every cell asks to sleep"
+
+    def reset(self, seed=None):
+        pass
+
+    def act(self, observation, env=None):
+        cells = _cells_env(env)
+        deep = EnergyOraclePolicy().sleep_state(cells.core)
+        return {a: deep for a in observation}
+
+
+class Classifier:
+    """An MLP (2 × 256, tanh) fitted on the reference's decisions: a cell asks for its likeliest
+    sleep state where the reference's sleeping is at least `cut` likely, else stays active."""
+
+    cut = 0.5
+
+    def __init__(self, config, seeds, name):
+        import torch
+
+        rows, labels = [], []
+        oracle = EnergyOraclePolicy()
+        for seed in seeds:
+            env = episode_env(config, seed)
+            obs, _ = env.reset(seed=seed)
+            oracle.reset(seed)
+            done = False
+            while not done:
+                act = oracle.act(obs, env)
+                rows.append(np.stack(list(obs.values())))
+                labels.append(np.array([act[a] for a in obs]))
+                obs, _, term, trunc, _ = env.step(act)
+                done = term["__all__"] or trunc["__all__"]
+        x = torch.tensor(np.concatenate(rows))
+        y = torch.tensor(np.concatenate(labels))
+        torch.manual_seed(0)
+        self.states = int(y.max()) + 1
+        self.net = torch.nn.Sequential(
+            torch.nn.Linear(x.shape[1], 256), torch.nn.Tanh(),
+            torch.nn.Linear(256, 256), torch.nn.Tanh(), torch.nn.Linear(256, self.states),
+        )  # fmt: skip
+        opt = torch.optim.Adam(self.net.parameters(), 1e-3)
+        gen = np.random.default_rng(0)
+        for _ in range(30):
+            order = gen.permutation(len(x))
+            for i in range(0, len(order), 256):
+                b = order[i : i + 256]
+                loss = torch.nn.functional.cross_entropy(self.net(x[b]), y[b])
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+        self.name = name
+
+    def reset(self, seed=None):
+        pass
+
+    def act(self, observation, env=None):
+        import torch
+
+        with torch.no_grad():
+            z = self.net(torch.tensor(np.stack(list(observation.values()))))
+            asleep = torch.softmax(z, 1)[:, 0] <= 1.0 - self.cut
+            chosen = torch.where(asleep, z[:, 1:].argmax(1) + 1, 0)
+        return {a: int(s) for a, s in zip(observation, chosen.tolist())}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--scenario", default="uma19_energy")
+    parser.add_argument("--episodes", type=int, default=20)
+    parser.add_argument("--seed", type=int, default=1000)
+    parser.add_argument("--train", type=int, default=40, help="the classifier's episodes")
+    parser.add_argument("--cuts", default="0.3,0.2", help="lower cuts, comma-separated")
+    args = parser.parse_args()
+
+    def config(guard):
+        given = [f"scenario={args.scenario}", "env=cells", f"env.guard={guard}"]
+        return env_config_from(validate_command_line(given))
+
+    guarded, free = config("coverage"), config("none")
+    classifier = Classifier(guarded, range(args.train), "classifier of the reference")
+    played = [
+        ("all_on", AllOnPolicy(), guarded),
+        ("threshold", ThresholdPolicy(), guarded),
+        ("energy_oracle", EnergyOraclePolicy(), guarded),
+        (GuardedOracle.name, GuardedOracle(), guarded),
+        (AlwaysSleep.name, AlwaysSleep(), guarded),
+        (classifier.name + ", guarded", classifier, guarded),
+        (classifier.name + ", no guard", classifier, free),
+    ]
+    for cut in [float(c) for c in args.cuts.split(",") if c]:
+        asking = copy.copy(classifier)
+        asking.cut = cut
+        played.append((f"{classifier.name}, guarded, asking at {cut:g}", asking, guarded))
+    seeds = range(args.seed, args.seed + args.episodes)
+    rows = {}
+    for name, policy, conf in played:
+        episodes = [run_episode(conf, policy, s) for s in seeds]
+        rows[name] = {m: np.array([e[m] for e in episodes]) for m in MEASURES}
+    base, all_on = rows["threshold"], rows["all_on"]["network/energy"].mean()
+    n = len(seeds)
+    print(f"{args.scenario}, {n} seeds from {args.seed}; paired differences to threshold ± 95 % CI")
+    for name, values in rows.items():
+        parts = []
+        for m in MEASURES:
+            d = values[m] - base[m]
+            parts.append(
+                f"{m} {values[m].mean():.4g} ({d.mean():+.4g} ± {1.96 * d.std(ddof=1) / n**0.5:.2g})"
+            )
+        saving = 1 - values["network/energy"].mean() / all_on
+        print(f"- {name}: " + "; ".join(parts) + f"; saving over all_on {saving:.1%}")
+
+
+if __name__ == "__main__":
+    main()
