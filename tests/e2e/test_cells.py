@@ -183,4 +183,6 @@ def test_an_energy_weight_sweep_draws_its_front(tmp_path: Path) -> None:
     assert by["energy_oracle", 0.5] < by["energy_oracle", 0.02] <= by["all_on", 0.02]
     assert front[metrics.UTILITY_MEAN].notna().all()
     report = (tmp_path / "report" / "report.md").read_text()
-    assert "## Energy and service" in report and (tmp_path / "report" / "energy_front.png").is_file()
+    assert (
+        "## Energy and service" in report and (tmp_path / "report" / "energy_front.png").is_file()
+    )
