@@ -102,6 +102,9 @@ class EnvConf:
     #: `coverage` (granted only if each of its UEs has another station on the air) or
     #: `none`; see mobrl.envs.cells
     guard: str = "coverage"
+    #: env=cells and env=hierarchical: how the UEs pick their stations, one of the network's
+    #: association procedures (greedy, greedy_rsrp, a3, a3_ttt2); see mobrl.network.association
+    ue_policy: str = "greedy"
     #: layouts with `power:`: λ, the objective's weight of energy against service (null: the
     #: layout's `power.weight`); see docs/energy.md
     energy_weight: Optional[float] = None

@@ -27,7 +27,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from mobrl.network.service import greedy_moves, measured_links
+from mobrl.network.association import ASSOCIATIONS
 
 
 def cell_agent(station: int) -> str:
@@ -128,7 +128,12 @@ class CellsEnv(gym.Env):
     `mobrl.envs.rllib_env.MobileCellsEnv`."""
 
     def __init__(
-        self, core: Any, team_reward: float = 0.5, neighbours: int = 6, guard: str = "coverage"
+        self,
+        core: Any,
+        team_reward: float = 0.5,
+        neighbours: int = 6,
+        guard: str = "coverage",
+        ue_policy: str = "greedy",
     ):
         super().__init__()
         if getattr(core, "power_model", lambda: None)() is None:
@@ -138,6 +143,8 @@ class CellsEnv(gym.Env):
         self.team_reward = float(team_reward)
         self.neighbours = int(neighbours)
         self.guard = guard
+        #: how the UEs pick their stations (`env.ue_policy`, mobrl.network.association)
+        self.ues = ASSOCIATIONS[ue_policy]()
         self._as_given = False
         n_bs = len(core.stations)
         self.possible_agents = [cell_agent(b) for b in range(n_bs)]
@@ -154,6 +161,7 @@ class CellsEnv(gym.Env):
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         self.core.blind = True  # the UEs' own observations are not read
         self.core.reset(seed=seed, options=options)
+        self.ues.reset()
         self._view = CellObservation(self.core, self.neighbours)
         self.agents = list(self.possible_agents)
         return self._observe(), {}
@@ -209,7 +217,7 @@ class CellsEnv(gym.Env):
 
     def _advance(self, action_dict: dict[str, int]) -> tuple[bool, bool, dict]:
         """The cells' states set (`action_dict`'s cell agents; the others keep theirs), the
-        UEs linked by greedy, one step of the network."""
+        UEs linked by `env.ue_policy`, one step of the network."""
         core = self.core
         states = self.keep_states()
         for agent, act in action_dict.items():
@@ -219,7 +227,7 @@ class CellsEnv(gym.Env):
             states = self.granted(states)
         self._as_given = False
         core.set_cell_states(states)
-        moves = greedy_moves(*measured_links(core))
+        moves = self.ues.moves(core)
         ues = sorted(core.users)
         active = core._active_mask
         actions = {u: int(m) for u, m, on in zip(ues, moves.tolist(), active.tolist()) if on}

@@ -69,8 +69,11 @@ class HierarchicalEnv(CellsEnv):
         neighbours: int = 6,
         period: int = 10,
         guard: str = "coverage",
+        ue_policy: str = "greedy",
     ):
-        super().__init__(core, team_reward=team_reward, neighbours=neighbours, guard=guard)
+        super().__init__(
+            core, team_reward=team_reward, neighbours=neighbours, guard=guard, ue_policy=ue_policy
+        )
         self.period = int(period)
         self.possible_agents = [NETWORK, *self.cells]
         self.agents = list(self.possible_agents)

@@ -177,6 +177,24 @@ def check_neighbours(value: Any) -> int:
     return _count("env.neighbours", value, "neighbour slots", CELL_NEIGHBOURS)
 
 
+def check_ue_policy(value: Any) -> str:
+    """`env.ue_policy` as one of the network's association procedures, or a one-line error."""
+    from mobrl.core.errors import UserError, unknown_choice
+    from mobrl.network.association import ASSOCIATIONS
+
+    if str(value).startswith("zoo:") or "/" in str(value):
+        raise UserError(
+            f"env.ue_policy={value}: the UEs under cell agents follow one of the network's "
+            f"association procedures ({', '.join(ASSOCIATIONS)}), not a trained policy. Use "
+            "e.g. env.ue_policy=a3."
+        )
+    if value not in ASSOCIATIONS:
+        raise unknown_choice(
+            "env.ue_policy", str(value), list(ASSOCIATIONS), "Use e.g. env.ue_policy=a3."
+        )
+    return value
+
+
 def check_guard(value: Any) -> str:
     """`env.guard` as one of `CELL_GUARDS`, or a one-line error."""
     from mobrl.core.errors import unknown_choice

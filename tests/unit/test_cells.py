@@ -70,6 +70,25 @@ def test_cell_rules_play_the_same_episodes_as_cell_agents(rule: str) -> None:
         assert same, (key, value, cells[key])
 
 
+@pytest.mark.parametrize("ues", ["a3", "greedy_rsrp"])
+def test_the_ues_follow_env_ue_policy_as_the_composed_rule_has_them(ues: str) -> None:
+    """With `env.ue_policy`, a cell rule played through `env=cells` gives the episode that
+    the rule composed with the UE rule of that name (`threshold+a3`) gives in `env=ma`."""
+    cfg = validate_command_line(["scenario=uma19_energy", "env=ma"])
+    ma = run_episode(env_config_from(cfg), make_baseline(f"threshold+{ues}"), 5)
+    cfg = validate_command_line(["scenario=uma19_energy", "env=cells", f"env.ue_policy={ues}"])
+    cells = run_episode(env_config_from(cfg), make_baseline("threshold"), 5)
+    greedy = run_episode(
+        env_config_from(validate_command_line(["scenario=uma19_energy", "env=cells"])),
+        make_baseline("threshold"),
+        5,
+    )
+    for key, value in ma.items():
+        if key != "return":
+            assert value == cells[key] or (math.isnan(value) and math.isnan(cells[key])), key
+    assert any(greedy[k] != cells[k] for k in ma if k != "return")  # the UEs' policy tells
+
+
 def test_a_cell_observes_itself_its_nearest_stations_and_the_hour() -> None:
     env = _env(neighbours=3)
     obs, _ = env.reset(seed=4)
@@ -167,6 +186,8 @@ def test_energy_weight_sets_the_objectives_lambda() -> None:
         (["scenario=uma19", "env.energy_weight=0.1"], "has no power: section"),
         (["scenario=uma19_energy", "env=cells", "env.guard=load"], "env.guard 'load'"),
         (["scenario=uma19", "run.eval.metric=objective"], "has no power: section"),
+        (["scenario=uma19_energy", "env=cells", "env.ue_policy=zoo:uma19"], "not a trained"),
+        (["scenario=uma19_energy", "env=cells", "env.ue_policy=a4"], "env.ue_policy 'a4'"),
     ],
 )
 def test_bad_cell_settings_are_one_line(overrides: list[str], words: str) -> None:

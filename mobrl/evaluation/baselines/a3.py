@@ -24,11 +24,10 @@ import numpy as np
 
 from mobrl.evaluation.baselines.base import (
     PerUEBaseline,
-    first,
     link_arrays,
-    strongest,
     ue_link_state,
 )
+from mobrl.network.association import a3_start
 
 
 class A3Policy(PerUEBaseline):
@@ -58,7 +57,7 @@ class A3Policy(PerUEBaseline):
         step = (id(core), core.time)
         if getattr(self, "_step", None) != step:
             last = getattr(self, "_next", None)
-            fresh = (np.full(shape[1], -1), np.zeros(shape, dtype=int))
+            fresh = a3_start(shape)
             self._prev = last if last is not None and last[1].shape == shape else fresh
             self._next = (fresh[0].copy(), fresh[1].copy())
             self._step = step
@@ -88,22 +87,12 @@ class A3Policy(PerUEBaseline):
         return max(due, key=lambda bs: snrs[bs]).bs_id + 1 if due else 0
 
     def station_actions(self, core: Any) -> np.ndarray:
-        snr, reach, linked = link_arrays(core, "rsrp")
-        serving_before, counts_before = self._counts(core, snr.shape)
-        columns = np.arange(snr.shape[1])
-        held = linked.any(axis=0)
-        serving = np.argmax(np.where(linked, snr, -np.inf), axis=0)
-        factor = 10.0 ** (self.hysteresis_db / 10.0)
-        neighbour = np.arange(snr.shape[0])[:, None] != serving[None, :]
-        entering = (
-            held[None, :] & reach & neighbour & (snr > snr[serving, columns][None, :] * factor)
-        )
-        same = (serving_before == serving)[None, :]
-        counts = np.where(entering, np.where(same, counts_before + 1, 1), 0)
-        self._next = (np.where(held, serving, -1), counts)
-        others = linked & neighbour
-        act = np.where(others.any(axis=0), first(others), strongest(counts >= self.ttt, snr))
-        return np.where(linked.any(axis=0), act, strongest(reach, snr))
+        from mobrl.network.association import a3_moves
+
+        rsrp, reach, linked = link_arrays(core, "rsrp")
+        before = self._counts(core, rsrp.shape)
+        act, self._next = a3_moves(rsrp, reach, linked, before, self.hysteresis_db, self.ttt)
+        return act
 
 
 class A3TTT2Policy(A3Policy):

@@ -146,13 +146,9 @@ def link_arrays(core: Any, measure: str = "sinr") -> tuple[np.ndarray, np.ndarra
     UEs at once). The rules read the measure only where a UE is in range (masked by `reach` or
     by links, which lie in range): out of range it may be 0 (city-scale layouts, whose full SNR
     matrix is not computed)."""
-    from mobrl.network.service import measured_links
+    from mobrl.network.association import links
 
-    values, reach, linked = measured_links(core)
-    signal = core.signal_matrix() if measure == "rsrp" and implements(core, SnrArrays) else None
-    if signal is not None:  # None: the SNR orders a UE's stations as the received power does
-        values = np.asarray(signal, dtype=float)
-    return values, reach, linked
+    return links(core, measure)
 
 
 def active_mask(core: Any) -> np.ndarray:
@@ -175,5 +171,7 @@ def first(mask: np.ndarray) -> np.ndarray:
 
 def strongest(mask: np.ndarray, snr: np.ndarray) -> np.ndarray:
     """Per UE, the station action of the strongest station where `mask` (ties: the lower
-    station), else 0."""
-    return np.where(mask.any(axis=0), np.argmax(np.where(mask, snr, -np.inf), axis=0) + 1, 0)
+    station), else 0 (`mobrl.network.association.strongest`)."""
+    from mobrl.network.association import strongest as by_measure
+
+    return by_measure(mask, snr)

@@ -35,6 +35,7 @@ from mobrl.scenarios.mobile_options import (
     check_topk,
     check_turn_obs,
     check_turn_rounds,
+    check_ue_policy,
     with_energy_weight,
 )
 
@@ -93,6 +94,8 @@ class MobileSpec:
     period: int = NETWORK_PERIOD
     #: `env.guard`: env=cells, what the network does with a cell's request to sleep
     guard: str = CELL_GUARD
+    #: `env.ue_policy`: env=cells, how the UEs pick their stations
+    ue_policy: str = "greedy"
 
     @classmethod
     def from_config(cls, cfg: Any) -> MobileSpec:
@@ -113,6 +116,7 @@ class MobileSpec:
                 neighbours=check_neighbours(cfg.env.get("neighbours", CELL_NEIGHBOURS)),
                 period=check_period(cfg.env.get("period", NETWORK_PERIOD)),
                 guard=check_guard(cfg.env.get("guard", CELL_GUARD)),
+                ue_policy=check_ue_policy(cfg.env.get("ue_policy", "greedy")),
             )
         obs = check_obs(cfg.env.get("obs", cls.obs), mode)
         topk = check_topk(cfg.env.get("topk")) if obs in TOPK_OBSERVATIONS else None
@@ -142,6 +146,7 @@ class MobileSpec:
             neighbours=int(env_config.get("neighbours") or cls.neighbours),
             period=int(env_config.get("period") or cls.period),
             guard=env_config.get("guard") or cls.guard,
+            ue_policy=env_config.get("ue_policy") or cls.ue_policy,
         )
 
     def fields(self) -> dict[str, Any]:
@@ -154,6 +159,7 @@ class MobileSpec:
                 "team_reward": self.team_reward,
                 "neighbours": self.neighbours,
                 "guard": self.guard,
+                "ue_policy": self.ue_policy,
             }
             return {**out, "period": self.period} if self.mode == "hierarchical" else out
         out["obs"] = self.obs
@@ -284,7 +290,11 @@ class MobileKind(ScenarioKind):
             else:
                 from mobrl.envs.cells import CellsEnv as CellEnv
             return CellEnv(
-                core, team_reward=spec.team_reward, neighbours=spec.neighbours, guard=spec.guard
+                core,
+                team_reward=spec.team_reward,
+                neighbours=spec.neighbours,
+                guard=spec.guard,
+                ue_policy=spec.ue_policy,
             )
         if spec.mode == "hierarchical":
             if rllib:
@@ -297,6 +307,7 @@ class MobileKind(ScenarioKind):
                 neighbours=spec.neighbours,
                 period=spec.period,
                 guard=spec.guard,
+                ue_policy=spec.ue_policy,
             )
         if spec.decide == "in_turns":
             if rllib:
