@@ -90,7 +90,7 @@ def milestones(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 def _evaluation(evaluation: Path, checkpoint: Path) -> dict[str, Any]:
     """The result of `mobrl evaluate` of this checkpoint, from its summary.json."""
-    from mobrl.core.metrics import EPISODE_METRICS
+    from mobrl.core.metrics import ENERGY_KEYS, EPISODE_METRICS, NET_DEMAND_SERVED
     from mobrl.evaluation.outputs import EvalDir
 
     folder = EvalDir(evaluation if evaluation.is_dir() else evaluation.parent)
@@ -120,6 +120,15 @@ def _evaluation(evaluation: Path, checkpoint: Path) -> dict[str, Any]:
             name: {
                 key: {"mean": stats[key]["mean"], "ci95": stats[key]["ci95"]}
                 for key in EPISODE_METRICS
+                if key in stats
+            }
+            for name, stats in summary["policies"].items()
+        },
+        # cell agents (a layout with power:): each policy's energy and demand served
+        "energy": {
+            name: {
+                key: {"mean": stats[key]["mean"], "ci95": stats[key]["ci95"]}
+                for key in (*ENERGY_KEYS, NET_DEMAND_SERVED)
                 if key in stats
             }
             for name, stats in summary["policies"].items()

@@ -78,11 +78,55 @@ def _service(meta: dict[str, Any], key: str) -> str:
     return " / ".join(f"{v['mean']:.3f}" for v in values)
 
 
-def rows() -> list[dict[str, str]]:
-    """One row per zoo entry: what a results table shows."""
+def is_cells(meta: dict[str, Any]) -> bool:
+    """Whether an entry is a cell agent's policy (env=cells or env=hierarchical)."""
+    return meta.get("env_mode") in ("cells", "hierarchical")
+
+
+def _saving(meta: dict[str, Any], policy: str) -> float | None:
+    """The share of `all_on`'s energy per episode that `policy` saved in the evaluation."""
+    energy = (meta.get("evaluation") or {}).get("energy") or {}
+    mine, base = (energy.get(p, {}).get(keys.NET_ENERGY) for p in (policy, "all_on"))
+    return 1.0 - mine["mean"] / base["mean"] if mine and base and base["mean"] > 0 else None
+
+
+def cell_rows() -> list[dict[str, str]]:
+    """One row per cell agent entry: its energy saving beside the reference's, and its
+    objective and service paired against `threshold`, O-RAN's rule."""
     out = []
     for name in zoo.names():
         meta = zoo.entry(name)
+        if not is_cells(meta):
+            continue
+        ev = meta.get("evaluation") or {}
+        mine, best = _saving(meta, "trained"), _saving(meta, "energy_oracle")
+        share = f" ({mine / best:.0%} of energy_oracle's {best:.1%})" if mine and best else ""
+        train = meta.get("training") or {}
+        out.append(
+            {
+                "policy": f"zoo:{name}",
+                "energy saved": "-" if mine is None else f"{mine:.1%}{share}",
+                "objective − threshold": _gap(meta, "threshold", keys.NET_OBJECTIVE),
+                "p5 utility − threshold": _gap(meta, "threshold", keys.UTILITY_P5),
+                "connected − threshold": _gap(meta, "threshold", keys.NET_CONNECTED),
+                "training": f"{train.get('wall_time_s', '-')} s, "
+                f"{_steps(int(train.get('env_steps') or 0))} steps",
+                "trained on": f"{meta.get('trained_on') or meta['scenario']} "
+                f"(env={meta.get('env_mode')})",
+                "episodes (seeds)": f"{ev.get('episodes', '-')} ({ev.get('seeds', '-')})",
+                "command": meta.get("command") or "",
+            }
+        )
+    return out
+
+
+def rows() -> list[dict[str, str]]:
+    """One row per zoo entry of UE agents: what a results table shows."""
+    out = []
+    for name in zoo.names():
+        meta = zoo.entry(name)
+        if is_cells(meta):
+            continue
         train = meta.get("training") or {}
         ev = meta.get("evaluation") or {}
         size = (zoo.entries_dir() / f"{name}.npz").stat().st_size
@@ -136,6 +180,7 @@ def records() -> list[dict[str, Any]]:
                 "gap_closed": ev.get("gap_closed"),
                 "gap_reference": None if _reference(meta) == "-" else _reference(meta),
                 "service": ev.get("ue_metrics") or {},
+                "energy": ev.get("energy") or {},
                 "episodes": ev.get("episodes"),
                 "seeds": ev.get("seeds"),
                 "training": meta.get("training") or {},
@@ -159,18 +204,21 @@ def list_command(
     if as_json:
         print(json.dumps(records(), indent=2))
         return
-    table_rows = rows()
+    table_rows, cells = rows(), cell_rows()
     if markdown:
-        if not table_rows:
+        if not table_rows and not cells:
             print("(no zoo policies)")
             return
-        cols = [c for c in table_rows[0] if c != "command"]
-        print("| " + " | ".join(cols) + " |")
-        print("|" + "|".join("---" for _ in cols) + "|")
-        for r in table_rows:
-            print("| " + " | ".join(r[c] for c in cols) + " |")
-        print()
-        for r in table_rows:
+        for part in (table_rows, cells):
+            if not part:
+                continue
+            cols = [c for c in part[0] if c != "command"]
+            print("| " + " | ".join(cols) + " |")
+            print("|" + "|".join("---" for _ in cols) + "|")
+            for r in part:
+                print("| " + " | ".join(r[c] for c in cols) + " |")
+            print()
+        for r in [*table_rows, *cells]:
             print(f"- `{r['policy']}`: `{r['command']}`")
         return
     console = make_console() if width is None else Console(width=width, highlight=False)
@@ -197,3 +245,25 @@ def list_command(
                 markup=False,
             )
         console.print(f"  {r['command']}", markup=False)  # [greedy,full] is text
+    if cells:
+        _cell_table(console, cells, wide)
+
+
+def _cell_table(console: Any, cells: list[dict[str, str]], wide: bool) -> None:
+    """The cell agents' entries: energy saved over all_on, paired gaps to threshold."""
+    from rich.table import Table
+
+    table = Table(
+        title="cell agents on held-out seeds: energy saved over all_on; objective and service "
+        "− threshold, paired (mean ± 95 % CI)"
+    )
+    narrow = ("policy", "energy saved", "objective − threshold", "p5 utility − threshold")
+    cols = [c for c in cells[0] if c != "command" and (wide or c in narrow)]
+    for c in cols:
+        table.add_column(c, justify="left" if c in ("policy", "trained on") else "right")
+    for r in cells:
+        table.add_row(*(r[c] for c in cols))
+    console.print(table)
+    for r in cells:
+        console.print(f"{r['policy']}: {r['trained on']}; {r['training']}", markup=False)
+        console.print(f"  {r['command']}", markup=False)
