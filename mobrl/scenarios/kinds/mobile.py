@@ -284,31 +284,8 @@ class MobileKind(ScenarioKind):
         core = spec.core(dict(env_config.get("kwargs") or {}), env_config.get("render_mode"))
         if spec.mode == "central":
             return core
-        if spec.mode == "cells":
-            if rllib:
-                from mobrl.envs.rllib_env import MobileCellsEnv as CellEnv
-            else:
-                from mobrl.envs.cells import CellsEnv as CellEnv
-            return CellEnv(
-                core,
-                team_reward=spec.team_reward,
-                neighbours=spec.neighbours,
-                guard=spec.guard,
-                ue_policy=spec.ue_policy,
-            )
-        if spec.mode == "hierarchical":
-            if rllib:
-                from mobrl.envs.rllib_env import MobileHierarchicalEnv as Hierarchy
-            else:
-                from mobrl.envs.hierarchy import HierarchicalEnv as Hierarchy
-            return Hierarchy(
-                core,
-                team_reward=spec.team_reward,
-                neighbours=spec.neighbours,
-                period=spec.period,
-                guard=spec.guard,
-                ue_policy=spec.ue_policy,
-            )
+        if spec.mode in CELL_MODES:
+            return _cell_env(spec, core, rllib)
         if spec.decide == "in_turns":
             if rllib:
                 from mobrl.envs.rllib_env import MobileTurnsEnv as UEEnv
@@ -451,3 +428,23 @@ def register_gym_ids() -> None:
 
 
 KIND = MobileKind()
+
+
+def _cell_env(spec: MobileSpec, core: Any, rllib: bool) -> Any:
+    """The env of `env=cells` or `env=hierarchical` on `core` (RLlib's `MultiAgentEnv` with
+    `rllib`; Ray is imported only then)."""
+    if rllib:
+        from mobrl.envs.rllib_env import MobileCellsEnv as CellsEnv
+        from mobrl.envs.rllib_env import MobileHierarchicalEnv as HierarchicalEnv
+    else:
+        from mobrl.envs.cells import CellsEnv
+        from mobrl.envs.hierarchy import HierarchicalEnv
+    settings = {
+        "team_reward": spec.team_reward,
+        "neighbours": spec.neighbours,
+        "guard": spec.guard,
+        "ue_policy": spec.ue_policy,
+    }
+    if spec.mode == "cells":
+        return CellsEnv(core, **settings)
+    return HierarchicalEnv(core, period=spec.period, **settings)
