@@ -247,6 +247,9 @@ def service_notes(summary: dict[str, Any]) -> list[str]:
     if TRAINED not in policies or keys.NET_CONNECTED not in policies[TRAINED]:
         return []
     mine = policies[TRAINED][keys.NET_CONNECTED]["mean"]
+    # cell agents' return is the objective, service − λ·energy: less service for less energy
+    # is the trade they are built to make, and the energy tables show what it bought
+    trades = (summary.get("env_config") or {}).get("mode") in ("cells", "hierarchical")
     notes = []
     for name, gap in summary["paired_vs_trained"].items():
         theirs = policies[name].get(keys.NET_CONNECTED, {}).get("mean")
@@ -258,7 +261,9 @@ def service_notes(summary: dict[str, Any]) -> list[str]:
                 f"against {name}'s {theirs:.0%}: part of the gain may come from leaving UEs "
                 "unconnected. Compare the connected and UE-utility columns before keeping it."
             )
-        elif beaten and utility is not None and utility["mean"] + utility["ci95"] < 0:
+        elif (
+            beaten and not trades and utility is not None and utility["mean"] + utility["ci95"] < 0
+        ):
             notes.append(
                 f"trained beats {name} in return but serves the UEs worse (mean UE utility "
                 f"{utility['mean']:+.3f} ± {utility['ci95']:.3f}, paired): mobile-env's "

@@ -100,11 +100,12 @@ def cell_rows() -> list[dict[str, str]]:
             continue
         ev = meta.get("evaluation") or {}
         mine, best = _saving(meta, "trained"), _saving(meta, "energy_oracle")
-        share = f" ({mine / best:.0%} of energy_oracle's {best:.1%})" if mine and best else ""
+        share = f" ({mine / best:.0%} of {best:.1%})" if mine and best else ""
         train = meta.get("training") or {}
         out.append(
             {
                 "policy": f"zoo:{name}",
+                # beside the share of energy_oracle's saving it makes
                 "energy saved": "-" if mine is None else f"{mine:.1%}{share}",
                 "objective − threshold": _gap(meta, "threshold", keys.NET_OBJECTIVE),
                 "p5 utility − threshold": _gap(meta, "threshold", keys.UTILITY_P5),
@@ -254,13 +255,14 @@ def _cell_table(console: Any, cells: list[dict[str, str]], wide: bool) -> None:
     from rich.table import Table
 
     table = Table(
-        title="cell agents on held-out seeds: energy saved over all_on; objective and service "
-        "− threshold, paired (mean ± 95 % CI)"
+        title="cell agents on held-out seeds: energy saved over all_on (share of energy_oracle's "
+        "saving); objective and service − threshold, paired (mean ± 95 % CI)"
     )
     narrow = ("policy", "energy saved", "objective − threshold", "p5 utility − threshold")
     cols = [c for c in cells[0] if c != "command" and (wide or c in narrow)]
     for c in cols:
-        table.add_column(c, justify="left" if c in ("policy", "trained on") else "right")
+        left = c in ("policy", "trained on")
+        table.add_column(c, justify="left" if left else "right", no_wrap=c == "policy")
     for r in cells:
         table.add_row(*(r[c] for c in cols))
     console.print(table)
