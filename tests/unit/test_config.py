@@ -21,6 +21,8 @@ NEEDS = {
     # stations that sleep need a layout with a power: section
     ("env", "cells"): ["scenario=uma19_energy"],
     ("env", "hierarchical"): ["scenario=uma19_energy"],
+    # ranks by the objective, which weighs the layout's energy
+    ("preset", "ppo/uma19_energy/cells_imitate"): ["scenario=uma19_energy", "env=cells"],
 }
 
 
