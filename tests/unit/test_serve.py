@@ -59,13 +59,18 @@ def test_served_zoo_policy_acts_as_the_zoo_policy(name: str) -> None:
     own = zoo.ZooPolicy.load(f"zoo:{name}")
     width = served.networks[0].obs_size
     rng = np.random.default_rng(0)
-    obs = {f"ue_{i}": rng.normal(size=width).astype(np.float32) for i in range(64)}
+    cells = zoo.entry(name).get("env_mode") == "cells"
+    agent = "cell" if cells else "ue"
+    obs = {f"{agent}_{i}": rng.normal(size=width).astype(np.float32) for i in range(64)}
     given = {a: o.tolist() for a, o in obs.items()}
     assert served.act(served.observations(given)) == own.act(obs)
     info = served.describe()
     assert info["status"] == "ready" and info["policy"] == f"zoo:{name}"
-    obs_name = zoo.entry(name)["obs"]
-    assert info["observation"] == {"name": obs_name, "topk": 3, "size": width}
+    if cells:  # a cell's observation: its own state, its nearest stations' slots, the hour
+        assert info["observation"] == {"name": "cell", "neighbours": 6, "size": width}
+    else:
+        obs_name = zoo.entry(name)["obs"]
+        assert info["observation"] == {"name": obs_name, "topk": 3, "size": width}
     assert info["actions"] == 4 and info["scenario"] == name
 
 
