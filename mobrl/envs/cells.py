@@ -3,20 +3,23 @@ with RLlib's multi-agent API (dict observations, rewards and dones per agent, `_
 
 Each step every cell agent gives its next state (an index of the layout's `power.sleep`
 states, 0 active), the stations are set to them (`set_cell_states`: a sleeping station is off
-the air, a waking one serves once its transition is over), the UEs then link by the `greedy`
-rule (each to its strongest station on the air, as the field's cell rules assume), and the
-network steps. What a cell observes (`CellObservation`) does not depend on the layout's size:
-its own state and the UEs it is responsible for, its `env.neighbours` nearest stations in
-fixed slots, and the time of day, so one shared policy plays on any layout with the same sleep
-states. A cell's sleep is a request: under `env.guard=coverage` (the default) the network
-grants it only if every UE the cell serves or would serve has another station on the air
+the air, a waking one serves once its transition is over), the UEs then link by
+`env.ue_policy` (`greedy` by default: each to its strongest station on the air, as the field's
+cell rules assume; mobrl.network.association), and the network steps.
+
+A cell's sleep is a request: under `env.guard=coverage` (the default) the network grants it
+only if every UE the cell serves or would serve has another station on the air
 (`mobrl.network.offload`, requests weighed from the least loaded cell; whether those stations
 have the resources is the cells' to learn), and wakes a sleeping cell one of whose UEs has no
-station on the air; the cell rules' states are taken as
-they are, as in env=ma. Its reward is its share of the step's objective (`PowerSteps.cell_objectives`: its
-power and the service of the UEs whose strongest station it is), mixed with the network's
-objective by `env.team_reward`; the sum over cells is the network's objective times the cell
-count either way (docs/energy.md).
+station on the air. The cell rules' states are taken as they are, as in env=ma.
+
+What a cell observes (`CellObservation`) does not depend on the layout's size: its own state
+and the UEs it is responsible for, its `env.neighbours` nearest stations in fixed slots, and
+the time of day, so one shared policy plays on any layout with the same sleep states. Its
+reward is its share of the step's objective (`PowerSteps.cell_objectives`: its power and the
+service of the UEs whose strongest station it is), mixed with the network's objective by
+`env.team_reward`; the sum over cells is the network's objective times the cell count either
+way (docs/energy.md).
 """
 
 from __future__ import annotations
