@@ -198,7 +198,6 @@ def list_command(
     """`mobrl zoo list`: the results table (the columns that fit 80 columns, every column with
     `wide`), then per policy where it learned, its evaluation, cost and command."""
     from rich.console import Console
-    from rich.table import Table
 
     from mobrl.core.console import make_console
 
@@ -223,18 +222,9 @@ def list_command(
             print(f"- `{r['policy']}`: `{r['command']}`")
         return
     console = make_console() if width is None else Console(width=width, highlight=False)
-    table = Table(
-        title="mobrl zoo on held-out seeds: paired gaps (mean ± 95 % CI); service as trained / "
-        "greedy"
-    )
     every = [c for c in (table_rows[0] if table_rows else {}) if c != "command"]
-    cols = every if wide else [c for c in every if c in NARROW]
-    for c in cols:
-        left = c in ("policy", "trained on")
-        table.add_column(c, justify="left" if left else "right", no_wrap=c == "policy")
-    for r in table_rows:
-        table.add_row(*(r[c] for c in cols))
-    console.print(table)
+    title = "mobrl zoo on held-out seeds: paired gaps (mean ± 95 % CI); service as trained / greedy"
+    _print_table(console, title, table_rows, every if wide else [c for c in every if c in NARROW])
     for r in table_rows:
         if not wide:
             console.print(
@@ -252,20 +242,26 @@ def list_command(
 
 def _cell_table(console: Any, cells: list[dict[str, str]], wide: bool) -> None:
     """The cell agents' entries: energy saved over all_on, paired gaps to threshold."""
-    from rich.table import Table
-
-    table = Table(
-        title="cell agents on held-out seeds: energy saved over all_on (share of energy_oracle's "
+    title = (
+        "cell agents on held-out seeds: energy saved over all_on (share of energy_oracle's "
         "saving); objective and service − threshold, paired (mean ± 95 % CI)"
     )
     narrow = ("policy", "energy saved", "objective − threshold", "p5 utility − threshold")
     cols = [c for c in cells[0] if c != "command" and (wide or c in narrow)]
-    for c in cols:
-        left = c in ("policy", "trained on")
-        table.add_column(c, justify="left" if left else "right", no_wrap=c == "policy")
-    for r in cells:
-        table.add_row(*(r[c] for c in cols))
-    console.print(table)
+    _print_table(console, title, cells, cols)
     for r in cells:
         console.print(f"{r['policy']}: {r['trained on']}; {r['training']}", markup=False)
         console.print(f"  {r['command']}", markup=False)
+
+
+def _print_table(console: Any, title: str, rows: list[dict[str, str]], cols: list[str]) -> None:
+    """`rows`' `cols` as a rich table: names left and whole, numbers right."""
+    from rich.table import Table
+
+    table = Table(title=title)
+    for c in cols:
+        left = c in ("policy", "trained on")
+        table.add_column(c, justify="left" if left else "right", no_wrap=c == "policy")
+    for r in rows:
+        table.add_row(*(r[c] for c in cols))
+    console.print(table)
