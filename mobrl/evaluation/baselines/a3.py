@@ -27,7 +27,7 @@ from mobrl.evaluation.baselines.base import (
     link_arrays,
     ue_link_state,
 )
-from mobrl.network.association import a3_start
+from mobrl.network.association import a3_moves, a3_start
 
 
 class A3Policy(PerUEBaseline):
@@ -87,8 +87,6 @@ class A3Policy(PerUEBaseline):
         return max(due, key=lambda bs: snrs[bs]).bs_id + 1 if due else 0
 
     def station_actions(self, core: Any) -> np.ndarray:
-        from mobrl.network.association import a3_moves
-
         rsrp, reach, linked = link_arrays(core, "rsrp")
         before = self._counts(core, rsrp.shape)
         act, self._next = a3_moves(rsrp, reach, linked, before, self.hysteresis_db, self.ttt)

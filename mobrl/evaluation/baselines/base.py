@@ -9,6 +9,7 @@ import numpy as np
 
 from mobrl.core.errors import UserError
 from mobrl.core.protocols import SnrArrays, implements
+from mobrl.network.association import strongest  # noqa: F401 (the rules import it here)
 
 
 class Baseline:
@@ -167,11 +168,3 @@ def first(mask: np.ndarray) -> np.ndarray:
     from mobrl.network.service import first_station
 
     return first_station(mask)
-
-
-def strongest(mask: np.ndarray, snr: np.ndarray) -> np.ndarray:
-    """Per UE, the station action of the strongest station where `mask` (ties: the lower
-    station), else 0 (`mobrl.network.association.strongest`)."""
-    from mobrl.network.association import strongest as by_measure
-
-    return by_measure(mask, snr)
