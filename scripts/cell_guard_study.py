@@ -5,7 +5,8 @@ Plays, on held-out seeds and paired by seed against `threshold`: the rules, the 
 every step under the guard, and a classifier of the reference's decisions (an MLP fitted on
 the reference's own episodes, training seeds apart from the held-out ones) with and without
 the guard, and under the guard asking to sleep more often (where the reference's sleeping
-is at least `--cuts` likely by the classifier, not only the likelier decision). Prints each
+is at least `--cuts` likely by the classifier, not only the likelier decision), and the same
+under `env.guard=capacity`. Prints each
 one's objective, service and energy, and its saving over `all_on`.
 
     python scripts/cell_guard_study.py --scenario uma19_energy --episodes 20 --train 40
@@ -129,7 +130,7 @@ def main() -> None:
         given = [f"scenario={args.scenario}", "env=cells", f"env.guard={guard}"]
         return env_config_from(validate_command_line(given))
 
-    guarded, free = config("coverage"), config("none")
+    guarded, free, capacity = config("coverage"), config("none"), config("capacity")
     classifier = Classifier(guarded, range(args.train), "classifier of the reference")
     played = [
         ("all_on", AllOnPolicy(), guarded),
@@ -139,11 +140,14 @@ def main() -> None:
         (AlwaysSleep.name, AlwaysSleep(), guarded),
         (classifier.name + ", guarded", classifier, guarded),
         (classifier.name + ", no guard", classifier, free),
+        (AlwaysSleep.name + ", capacity guard", AlwaysSleep(), capacity),
+        (classifier.name + ", capacity guard", classifier, capacity),
     ]
     for cut in [float(c) for c in args.cuts.split(",") if c]:
         asking = copy.copy(classifier)
         asking.cut = cut
         played.append((f"{classifier.name}, guarded, asking at {cut:g}", asking, guarded))
+        played.append((f"{classifier.name}, capacity guard, asking at {cut:g}", asking, capacity))
     print(f"the classifier is right on {classifier.fit:.1%} of the decisions it was fitted to")
     seeds = range(args.seed, args.seed + args.episodes)
     rows = {}

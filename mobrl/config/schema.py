@@ -99,8 +99,8 @@ class EnvConf:
     #: mobrl.envs.hierarchy
     period: int = 10
     #: env=cells and env=hierarchical: what the network does with a cell's request to sleep:
-    #: `coverage` (granted only if each of its UEs has another station on the air) or
-    #: `none`; see mobrl.envs.cells
+    #: `coverage` (granted only if each of its UEs has another station on the air),
+    #: `capacity` (and those stations can take the UEs' needs) or `none`; see mobrl.envs.cells
     guard: str = "coverage"
     #: env=cells and env=hierarchical: how the UEs pick their stations, one of the network's
     #: association procedures (greedy, greedy_rsrp, a3, a3_ttt2); see mobrl.network.association

@@ -11,7 +11,8 @@ A cell's sleep is a request: under `env.guard=coverage` (the default) the networ
 only if every UE the cell serves or would serve has another station on the air
 (`mobrl.network.offload`, requests weighed from the least loaded cell; whether those stations
 have the resources is the cells' to learn), and wakes a sleeping cell one of whose UEs has no
-station on the air. The cell rules' states are taken as they are, as in env=ma.
+station on the air; `env.guard=capacity` also asks that the stations taking its UEs keep
+their needs within their resources. The cell rules' states are taken as they are, as in env=ma.
 
 What a cell observes (`CellObservation`) does not depend on the layout's size: its own state
 and the UEs it is responsible for, its `env.neighbours` nearest stations in fixed slots, and
@@ -146,6 +147,9 @@ class CellsEnv(gym.Env):
         self.team_reward = float(team_reward)
         self.neighbours = int(neighbours)
         self.guard = guard
+        #: the load the stations taking a sleeping cell's UEs may reach (`capacity`: all of
+        #: their resources; `coverage`: unlimited)
+        self.high = 1.0 if guard == "capacity" else math.inf
         #: how the UEs pick their stations (`env.ue_policy`, mobrl.network.association)
         self.ues = ASSOCIATIONS[ue_policy]()
         self._as_given = False
@@ -198,14 +202,15 @@ class CellsEnv(gym.Env):
     def granted(self, states: np.ndarray) -> np.ndarray:
         """`states` (every station's next state) as the guard grants them: a station asked
         to leave the air stays active unless each of its UEs has another station on the air
-        (`Offload.leave` with no load limit, from the least loaded), a sleeping one wakes if
+        (`Offload.leave` from the least loaded, with no load limit; `capacity`: up to the
+        stations' full resources), a sleeping one wakes if
         one of its UEs has no station on the air."""
         from mobrl.network.offload import Offload
 
         offload = Offload(self.core)
         out = states.copy()
         for b in offload.by_load():
-            if states[b] > 0 and offload.awake[b] and not offload.leave(b, math.inf):
+            if states[b] > 0 and offload.awake[b] and not offload.leave(b, self.high):
                 out[b] = 0
         for b in np.flatnonzero(~offload.awake & (states > 0)).tolist():
             if offload.stranded(b):
@@ -226,7 +231,7 @@ class CellsEnv(gym.Env):
         for agent, act in action_dict.items():
             if agent.startswith("cell_"):
                 states[cell_index(agent)] = int(act)
-        if self.guard == "coverage" and not self._as_given:
+        if self.guard != "none" and not self._as_given:
             states = self.granted(states)
         self._as_given = False
         core.set_cell_states(states)

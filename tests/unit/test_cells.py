@@ -124,20 +124,24 @@ def test_a_cell_observes_itself_its_nearest_stations_and_the_hour() -> None:
 def test_the_guard_grants_a_sleep_only_where_the_cells_ues_can_move() -> None:
     """Under env.guard=coverage every cell may ask to sleep every step and no present UE in
     a station's range is left without a link; the requests it grants are those `Offload`
-    grants from the least loaded cell with no load limit; without the guard the same requests put
-    every station to sleep and no UE is served."""
+    grants from the least loaded cell with no load limit (`capacity`: up to the hosts' full
+    resources, so fewer); without the guard the same requests put every station to sleep and
+    no UE is served."""
     from mobrl.network.offload import Offload
 
-    for guard in ("coverage", "none"):
+    limits = {"coverage": math.inf, "capacity": 1.0}
+    slept = {}
+    for guard in ("coverage", "capacity", "none"):
         env = _env(guard=guard)
         env.reset(seed=3)
         core = env.core
         deep = core.power_model().states.index("deep_sleep")
         asked = np.full(19, deep)
         for _ in range(4):
-            if guard == "coverage":
+            if guard in limits:
                 offload = Offload(core)
-                left = [b for b in offload.by_load() if offload.leave(b, math.inf)]
+                left = [b for b in offload.by_load() if offload.leave(b, limits[guard])]
+                assert offload.expect[offload.hosting].max(initial=0.0) <= limits[guard]
                 expected = np.where(np.isin(np.arange(19), left), deep, 0)
                 # the stations asleep already stay asleep unless one of their UEs is stranded
                 state, _ = core.cell_states()
@@ -148,11 +152,13 @@ def test_the_guard_grants_a_sleep_only_where_the_cells_ues_can_move() -> None:
             state, _ = core.cell_states()
             reachable = v.present & (v.best >= 0)
             linked = core.connectivity().any(axis=0)
-            if guard == "coverage":
+            slept[guard] = slept.get(guard, 0) + int((state > 0).sum())
+            if guard in limits:
                 assert 0 < (state > 0).sum() < 19
                 assert linked[reachable].all()
             else:
                 assert (state > 0).all() and not linked[reachable].any()
+    assert slept["capacity"] < slept["coverage"]
 
 
 def test_the_guard_wakes_a_sleeping_cell_whose_ue_has_no_station_on_the_air() -> None:
