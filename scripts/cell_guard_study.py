@@ -6,10 +6,12 @@ every step under the guard, and a classifier of the reference's decisions (an ML
 the reference's own episodes, training seeds apart from the held-out ones) with and without
 the guard, and under the guard asking to sleep more often (where the reference's sleeping
 is at least `--cuts` likely by the classifier, not only the likelier decision), and the same
-under `env.guard=capacity`. Prints each
-one's objective, service and energy, and its saving over `all_on`.
+under `env.guard=capacity`. With `--offload` the classifier also sees, per cell, what moving
+its UEs would take (`offload_columns`). Prints each one's objective, service and energy, and
+its saving over `all_on`.
 
     python scripts/cell_guard_study.py --scenario uma19_energy --episodes 20 --train 40
+    python scripts/cell_guard_study.py --offload --cuts 0.3,0.2
 """
 
 from __future__ import annotations
@@ -59,15 +61,48 @@ class AlwaysSleep:
         return {a: deep for a in observation}
 
 
+def offload_columns(core):
+    """Per cell, what moving its UEs would take (a cell knows its UEs' neighbour measurements):
+    the share of its UEs with no other station on the air, their mean spectral efficiency at
+    the one they would move to (full resources, bit/s/Hz over 8), and the largest load a
+    station would reach taking them (up to 4)."""
+    from mobrl.network.offload import Offload, alternatives
+
+    o = Offload(core)
+    bw = np.array([s.bw for s in core.stations.values()], dtype=float)
+    cap = core.full_capacity()
+    out = np.zeros((o.load.size, 3))
+    for b in range(o.load.size):
+        ues = np.flatnonzero(o.present & (o.best == b))
+        if not ues.size:
+            continue
+        moves = alternatives(ues, b, o.on_air, o.reach, o.signal, partial=True)
+        ok = moves >= 0
+        out[b, 0] = 1.0 - ok.mean()
+        if ok.any():
+            m, u = moves[ok], ues[ok]
+            out[b, 1] = float(np.mean(cap[m, u] / bw[m])) / 8.0
+            extra = np.bincount(m, weights=o.need[m, u], minlength=o.load.size)
+            out[b, 2] = min(float((o.load + extra)[extra > 0].max()), 4.0)
+    return out.astype(np.float32)
+
+
+def seen(observation, env, extra):
+    """The cells' observations, stacked, with the offload columns if `extra`."""
+    rows = np.stack(list(observation.values()))
+    return np.concatenate([rows, offload_columns(_cells_env(env).core)], axis=1) if extra else rows
+
+
 class Classifier:
     """An MLP (2 × 256, tanh) fitted on the reference's decisions: a cell asks for its likeliest
     sleep state where the reference's sleeping is at least `cut` likely, else stays active."""
 
     cut = 0.5
 
-    def __init__(self, config, seeds, name):
+    def __init__(self, config, seeds, name, extra=False):
         import torch
 
+        self.extra = extra
         rows, labels = [], []
         oracle = EnergyOraclePolicy()
         for seed in seeds:
@@ -77,7 +112,7 @@ class Classifier:
             done = False
             while not done:
                 act = oracle.act(obs, env)
-                rows.append(np.stack(list(obs.values())))
+                rows.append(seen(obs, env, extra))
                 labels.append(np.array([act[a] for a in obs]))
                 obs, _, term, trunc, _ = env.step(act)
                 done = term["__all__"] or trunc["__all__"]
@@ -111,7 +146,7 @@ class Classifier:
         import torch
 
         with torch.no_grad():
-            z = self.net(torch.tensor(np.stack(list(observation.values()))))
+            z = self.net(torch.tensor(seen(observation, env, self.extra)))
             asleep = torch.softmax(z, 1)[:, 0] <= 1.0 - self.cut
             chosen = torch.where(asleep, z[:, 1:].argmax(1) + 1, 0)
         return {a: int(s) for a, s in zip(observation, chosen.tolist())}
@@ -124,6 +159,11 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1000)
     parser.add_argument("--train", type=int, default=40, help="the classifier's episodes")
     parser.add_argument("--cuts", default="0.3,0.2,0.1", help="lower cuts, comma-separated")
+    parser.add_argument(
+        "--offload",
+        action="store_true",
+        help="instead: the classifier also seeing what moving each cell's UEs would take",
+    )
     args = parser.parse_args()
 
     def config(guard):
@@ -131,18 +171,22 @@ def main() -> None:
         return env_config_from(validate_command_line(given))
 
     guarded, free, capacity = config("coverage"), config("none"), config("capacity")
-    classifier = Classifier(guarded, range(args.train), "classifier of the reference")
-    played = [
+    rules = [
         ("all_on", AllOnPolicy(), guarded),
         ("threshold", ThresholdPolicy(), guarded),
         ("energy_oracle", EnergyOraclePolicy(), guarded),
-        (GuardedOracle.name, GuardedOracle(), guarded),
-        (AlwaysSleep.name, AlwaysSleep(), guarded),
-        (classifier.name + ", guarded", classifier, guarded),
-        (classifier.name + ", no guard", classifier, free),
-        (AlwaysSleep.name + ", capacity guard", AlwaysSleep(), capacity),
-        (classifier.name + ", capacity guard", classifier, capacity),
     ]
+    name = "classifier of the reference" + (", seeing the offload" if args.offload else "")
+    classifier = Classifier(guarded, range(args.train), name, extra=args.offload)
+    played = [*rules, (classifier.name + ", guarded", classifier, guarded)]
+    if not args.offload:
+        played += [
+            (GuardedOracle.name, GuardedOracle(), guarded),
+            (AlwaysSleep.name, AlwaysSleep(), guarded),
+            (classifier.name + ", no guard", classifier, free),
+            (AlwaysSleep.name + ", capacity guard", AlwaysSleep(), capacity),
+            (classifier.name + ", capacity guard", classifier, capacity),
+        ]
     for cut in [float(c) for c in args.cuts.split(",") if c]:
         asking = copy.copy(classifier)
         asking.cut = cut

@@ -105,6 +105,9 @@ class EnvConf:
     #: env=cells and env=hierarchical: how the UEs pick their stations, one of the network's
     #: association procedures (greedy, greedy_rsrp, a3, a3_ttt2); see mobrl.network.association
     ue_policy: str = "greedy"
+    #: env=hierarchical: `learn` (the cells are agents) or a zoo cell policy the cells are
+    #: held at while the network agent learns (zoo:uma19_energy); see mobrl.envs.hierarchy
+    cell_policy: str = "learn"
     #: layouts with `power:`: λ, the objective's weight of energy against service (null: the
     #: layout's `power.weight`); see docs/energy.md
     energy_weight: Optional[float] = None

@@ -11,6 +11,10 @@ of the objective at that λ; the network agent learns from the network's objecti
 layout's λ, summed over the steps since it last acted (and given to it when it next observes,
 or at the episode's end), so it is measured on what the layout asks for whatever it asks the
 cells.
+
+With `env.cell_policy=zoo:<entry>` the cells are held fixed at a zoo cell policy (played here,
+with numpy, on the observations they would get) and the network agent is the only agent:
+between its decisions no agent observes, and RLlib steps the env with no actions.
 """
 
 from __future__ import annotations
@@ -70,13 +74,25 @@ class HierarchicalEnv(CellsEnv):
         period: int = 10,
         guard: str = "coverage",
         ue_policy: str = "greedy",
+        cell_policy: str | None = None,
     ):
         super().__init__(
             core, team_reward=team_reward, neighbours=neighbours, guard=guard, ue_policy=ue_policy
         )
         self.period = int(period)
-        self.possible_agents = [NETWORK, *self.cells]
+        #: the zoo cell policy the cells are held at (None: the cells are agents)
+        self.fixed = None
+        if cell_policy:
+            from mobrl.evaluation.zoo import ZooPolicy
+
+            self.fixed = ZooPolicy.load(cell_policy)
+            for agent in self.cells:
+                del self.observation_spaces[agent], self.action_spaces[agent]
+            self.possible_agents = [NETWORK]
+        else:
+            self.possible_agents = [NETWORK, *self.cells]
         self.agents = list(self.possible_agents)
+        self._cell_obs: dict[str, np.ndarray] = {}
         self.observation_spaces[NETWORK] = gym.spaces.Box(
             -1.0, np.inf, shape=(NETWORK_SIZE,), dtype=np.float32
         )
@@ -90,18 +106,23 @@ class HierarchicalEnv(CellsEnv):
         return WEIGHT_SCALES[self._scale] * self.core.power_model().weight
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
+        self._set_scale(WEIGHT_SCALES.index(1.0))  # the cells observe the λ in force
         obs, info = super().reset(seed=seed, options=options)
-        self._set_scale(WEIGHT_SCALES.index(1.0))
         self._since, self._owed = 0, 0.0
         self.agents = list(self.possible_agents)
-        return {NETWORK: network_row(self.core, self._scale), **obs}, info
+        return {NETWORK: network_row(self.core, self._scale), **self._cells_seen(obs)}, info
 
     def step(self, action_dict: dict[str, int]):
         if NETWORK in action_dict:
             self._set_scale(int(action_dict[NETWORK]))
+        if self.fixed is not None and not any(a.startswith("cell_") for a in action_dict):
+            # the cells held fixed act on what they observe (a cell rule gives its own states)
+            action_dict = {**action_dict, **self.fixed.act(self._cell_obs)}
         terminated, truncated, info = self._advance(action_dict)
-        rewards = dict(zip(self.cells, self._cell_rewards(self.weight).tolist()))
-        obs = self._observe()
+        rewards = {}
+        if self.fixed is None:
+            rewards = dict(zip(self.cells, self._cell_rewards(self.weight).tolist()))
+        obs = self._cells_seen(self._observe())
         self._owed += self.core.step_objective()
         self._since += 1
         if self._since >= self.period or terminated or truncated:
@@ -109,6 +130,12 @@ class HierarchicalEnv(CellsEnv):
             rewards[NETWORK] = self._owed
             self._since, self._owed = 0, 0.0
         return (obs, rewards, *_dones(obs, terminated, truncated), {"__common__": info})
+
+    def _cells_seen(self, obs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """The cells' observations as the agents get them: none when the cells are held
+        fixed (their policy reads them at the next step)."""
+        self._cell_obs = obs
+        return {} if self.fixed is not None else obs
 
     def _set_scale(self, scale: int) -> None:
         """The network agent's decision in force, also drawn on rendered frames."""

@@ -195,6 +195,52 @@ def check_ue_policy(value: Any) -> str:
     return value
 
 
+def check_cell_policy(value: Any, mode: str, layout: dict[str, Any], neighbours: int) -> str | None:
+    """`env.cell_policy` (env=hierarchical: the cells held fixed at a zoo cell policy while
+    the network agent learns) as the zoo reference, None for cells that learn, or a one-line
+    error: not under env=hierarchical, not a zoo entry of cell agents, or an entry whose
+    observation does not fit (its neighbour slots or the layout's sleep states)."""
+    from mobrl.core.errors import UserError
+    from mobrl.evaluation import zoo
+
+    if value is None or value == "learn":
+        return None
+    value = str(value)
+    if mode != "hierarchical":
+        raise UserError(
+            f"env.cell_policy={value} holds the cells fixed, which leaves env={mode} no agent "
+            "to train. Use env=hierarchical (a network agent above fixed cells), or drop it."
+        )
+    if not zoo.is_ref(value):
+        raise UserError(
+            f"env.cell_policy={value}: the cells are held fixed at a zoo cell policy (the "
+            "rules read no λ, so the network agent would have nothing to set). Use e.g. "
+            "env.cell_policy=zoo:uma19_energy, or learn for cells that learn."
+        )
+    meta = zoo.entry(value)
+    trained = meta["env_config"]
+    if trained.get("mode") != "cells":
+        raise UserError(
+            f"env.cell_policy={value} is a policy of env={trained.get('mode')}, not of cell "
+            "agents. Use a zoo entry of env=cells (`mobrl zoo list`), e.g. zoo:uma19_energy."
+        )
+    slots = int(trained.get("neighbours") or CELL_NEIGHBOURS)
+    if slots != neighbours:
+        raise UserError(
+            f"env.cell_policy={value} observes {slots} neighbour slots, not env.neighbours="
+            f"{neighbours}. Set env.neighbours={slots}."
+        )
+    sleep = list(((trained.get("layout") or {}).get("power") or {}).get("sleep") or [])
+    ours = list((layout.get("power") or {}).get("sleep") or [])
+    if sleep != ours:
+        raise UserError(
+            f"env.cell_policy={value} chooses among the sleep states {sleep}, but this layout's "
+            f"are {ours}. Use a layout with the same power.sleep states, or a cell policy "
+            "trained on them."
+        )
+    return value
+
+
 def check_guard(value: Any) -> str:
     """`env.guard` as one of `CELL_GUARDS`, or a one-line error."""
     from mobrl.core.errors import unknown_choice

@@ -1,7 +1,8 @@
 """`env=hierarchical` (mobrl.envs.hierarchy): the network agent above the cell agents acts
 every `env.period` steps and receives the network's objective summed over the steps since it
 last acted; the λ it sets is the one the cells observe and are rewarded at; a policy per
-level by default; the cell rules play it as they play `env=cells`."""
+level by default; the cell rules play it as they play `env=cells`; with `env.cell_policy` the
+cells are held at a zoo cell policy and the network agent is the only agent."""
 
 from __future__ import annotations
 
@@ -99,6 +100,10 @@ def test_a_policy_per_level_and_rules_play_it_as_cells() -> None:
         (["env.period=0"], "env.period=0"),
         (["env.policies={cells: [cell_*]}"], "without a policy"),
         (["env.policies={network: [network], cells: [relay_*]}"], "matches no agent"),
+        (["env.cell_policy=threshold"], "env.cell_policy=threshold"),
+        (["env.cell_policy=zoo:uma19"], "not of cell agents"),
+        (["env.cell_policy=zoo:uma19_energy", "env.neighbours=4"], "env.neighbours=6"),
+        (["env.cell_policy=zoo:nothing"], "zoo policy 'nothing'"),
     ],
 )
 def test_bad_hierarchy_settings_are_one_line(extra: list[str], words: str) -> None:
@@ -122,3 +127,51 @@ def test_a_frame_shows_the_network_agents_decision() -> None:
     renderer = DashboardRenderer(episode_scene(env.core, None))
     renderer.draw(state)
     assert "network agent: λ × 2" in renderer.title.get_text()
+
+
+def test_cells_held_at_a_zoo_policy_leave_the_network_agent_alone() -> None:
+    """Under env.cell_policy=zoo:uma19_energy the only agent is the network agent: it observes
+    every env.period steps (no agent observes in between), its rewards are the network's
+    objective summed over its periods, and leaving the λ as it is plays the flat zoo entry's
+    episode under env=cells to the bit; a cell rule still sets the cells' states itself."""
+    from mobrl.evaluation.zoo import ZooPolicy
+
+    config = _config("env.cell_policy=zoo:uma19_energy", "env.period=7")
+    assert policy_setup(config)[0] == ["network"]
+    env = make_env({**config, "render_mode": None})
+    assert env.possible_agents == [NETWORK]
+    obs, _ = env.reset(seed=4)
+    neutral = WEIGHT_SCALES.index(1.0)
+    owed, total, acted, steps, done = 0.0, 0.0, 0, 0, False
+    while not done:
+        acts = {}
+        if obs:
+            assert list(obs) == [NETWORK]
+            acts, acted = {NETWORK: neutral}, acted + 1
+        obs, rewards, _, trunc, _ = env.step(acts)
+        steps += 1
+        owed += env.core.step_objective()
+        assert set(rewards) <= {NETWORK} and set(rewards) == set(obs)
+        if rewards:
+            assert rewards[NETWORK] == pytest.approx(owed, abs=1e-12)
+            total, owed = total + rewards[NETWORK], 0.0
+        done = trunc["__all__"]
+    assert acted == math.ceil(steps / 7)
+    flat_config = env_config_from(validate_command_line(["scenario=uma19_energy", "env=cells"]))
+
+    class Neutral:
+        def reset(self, seed=None):
+            pass
+
+        def act(self, observation, env=None):
+            return {a: neutral for a in observation}
+
+    held = run_episode(config, Neutral(), 5)
+    flat = run_episode(flat_config, ZooPolicy.load("zoo:uma19_energy"), 5)
+    for key in ("network/objective", "network/energy", "ue/utility/p5", "length"):
+        assert held[key] == flat[key], key
+    rule = run_episode(config, make_baseline("threshold"), 5)
+    assert (
+        rule["network/energy"]
+        == run_episode(flat_config, make_baseline("threshold"), 5)["network/energy"]
+    )

@@ -53,12 +53,13 @@ class CellRule(GreedyPolicy):
             if states is None:
                 states = cells.keep_states()
             cells.take_as_given()  # a rule's states carry their own conditions
-            # under env=hierarchical the network agent leaves the cells' λ as it is
-            neutral = getattr(cells, "neutral_action", lambda: 0)()
-            return {
-                a: int(states[cell_index(a)]) if a.startswith("cell_") else neutral
-                for a in observation
-            }
+            # every cell's state (under env=hierarchical the cells may be held fixed and
+            # observe nothing; the rule's states replace their policy's); the network agent,
+            # when it acts, leaves the cells' λ as it is
+            out = {a: int(states[cell_index(a)]) for a in cells.cells}
+            if "network" in observation:
+                out["network"] = cells.neutral_action()
+            return out
         set_states(self, env, self.name)
         return super().act(observation, env)  # greedy, on the stations on the air now
 

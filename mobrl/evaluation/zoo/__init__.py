@@ -193,6 +193,8 @@ class ZooPolicy:
     def act(self, observation: Any, env: Any = None) -> Any:
         if isinstance(observation, dict):
             agents = list(observation)
+            if not agents:  # a step on which none of its agents acts (env=hierarchical)
+                return {}
             chosen = self.actions(np.stack([observation[a] for a in agents]))
             return {a: int(c) for a, c in zip(agents, chosen)}
         chosen = self.actions(np.asarray(observation)[None])[0]

@@ -24,6 +24,7 @@ from mobrl.scenarios.mobile_options import (
     TOPK_OBSERVATIONS,
     TURN_OBS_DEFAULT,
     cells_cannot_play,
+    check_cell_policy,
     check_cells,
     check_decide,
     check_guard,
@@ -96,6 +97,9 @@ class MobileSpec:
     guard: str = CELL_GUARD
     #: `env.ue_policy`: env=cells, how the UEs pick their stations
     ue_policy: str = "greedy"
+    #: `env.cell_policy`: env=hierarchical, the zoo cell policy the cells are held at (None:
+    #: the cells learn)
+    cell_policy: str | None = None
 
     @classmethod
     def from_config(cls, cfg: Any) -> MobileSpec:
@@ -108,15 +112,17 @@ class MobileSpec:
         )
         if mode in CELL_MODES:
             check_cells(layout, name, cfg.engine, mode)
+            neighbours = check_neighbours(cfg.env.get("neighbours", CELL_NEIGHBOURS))
             return cls(
                 layout,
                 mode,
                 engine_for(layout, cfg.engine, name),
                 team_reward=check_team_reward(cfg.env.get("team_reward", CELL_TEAM_REWARD)),
-                neighbours=check_neighbours(cfg.env.get("neighbours", CELL_NEIGHBOURS)),
+                neighbours=neighbours,
                 period=check_period(cfg.env.get("period", NETWORK_PERIOD)),
                 guard=check_guard(cfg.env.get("guard", CELL_GUARD)),
                 ue_policy=check_ue_policy(cfg.env.get("ue_policy", "greedy")),
+                cell_policy=check_cell_policy(cfg.env.get("cell_policy"), mode, layout, neighbours),
             )
         obs = check_obs(cfg.env.get("obs", cls.obs), mode)
         topk = check_topk(cfg.env.get("topk")) if obs in TOPK_OBSERVATIONS else None
@@ -147,6 +153,7 @@ class MobileSpec:
             period=int(env_config.get("period") or cls.period),
             guard=env_config.get("guard") or cls.guard,
             ue_policy=env_config.get("ue_policy") or cls.ue_policy,
+            cell_policy=env_config.get("cell_policy"),
         )
 
     def fields(self) -> dict[str, Any]:
@@ -161,7 +168,10 @@ class MobileSpec:
                 "guard": self.guard,
                 "ue_policy": self.ue_policy,
             }
-            return {**out, "period": self.period} if self.mode == "hierarchical" else out
+            if self.mode == "cells":
+                return out
+            fixed = {"cell_policy": self.cell_policy} if self.cell_policy else {}
+            return {**out, "period": self.period, **fixed}
         out["obs"] = self.obs
         if self.obs in TOPK_OBSERVATIONS:
             out["topk"] = self.topk
@@ -313,6 +323,8 @@ class MobileKind(ScenarioKind):
             from mobrl.envs.cells import cell_agent
             from mobrl.envs.hierarchy import NETWORK
 
+            if env_config.get("cell_policy"):  # the cells held fixed: the network agent alone
+                return [NETWORK]
             cells = [cell_agent(b) for b in range(_size(layout)[0])]
             return [NETWORK, *cells] if env_config["mode"] == "hierarchical" else cells
         count = (
@@ -360,6 +372,8 @@ class MobileKind(ScenarioKind):
 
     def default_policy_mapping(self, env_config: dict[str, Any]) -> Any:
         if env_config.get("mode") == "hierarchical":  # a policy per level
+            if env_config.get("cell_policy"):
+                return {"network": ["network"]}
             return {"network": ["network"], "cells": ["cell_*"]}
         return self.default_policies
 
@@ -447,4 +461,4 @@ def _cell_env(spec: MobileSpec, core: Any, rllib: bool) -> Any:
     }
     if spec.mode == "cells":
         return CellsEnv(core, **settings)
-    return HierarchicalEnv(core, period=spec.period, **settings)
+    return HierarchicalEnv(core, period=spec.period, cell_policy=spec.cell_policy, **settings)
