@@ -108,6 +108,9 @@ class EnvConf:
     #: env=hierarchical: `learn` (the cells are agents) or a zoo cell policy the cells are
     #: held at while the network agent learns (zoo:uma19_energy); see mobrl.envs.hierarchy
     cell_policy: str = "learn"
+    #: env=hierarchical: what the network agent learns from, `objective` (the period's) or
+    #: `difference` (against a copy of the period at the layout's λ; cells held fixed)
+    network_reward: str = "objective"
     #: layouts with `power:`: λ, the objective's weight of energy against service (null: the
     #: layout's `power.weight`); see docs/energy.md
     energy_weight: Optional[float] = None

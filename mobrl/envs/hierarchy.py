@@ -15,6 +15,13 @@ cells.
 With `env.cell_policy=zoo:<entry>` the cells are held fixed at a zoo cell policy (played here,
 with numpy, on the observations they would get) and the network agent is the only agent:
 between its decisions no agent observes, and RLlib steps the env with no actions.
+
+`env.network_reward=difference` (with the cells held fixed) gives the network agent, instead
+of the period's objective, its difference from what the same period would have given at the
+layout's λ: a copy of the env taken when the network agent acts plays the period alongside
+with the cells at 1 × λ, on the same UEs' moves and arrivals (Wolpert and Tumer's difference
+reward). What the hour and the load do to the objective cancels, and what is left is what its
+decision changed, so it learns from far fewer periods.
 """
 
 from __future__ import annotations
@@ -75,6 +82,7 @@ class HierarchicalEnv(CellsEnv):
         guard: str = "coverage",
         ue_policy: str = "greedy",
         cell_policy: str | None = None,
+        network_reward: str = "objective",
     ):
         super().__init__(
             core, team_reward=team_reward, neighbours=neighbours, guard=guard, ue_policy=ue_policy
@@ -93,6 +101,9 @@ class HierarchicalEnv(CellsEnv):
             self.possible_agents = [NETWORK, *self.cells]
         self.agents = list(self.possible_agents)
         self._cell_obs: dict[str, np.ndarray] = {}
+        #: `objective` or `difference` (against a copy at the layout's λ; cells held fixed)
+        self.network_reward = network_reward
+        self._shadow: HierarchicalEnv | None = None
         self.observation_spaces[NETWORK] = gym.spaces.Box(
             -1.0, np.inf, shape=(NETWORK_SIZE,), dtype=np.float32
         )
@@ -108,12 +119,14 @@ class HierarchicalEnv(CellsEnv):
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         self._set_scale(WEIGHT_SCALES.index(1.0))  # the cells observe the λ in force
         obs, info = super().reset(seed=seed, options=options)
-        self._since, self._owed = 0, 0.0
+        self._since, self._owed, self._shadow = 0, 0.0, None
         self.agents = list(self.possible_agents)
         return {NETWORK: network_row(self.core, self._scale), **self._cells_seen(obs)}, info
 
     def step(self, action_dict: dict[str, int]):
         if NETWORK in action_dict:
+            if self.network_reward == "difference":
+                self._shadow = self._neutral_copy()
             self._set_scale(int(action_dict[NETWORK]))
         if self.fixed is not None and not any(a.startswith("cell_") for a in action_dict):
             # the cells held fixed act on what they observe (a cell rule gives its own states)
@@ -124,12 +137,26 @@ class HierarchicalEnv(CellsEnv):
             rewards = dict(zip(self.cells, self._cell_rewards(self.weight).tolist()))
         obs = self._cells_seen(self._observe())
         self._owed += self.core.step_objective()
+        if self._shadow is not None:  # the same step at the layout's λ
+            self._shadow.step({})
+            self._owed -= self._shadow.core.step_objective()
         self._since += 1
         if self._since >= self.period or terminated or truncated:
             obs = {NETWORK: network_row(self.core, self._scale), **obs}
             rewards[NETWORK] = self._owed
-            self._since, self._owed = 0, 0.0
+            self._since, self._owed, self._shadow = 0, 0.0, None
         return (obs, rewards, *_dones(obs, terminated, truncated), {"__common__": info})
+
+    def _neutral_copy(self) -> HierarchicalEnv:
+        """A copy of the env as it is now (its UEs' moves and arrivals to come included),
+        with the cells at the layout's λ and no reward of its own."""
+        import copy
+
+        self._shadow = None  # not copied into the copy
+        shadow = copy.deepcopy(self)
+        shadow.network_reward = "objective"
+        shadow._set_scale(self.neutral_action())
+        return shadow
 
     def _cells_seen(self, obs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """The cells' observations as the agents get them: none when the cells are held

@@ -32,6 +32,8 @@ CELL_RULES = ("all_on", "idle_off", "threshold", "energy_oracle")
 #: `env.guard`: what the network does with a cell agent's request to sleep (mobrl.envs.cells)
 CELL_GUARDS = ("coverage", "capacity", "none")
 CELL_GUARD = "coverage"
+#: `env.network_reward`: what the network agent of env=hierarchical learns from
+NETWORK_REWARDS = ("objective", "difference")
 
 
 def check_obs(obs: str, mode: str = "ma") -> str:
@@ -237,6 +239,27 @@ def check_cell_policy(value: Any, mode: str, layout: dict[str, Any], neighbours:
             f"env.cell_policy={value} chooses among the sleep states {sleep}, but this layout's "
             f"are {ours}. Use a layout with the same power.sleep states, or a cell policy "
             "trained on them."
+        )
+    return value
+
+
+def check_network_reward(value: Any, cell_policy: str | None) -> str:
+    """`env.network_reward` as one of `NETWORK_REWARDS` (`difference` only with the cells held
+    fixed: its copy of the env plays them), or a one-line error."""
+    from mobrl.core.errors import UserError, unknown_choice
+
+    if value not in NETWORK_REWARDS:
+        raise unknown_choice(
+            "env.network_reward",
+            str(value),
+            list(NETWORK_REWARDS),
+            "difference learns from what the λ changed (docs/energy.md).",
+        )
+    if value == "difference" and not cell_policy:
+        raise UserError(
+            "env.network_reward=difference replays each period at the layout's λ with the "
+            "cells held fixed; the cells here learn. Set env.cell_policy=zoo:uma19_energy, or "
+            "env.network_reward=objective."
         )
     return value
 

@@ -104,6 +104,8 @@ def test_a_policy_per_level_and_rules_play_it_as_cells() -> None:
         (["env.cell_policy=zoo:uma19"], "not of cell agents"),
         (["env.cell_policy=zoo:uma19_energy", "env.neighbours=4"], "env.neighbours=6"),
         (["env.cell_policy=zoo:nothing"], "zoo policy 'nothing'"),
+        (["env.network_reward=difference"], "env.network_reward=difference"),
+        (["env.network_reward=gain"], "env.network_reward 'gain'"),
     ],
 )
 def test_bad_hierarchy_settings_are_one_line(extra: list[str], words: str) -> None:
@@ -175,3 +177,46 @@ def test_cells_held_at_a_zoo_policy_leave_the_network_agent_alone() -> None:
         rule["network/energy"]
         == run_episode(flat_config, make_baseline("threshold"), 5)["network/energy"]
     )
+
+
+def test_the_difference_reward_is_the_periods_objective_less_a_copys_at_the_layouts_lambda() -> (
+    None
+):
+    """env.network_reward=difference: each reward is the network's objective over the period
+    less what a copy of the env taken at the decision made of the same period with the cells
+    at 1 × λ (the same UEs' moves); a decision that leaves λ as it is earns exactly 0.
+    Evaluation plays the env with the objective as the return."""
+    import copy
+
+    from mobrl.scenarios.kinds import kind_of
+
+    config = _config(
+        "env.cell_policy=zoo:uma19_energy", "env.network_reward=difference", "env.period=5"
+    )
+    assert kind_of(config).seeded(config, 1)["network_reward"] == "objective"
+    env = make_env({**config, "render_mode": None})
+    obs, _ = env.reset(seed=6)
+    neutral = WEIGHT_SCALES.index(1.0)
+    choices = [neutral, WEIGHT_SCALES.index(4.0), WEIGHT_SCALES.index(0.0)] * 7
+    rewards, expected, done = [], [], False
+    while not done:
+        acts, ref, owed = {}, None, 0.0
+        if obs:
+            acts = {NETWORK: choices.pop(0)}
+            ref = copy.deepcopy(env)
+            ref.network_reward = "objective"
+            ref._set_scale(neutral)
+        while True:
+            obs, reward, _, trunc, _ = env.step(acts)
+            acts = {}
+            owed += env.core.step_objective()
+            if ref is not None:
+                ref.step({})
+                owed -= ref.core.step_objective()
+            done = trunc["__all__"]
+            if reward:
+                rewards.append(reward[NETWORK])
+                expected.append(owed)
+                break
+    np.testing.assert_allclose(rewards, expected, atol=1e-12)
+    assert rewards[0] == 0.0 and any(r != 0.0 for r in rewards)

@@ -29,6 +29,7 @@ from mobrl.scenarios.mobile_options import (
     check_decide,
     check_guard,
     check_neighbours,
+    check_network_reward,
     check_obs,
     check_period,
     check_reward,
@@ -100,6 +101,8 @@ class MobileSpec:
     #: `env.cell_policy`: env=hierarchical, the zoo cell policy the cells are held at (None:
     #: the cells learn)
     cell_policy: str | None = None
+    #: `env.network_reward`: env=hierarchical, what the network agent learns from
+    network_reward: str = "objective"
 
     @classmethod
     def from_config(cls, cfg: Any) -> MobileSpec:
@@ -113,6 +116,7 @@ class MobileSpec:
         if mode in CELL_MODES:
             check_cells(layout, name, cfg.engine, mode)
             neighbours = check_neighbours(cfg.env.get("neighbours", CELL_NEIGHBOURS))
+            fixed = check_cell_policy(cfg.env.get("cell_policy"), mode, layout, neighbours)
             return cls(
                 layout,
                 mode,
@@ -122,7 +126,10 @@ class MobileSpec:
                 period=check_period(cfg.env.get("period", NETWORK_PERIOD)),
                 guard=check_guard(cfg.env.get("guard", CELL_GUARD)),
                 ue_policy=check_ue_policy(cfg.env.get("ue_policy", "greedy")),
-                cell_policy=check_cell_policy(cfg.env.get("cell_policy"), mode, layout, neighbours),
+                cell_policy=fixed,
+                network_reward=check_network_reward(
+                    cfg.env.get("network_reward", "objective"), fixed
+                ),
             )
         obs = check_obs(cfg.env.get("obs", cls.obs), mode)
         topk = check_topk(cfg.env.get("topk")) if obs in TOPK_OBSERVATIONS else None
@@ -154,6 +161,7 @@ class MobileSpec:
             guard=env_config.get("guard") or cls.guard,
             ue_policy=env_config.get("ue_policy") or cls.ue_policy,
             cell_policy=env_config.get("cell_policy"),
+            network_reward=env_config.get("network_reward") or cls.network_reward,
         )
 
     def fields(self) -> dict[str, Any]:
@@ -171,6 +179,8 @@ class MobileSpec:
             if self.mode == "cells":
                 return out
             fixed = {"cell_policy": self.cell_policy} if self.cell_policy else {}
+            if self.network_reward != MobileSpec.network_reward:
+                fixed["network_reward"] = self.network_reward
             return {**out, "period": self.period, **fixed}
         out["obs"] = self.obs
         if self.obs in TOPK_OBSERVATIONS:
@@ -352,8 +362,12 @@ class MobileKind(ScenarioKind):
         # mobile-env draws movement and arrivals from its config seed, not from reset(seed=...);
         # the return of an evaluation is mobile-env's own (env.reward changes only what UEs
         # learn from, never what they observe), so returns compare across policies
+        # (and the network agent's return is the objective, not its difference to a copy's)
         kwargs = {**(env_config.get("kwargs") or {}), "seed": seed}
-        return {**env_config, "kwargs": kwargs, "reward": "mobile"}
+        out = {**env_config, "kwargs": kwargs, "reward": "mobile"}
+        if "network_reward" in env_config:
+            out["network_reward"] = "objective"
+        return out
 
     def baselines(self, env_config: dict[str, Any]) -> list[str]:
         from mobrl.scenarios import classes
@@ -461,4 +475,10 @@ def _cell_env(spec: MobileSpec, core: Any, rllib: bool) -> Any:
     }
     if spec.mode == "cells":
         return CellsEnv(core, **settings)
-    return HierarchicalEnv(core, period=spec.period, cell_policy=spec.cell_policy, **settings)
+    return HierarchicalEnv(
+        core,
+        period=spec.period,
+        cell_policy=spec.cell_policy,
+        network_reward=spec.network_reward,
+        **settings,
+    )
