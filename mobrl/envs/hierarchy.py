@@ -138,7 +138,9 @@ class HierarchicalEnv(CellsEnv):
         obs = self._cells_seen(self._observe())
         self._owed += self.core.step_objective()
         if self._shadow is not None:  # the same step at the layout's λ
-            self._shadow.step({})
+            # the class's step: the env's own may be wrapped (mobrl.core.envfailures.guard),
+            # and a wrapper copied with the env still calls the original
+            HierarchicalEnv.step(self._shadow, {})
             self._owed -= self._shadow.core.step_objective()
         self._since += 1
         if self._since >= self.period or terminated or truncated:

@@ -14,7 +14,7 @@ import pytest
 from mobrl import energy
 from mobrl.core.errors import UserError
 from mobrl.envs.factory import env_config_from, make_env, policy_setup
-from mobrl.envs.hierarchy import NETWORK, NETWORK_SIZE, WEIGHT_SCALES
+from mobrl.envs.hierarchy import NETWORK, NETWORK_SIZE, WEIGHT_SCALES, HierarchicalEnv
 from mobrl.evaluation.policies import make_baseline
 from mobrl.evaluation.rollout import run_episode
 from mobrl.training.checks import validate_command_line
@@ -179,22 +179,24 @@ def test_cells_held_at_a_zoo_policy_leave_the_network_agent_alone() -> None:
     )
 
 
-def test_the_difference_reward_is_the_periods_objective_less_a_copys_at_the_layouts_lambda() -> (
-    None
-):
+def test_the_difference_reward_is_the_periods_objective_less_a_copys_at_the_layouts_lambda(
+    tmp_path,
+) -> None:
     """env.network_reward=difference: each reward is the network's objective over the period
     less what a copy of the env taken at the decision made of the same period with the cells
     at 1 × λ (the same UEs' moves); a decision that leaves λ as it is earns exactly 0.
-    Evaluation plays the env with the objective as the return."""
+    Evaluation plays the env with the objective as the return. The env is wrapped as the env
+    runners wrap it (its copy must not step the original through the wrapper)."""
     import copy
 
+    from mobrl.core.envfailures import guard
     from mobrl.scenarios.kinds import kind_of
 
     config = _config(
         "env.cell_policy=zoo:uma19_energy", "env.network_reward=difference", "env.period=5"
     )
     assert kind_of(config).seeded(config, 1)["network_reward"] == "objective"
-    env = make_env({**config, "render_mode": None})
+    env = guard(make_env({**config, "render_mode": None}), str(tmp_path), "uma19_energy")
     obs, _ = env.reset(seed=6)
     neutral = WEIGHT_SCALES.index(1.0)
     choices = [neutral, WEIGHT_SCALES.index(4.0), WEIGHT_SCALES.index(0.0)] * 7
@@ -210,8 +212,8 @@ def test_the_difference_reward_is_the_periods_objective_less_a_copys_at_the_layo
             obs, reward, _, trunc, _ = env.step(acts)
             acts = {}
             owed += env.core.step_objective()
-            if ref is not None:
-                ref.step({})
+            if ref is not None:  # the class's step (the copy's `step` is the wrapped original)
+                HierarchicalEnv.step(ref, {})
                 owed -= ref.core.step_objective()
             done = trunc["__all__"]
             if reward:
