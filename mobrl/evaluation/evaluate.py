@@ -234,6 +234,7 @@ def _print_tables(console: Any, summary: dict[str, Any], policies: list[str], ti
 def evaluate_command(checkpoint: Path | None, overrides: list[str], opts: EvalOptions) -> Path:
     """`mobrl evaluate` / `mobrl baselines`: run, print the table, write the files."""
     from mobrl.core.console import make_console
+    from mobrl.evaluation.paired import service_notes
 
     console = make_console()
     opts.check()
@@ -244,8 +245,10 @@ def evaluate_command(checkpoint: Path | None, overrides: list[str], opts: EvalOp
     if target.checkpoint is not None:
         console.print(target.note)
     with output.claim():  # a second command writing to the same --output is refused
-        summary = _play(console, target, policies, opts, output)
-        output.write_summary({**_settings(target, opts), **summary})
+        summary = {**_settings(target, opts), **_play(console, target, policies, opts, output)}
+        # the notes again, now that they can read what was played (cell agents trade service)
+        summary["notes"] = service_notes(summary)
+        output.write_summary(summary)
         output.drop_journal()
     title = f"{scenario}: {opts.episodes} episodes per policy, mean ± 95 % CI"
     _print_tables(console, summary, policies, title)

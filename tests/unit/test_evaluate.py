@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from mobrl.evaluation.paired import mean_ci, summarize
+from mobrl.evaluation.paired import mean_ci, service_notes, summarize
 
 
 def test_mean_ci_known_sample() -> None:
@@ -213,8 +213,13 @@ def test_a_return_gain_that_serves_worse_is_named() -> None:
         for p, r, u in (("trained", 30.0, -0.10), ("greedy", 10.0, 0.05))
         for i in range(4)
     ]  # fmt: skip
-    (note,) = summarize(rows, ["trained", "greedy"])["notes"]
+    summary = summarize(rows, ["trained", "greedy"])
+    (note,) = summary["notes"]
     assert "serves the UEs worse (mean UE utility -0.150" in note
+    # cell agents trade service for energy by design: no such note for them (`mobrl evaluate`
+    # takes the notes again once the summary names what was played)
+    for mode in ("cells", "hierarchical"):
+        assert service_notes({**summary, "env_config": {"mode": mode}}) == []
 
 
 def test_blocks_give_what_one_pass_gives(tmp_path) -> None:

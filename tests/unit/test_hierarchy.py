@@ -169,9 +169,10 @@ def test_cells_held_at_a_zoo_policy_leave_the_network_agent_alone() -> None:
             return {a: neutral for a in observation}
 
     held = run_episode(config, Neutral(), 5)
+    alone = run_episode(config, make_baseline("cells_alone"), 5)  # the baseline of the same
     flat = run_episode(flat_config, ZooPolicy.load("zoo:uma19_energy"), 5)
     for key in ("network/objective", "network/energy", "ue/utility/p5", "length"):
-        assert held[key] == flat[key], key
+        assert held[key] == flat[key] == alone[key], key
     rule = run_episode(config, make_baseline("threshold"), 5)
     assert (
         rule["network/energy"]
@@ -222,3 +223,14 @@ def test_the_difference_reward_is_the_periods_objective_less_a_copys_at_the_layo
                 break
     np.testing.assert_allclose(rewards, expected, atol=1e-12)
     assert rewards[0] == 0.0 and any(r != 0.0 for r in rewards)
+
+
+def test_cells_alone_is_a_baseline_only_above_held_cells() -> None:
+    from mobrl.evaluation.policies import baselines_for, check_baselines
+
+    held = _config("env.cell_policy=zoo:uma19_energy")
+    assert "cells_alone" in baselines_for(held)
+    check_baselines(["cells_alone", "threshold"], held)
+    with pytest.raises(UserError) as caught:
+        check_baselines(["cells_alone"], _config())
+    assert "baseline 'cells_alone' does not apply" in str(caught.value)

@@ -183,4 +183,17 @@ class ComposedPolicy(Baseline):
         return self.ue.act(observation, env)
 
 
-RULES = (AllOnPolicy, IdleOffPolicy, ThresholdPolicy)
+class CellsAlonePolicy(Baseline):
+    """Under env=hierarchical with the cells held at a zoo policy (`env.cell_policy`): the
+    network agent leaves the cells' λ at the layout's, so the cells play as they do alone
+    (env=cells): what a network agent is measured against to show what it adds."""
+
+    name = "cells_alone"
+    reads_observation = False
+
+    def act(self, observation: Any, env: Any = None) -> Any:
+        cells = _cells_env(env)
+        return {a: cells.neutral_action() for a in observation if a == "network"}
+
+
+RULES = (AllOnPolicy, IdleOffPolicy, ThresholdPolicy, CellsAlonePolicy)

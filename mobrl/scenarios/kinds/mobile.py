@@ -374,7 +374,8 @@ class MobileKind(ScenarioKind):
 
         layout = env_config.get("layout")
         if env_config.get("mode") in CELL_MODES:  # cell agents are played against cell rules
-            return list(CELL_RULES)
+            # and a network agent above held cells against those cells alone
+            return [*CELL_RULES, *(["cells_alone"] if env_config.get("cell_policy") else [])]
         rules = ["random", "noop", "greedy", "greedy_fill", "full", "capped", "oracle"]
         demand = ((layout or {}).get("traffic") or {}).get("demand") or {}
         if classes.own_service(layout) or demand.get("model", "full_buffer") != "full_buffer":
