@@ -59,19 +59,22 @@ def test_served_zoo_policy_acts_as_the_zoo_policy(name: str) -> None:
     own = zoo.ZooPolicy.load(f"zoo:{name}")
     width = served.networks[0].obs_size
     rng = np.random.default_rng(0)
-    cells = zoo.entry(name).get("env_mode") == "cells"
-    agent = "cell" if cells else "ue"
+    meta = zoo.entry(name)
+    cells = meta.get("env_mode") == "cells"
+    network = meta["env_config"].get("cell_policy")  # a network agent above held cells
+    agent = "network" if network else "cell" if cells else "ue"
     obs = {f"{agent}_{i}": rng.normal(size=width).astype(np.float32) for i in range(64)}
     given = {a: o.tolist() for a, o in obs.items()}
     assert served.act(served.observations(given)) == own.act(obs)
     info = served.describe()
     assert info["status"] == "ready" and info["policy"] == f"zoo:{name}"
-    if cells:  # a cell's observation: its own state, its nearest stations' slots, the hour
+    if network:  # the network agent's observation; the cells act by their own entry
+        assert info["observation"] == {"name": "network", "cells": network, "size": width}
+    elif cells:  # a cell's observation: its own state, its nearest stations' slots, the hour
         assert info["observation"] == {"name": "cell", "neighbours": 6, "size": width}
     else:
-        obs_name = zoo.entry(name)["obs"]
-        assert info["observation"] == {"name": obs_name, "topk": 3, "size": width}
-    assert info["actions"] == 4 and info["scenario"] == name
+        assert info["observation"] == {"name": meta["obs"], "topk": 3, "size": width}
+    assert info["actions"] == (5 if network else 4) and info["scenario"] == meta["scenario"]
 
 
 def test_act_and_predict_through_the_app() -> None:
