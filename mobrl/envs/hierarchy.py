@@ -88,12 +88,13 @@ class HierarchicalEnv(CellsEnv):
             core, team_reward=team_reward, neighbours=neighbours, guard=guard, ue_policy=ue_policy
         )
         self.period = int(period)
-        #: the zoo cell policy the cells are held at (None: the cells are agents)
+        #: the layers of the zoo cell policy the cells are held at (None: the cells are agents)
         self.fixed = None
         if cell_policy:
-            from mobrl.evaluation.zoo import ZooPolicy
+            from mobrl.core import zoo_store
 
-            self.fixed = ZooPolicy.load(cell_policy)
+            name = cell_policy.removeprefix(zoo_store.PREFIX)
+            self.fixed = zoo_store.load_layers(zoo_store.entries_dir() / f"{name}.npz")
             for agent in self.cells:
                 del self.observation_spaces[agent], self.action_spaces[agent]
             self.possible_agents = [NETWORK]
@@ -130,7 +131,7 @@ class HierarchicalEnv(CellsEnv):
             self._set_scale(int(action_dict[NETWORK]))
         if self.fixed is not None and not any(a.startswith("cell_") for a in action_dict):
             # the cells held fixed act on what they observe (a cell rule gives its own states)
-            action_dict = {**action_dict, **self.fixed.act(self._cell_obs)}
+            action_dict = {**action_dict, **self._held_actions()}
         terminated, truncated, info = self._advance(action_dict)
         rewards = {}
         if self.fixed is None:
@@ -148,6 +149,14 @@ class HierarchicalEnv(CellsEnv):
             rewards[NETWORK] = self._owed
             self._since, self._owed, self._shadow = 0, 0.0, None
         return (obs, rewards, *_dones(obs, terminated, truncated), {"__common__": info})
+
+    def _held_actions(self) -> dict[str, int]:
+        """The held cells' states: their zoo policy's argmax on what they observe."""
+        from mobrl.core.zoo_store import actions
+
+        agents = list(self._cell_obs)
+        chosen = actions(self.fixed, np.stack([self._cell_obs[a] for a in agents]))
+        return {a: int(c) for a, c in zip(agents, chosen)}
 
     def _neutral_copy(self) -> HierarchicalEnv:
         """A copy of the env as it is now (its UEs' moves and arrivals to come included),

@@ -202,8 +202,8 @@ def check_cell_policy(value: Any, mode: str, layout: dict[str, Any], neighbours:
     the network agent learns) as the zoo reference, None for cells that learn, or a one-line
     error: not under env=hierarchical, not a zoo entry of cell agents, or an entry whose
     observation does not fit (its neighbour slots or the layout's sleep states)."""
+    from mobrl.core import zoo_store as zoo
     from mobrl.core.errors import UserError
-    from mobrl.evaluation import zoo
 
     if value is None or value == "learn":
         return None
