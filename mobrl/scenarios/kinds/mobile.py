@@ -164,18 +164,22 @@ class MobileSpec:
             network_reward=env_config.get("network_reward") or cls.network_reward,
         )
 
+    def cell_settings(self) -> dict[str, Any]:
+        """The settings env=cells and env=hierarchical share (their envs' keyword arguments,
+        and entries of `env_config`)."""
+        return {
+            "team_reward": self.team_reward,
+            "neighbours": self.neighbours,
+            "guard": self.guard,
+            "ue_policy": self.ue_policy,
+        }
+
     def fields(self) -> dict[str, Any]:
         """The kind's entries of `env_config`: `engine` (every kind's, set by the factory from
         the config) as the engine this layout runs on, then the mobile kind's own."""
         out: dict[str, Any] = {"engine": self.engine, "mode": self.mode, "layout": self.layout}
         if self.mode in CELL_MODES:
-            out = {
-                **out,
-                "team_reward": self.team_reward,
-                "neighbours": self.neighbours,
-                "guard": self.guard,
-                "ue_policy": self.ue_policy,
-            }
+            out = {**out, **self.cell_settings()}
             if self.mode == "cells":
                 return out
             fixed = {"cell_policy": self.cell_policy} if self.cell_policy else {}
@@ -468,12 +472,7 @@ def _cell_env(spec: MobileSpec, core: Any, rllib: bool) -> Any:
     else:
         from mobrl.envs.cells import CellsEnv
         from mobrl.envs.hierarchy import HierarchicalEnv
-    settings = {
-        "team_reward": spec.team_reward,
-        "neighbours": spec.neighbours,
-        "guard": spec.guard,
-        "ue_policy": spec.ue_policy,
-    }
+    settings = spec.cell_settings()
     if spec.mode == "cells":
         return CellsEnv(core, **settings)
     return HierarchicalEnv(
