@@ -159,6 +159,31 @@ def test_hierarchical_trains_a_policy_per_level_and_evaluates(tmp_path: Path) ->
     assert answer.status_code == 200 and set(answer.json()["actions"]) == set(cells_only)
 
 
+def test_a_network_agent_trains_above_cells_held_at_a_zoo_policy(tmp_path: Path) -> None:
+    """env.cell_policy through real RLlib training: the network agent is the only RLModule;
+    RLlib steps the env between its decisions with no agent observing, so it samples one
+    agent step per env.period env steps (with the difference reward's copy alongside), and
+    the checkpoint plays against the rules and the cells alone."""
+    run_dir = tmp_path / "run"
+    overrides = ["env.cell_policy=zoo:uma19_energy", "env.network_reward=difference"]
+    train_smoke(run_dir, "scenario=uma19_energy", "env=hierarchical", "env.period=5", *overrides)
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert manifest["policy_ids"] == ["network"]
+    (progress,) = run_dir.glob("tune/*/progress.csv")
+    rows = pd.read_csv(progress)
+    env_steps = rows["env_runners/num_env_steps_sampled"]
+    network = rows["env_runners/num_agent_steps_sampled/network"]
+    assert (env_steps == 200).all() and (network == 40).all()  # 200 env steps, one in 5
+    out = tmp_path / "eval"
+    result = run_mobrl(
+        "evaluate", "--checkpoint", str(run_dir), "--episodes", "2", "--baselines",
+        "threshold,cells_alone", "--workers", "1", "--output", str(out), cwd=tmp_path,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    frame = pd.read_csv(out / "episodes.csv")
+    assert sorted(frame.policy.unique()) == ["cells_alone", "threshold", "trained"]
+
+
 def test_an_energy_weight_sweep_draws_its_front(tmp_path: Path) -> None:
     """`mobrl train -m ... env.energy_weight=a,b` with evaluation during training, then
     `mobrl report` on the sweep: each λ's trained policy and the baselines on the same seeds
