@@ -41,16 +41,21 @@ def test_cells_run_is_one_shared_policy_over_the_stations(cells_run: Path) -> No
         assert len(values) == 2 and all(math.isfinite(v) for v in values), key
 
 
-def test_cells_checkpoint_plays_against_the_cell_rules(cells_run: Path, tmp_path: Path) -> None:
+def _evaluated(checkpoint: Path, baselines: str, tmp_path: Path, *extra: str) -> tuple:
+    """`mobrl evaluate` of `checkpoint` for 2 episodes against `baselines`, on one worker:
+    its stdout and its episodes.csv."""
     out = tmp_path / "eval"
     result = run_mobrl(
-        "evaluate", "--checkpoint", str(cells_run), "--episodes", "2", "--seed", "1000",
-        "--baselines", "all_on,idle_off,threshold", "--workers", "1", "--output", str(out),
-        cwd=tmp_path,
+        "evaluate", "--checkpoint", str(checkpoint), "--episodes", "2", *extra,
+        "--baselines", baselines, "--workers", "1", "--output", str(out), cwd=tmp_path,
     )  # fmt: skip
     assert result.returncode == 0, result.stdout + result.stderr
-    assert ": service" in result.stdout and ": energy" in result.stdout
-    frame = pd.read_csv(out / "episodes.csv")
+    return result.stdout, pd.read_csv(out / "episodes.csv")
+
+
+def test_cells_checkpoint_plays_against_the_cell_rules(cells_run: Path, tmp_path: Path) -> None:
+    stdout, frame = _evaluated(cells_run, "all_on,idle_off,threshold", tmp_path, "--seed", "1000")
+    assert ": service" in stdout and ": energy" in stdout
     assert sorted(frame.policy.unique()) == ["all_on", "idle_off", "threshold", "trained"]
     for _, group in frame.groupby("policy"):
         assert list(group.seed) == [1000, 1001]
@@ -61,7 +66,7 @@ def test_cells_checkpoint_plays_against_the_cell_rules(cells_run: Path, tmp_path
     for name, rows in by.items():
         expected = 19 * rows[metrics.NET_OBJECTIVE] * rows["length"]
         assert (rows["return"] - expected).abs().max() < 1e-6 * expected.abs().max(), name
-    summary = json.loads((out / "summary.json").read_text())
+    summary = json.loads((tmp_path / "eval" / "summary.json").read_text())
     assert set(summary["paired_vs_trained"]) == {"all_on", "idle_off", "threshold"}
     # a UE rule is no cell agent's yardstick
     refused = run_mobrl(
@@ -130,13 +135,7 @@ def test_hierarchical_trains_a_policy_per_level_and_evaluates(tmp_path: Path) ->
     assert manifest["env_mode"] == "hierarchical"
     assert manifest["policy_ids"] == ["cells", "network"]
     assert manifest["env_config"]["period"] == 5
-    out = tmp_path / "eval"
-    result = run_mobrl(
-        "evaluate", "--checkpoint", str(run_dir), "--episodes", "2", "--baselines",
-        "threshold", "--workers", "1", "--output", str(out), cwd=tmp_path,
-    )  # fmt: skip
-    assert result.returncode == 0, result.stdout + result.stderr
-    frame = pd.read_csv(out / "episodes.csv")
+    _, frame = _evaluated(run_dir, "threshold", tmp_path)
     assert sorted(frame.policy.unique()) == ["threshold", "trained"]
     assert frame[metrics.NET_OBJECTIVE].notna().all()
     # /v1/act answers each level with its own policy: the network agent with a scale of λ
@@ -174,13 +173,7 @@ def test_a_network_agent_trains_above_cells_held_at_a_zoo_policy(tmp_path: Path)
     env_steps = rows["env_runners/num_env_steps_sampled"]
     network = rows["env_runners/num_agent_steps_sampled/network"]
     assert (env_steps == 200).all() and (network == 40).all()  # 200 env steps, one in 5
-    out = tmp_path / "eval"
-    result = run_mobrl(
-        "evaluate", "--checkpoint", str(run_dir), "--episodes", "2", "--baselines",
-        "threshold,cells_alone", "--workers", "1", "--output", str(out), cwd=tmp_path,
-    )  # fmt: skip
-    assert result.returncode == 0, result.stdout + result.stderr
-    frame = pd.read_csv(out / "episodes.csv")
+    _, frame = _evaluated(run_dir, "threshold,cells_alone", tmp_path)
     assert sorted(frame.policy.unique()) == ["cells_alone", "threshold", "trained"]
 
 
