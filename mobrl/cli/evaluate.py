@@ -46,7 +46,7 @@ def evaluate(
             "greedy, greedy_rsrp, greedy_fill, full, capped, a3, a3_ttt2, deepcomp_dynamic, "
             "deepcomp_dynamic_eps08, deepcomp_static, deepcomp_static_m3, oracle, oracle2, "
             "oracle_rollout, oracle_horizon, oracle_mpc (mobile-env layouts); all_on, idle_off, "
-            "threshold, energy_oracle (cells that sleep: layouts with power:); cells_alone "
+            "threshold, energy_greedy, energy_oracle (cells that sleep: layouts with power:); cells_alone "
             "(a network agent above held cells: env.cell_policy); pole_angle (CartPole).",
         ),
     ] = None,

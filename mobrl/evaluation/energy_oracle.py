@@ -8,7 +8,12 @@ The search: every set of stations where there are at most `EXHAUSTIVE_STATIONS`;
 local search from the best of `all_on`, `idle_off` and `threshold`'s sets, switching one
 station at a time while that helps. Starting from the rules' sets and never accepting a
 worse one, it never predicts less than they would get in the same state
-(`scripts/energy_reference_quality.py` holds the search against exhaustive search)."""
+(`scripts/energy_reference_quality.py` holds the search against exhaustive search).
+
+`energy_greedy` makes the same prediction in one pass: from the least loaded station, each
+leaves the air if that raises the predicted objective given the ones before it (the others
+on). It is the sequence of decisions cells taking turns would make with the predictor's
+answer to "what would my sleeping change?" (docs/energy.md), at 2 predictions a station."""
 
 from __future__ import annotations
 
@@ -37,28 +42,54 @@ class EnergyOraclePolicy(CellRule):
         self.threshold.reset(seed)
 
     def cell_states(self, core: Any) -> np.ndarray | None:
-        from mobrl.network.power_predict import StepPredictor
+        score, states = _predicted(self, core)
+        n = len(core.stations)
+        starts = [np.ones(n, dtype=bool), wanted(core), self.threshold.cell_states(core) == 0]
+        if n <= self.exhaustive:
+            return states(_exhaustive(n, score))
+        return states(_local(max(starts, key=score), score))
 
-        cells = core.power_model()
-        state, _ = core.cell_states()
-        asleep = state > 0
-        slow = asleep & (cells.wake_steps[state] > 0)  # told to wake, still off this step
-        sleep = self.sleep_state(core)
-        predict = StepPredictor(core)
 
-        def score(on: np.ndarray) -> float:
-            return predict.two_steps(on & ~slow, on, sleep)
+class EnergyGreedyPolicy(CellRule):
+    """The reference's prediction in one pass: stations from the least loaded leave the air
+    while each raises the predicted objective of the next two steps, given those before it."""
 
-        starts = [
-            np.ones(state.size, dtype=bool),
-            wanted(core),
-            self.threshold.cell_states(core) == 0,
-        ]
-        if state.size <= self.exhaustive:
-            best = _exhaustive(state.size, score)
-        else:
-            best = _local(max(starts, key=score), score)
-        return np.where(best, 0, np.where(asleep, state, sleep))
+    name = "energy_greedy"
+
+    def cell_states(self, core: Any) -> np.ndarray | None:
+        from mobrl.network.offload import Offload
+
+        score, states = _predicted(self, core)
+        on = np.ones(len(core.stations), dtype=bool)
+        for b in Offload(core).by_load():
+            off = on.copy()
+            off[b] = False
+            if score(off) > score(on) + 1e-12:
+                on = off
+        return states(on)
+
+
+def _predicted(rule: CellRule, core: Any) -> tuple[Any, Any]:
+    """`score(on)`: the predicted objective of the next two steps with the stations `on` on
+    the air (a station told to wake is still waking in the first); `states(on)`: the
+    stations' states that put `on` on the air (the others asleep, in their state or the
+    rule's sleep state)."""
+    from mobrl.network.power_predict import StepPredictor
+
+    cells = core.power_model()
+    state, _ = core.cell_states()
+    asleep = state > 0
+    slow = asleep & (cells.wake_steps[state] > 0)  # told to wake, still off this step
+    sleep = rule.sleep_state(core)
+    predict = StepPredictor(core)
+
+    def score(on: np.ndarray) -> float:
+        return predict.two_steps(on & ~slow, on, sleep)
+
+    def states(on: np.ndarray) -> np.ndarray:
+        return np.where(on, 0, np.where(asleep, state, sleep))
+
+    return score, states
 
 
 def _exhaustive(n: int, score: Any) -> np.ndarray:
@@ -88,4 +119,4 @@ def _local(start: np.ndarray, score: Any) -> np.ndarray:
     return on
 
 
-RULES = (EnergyOraclePolicy,)
+RULES = (EnergyOraclePolicy, EnergyGreedyPolicy)

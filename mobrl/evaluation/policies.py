@@ -21,7 +21,7 @@ from mobrl.evaluation.baselines import (  # noqa: F401 (imported from here by ot
     RandomPolicy,
     _PerUEBaseline,
 )
-from mobrl.evaluation.energy_oracle import EnergyOraclePolicy
+from mobrl.evaluation.energy_oracle import EnergyGreedyPolicy, EnergyOraclePolicy
 from mobrl.evaluation.references import (
     CappedPolicy,
     HorizonOraclePolicy,
@@ -236,6 +236,7 @@ BASELINES: dict[str, type[Baseline]] = {
             MpcOraclePolicy,
             PoleAnglePolicy,
             EnergyOraclePolicy,
+            EnergyGreedyPolicy,
         )
     },
     **RULES,

@@ -28,7 +28,7 @@ CELL_TEAM_REWARD = 0.5
 #: env=hierarchical: the steps between the network agent's decisions
 NETWORK_PERIOD = 10
 #: the field's cell rules and the reference, which cell agents are measured against
-CELL_RULES = ("all_on", "idle_off", "threshold", "energy_oracle")
+CELL_RULES = ("all_on", "idle_off", "threshold", "energy_greedy", "energy_oracle")
 #: `env.guard`: what the network does with a cell agent's request to sleep (mobrl.envs.cells)
 CELL_GUARDS = ("coverage", "capacity", "none")
 CELL_GUARD = "coverage"

@@ -12,7 +12,7 @@ import yaml
 
 from mobrl.core import metrics as keys
 
-CONTROLLERS = ["all_on", "idle_off", "threshold", "energy_oracle", "idle_off+a3"]
+CONTROLLERS = ["all_on", "idle_off", "threshold", "energy_greedy", "energy_oracle", "idle_off+a3"]
 
 
 def test_cell_rules_and_the_reference_on_an_energy_layout(mobrl_cli, tmp_path) -> None:
