@@ -52,8 +52,9 @@ def parallel_env(
     env_config = env_config_from(cfg, render_mode=render_mode)
     if env_config.get("decide", "at_once") != "at_once":
         raise UserError(
-            "parallel_env steps every UE at once (PettingZoo's parallel API); "
-            f"env.decide={env_config['decide']} has UE groups act in turns. Drop env.decide."
+            "parallel_env steps every agent at once (PettingZoo's parallel API); "
+            f"env.decide={env_config['decide']} has groups of agents act in turns. Drop "
+            "env.decide."
         )
     env_config["sampler"] = None  # one env, stepped by the caller
 

@@ -7,11 +7,15 @@ the reference's own episodes, training seeds apart from the held-out ones) with 
 the guard, and under the guard asking to sleep more often (where the reference's sleeping
 is at least `--cuts` likely by the classifier, not only the likelier decision), and the same
 under `env.guard=capacity`. With `--offload` the classifier also sees, per cell, what moving
-its UEs would take (`offload_columns`). Prints each one's objective, service and energy, and
+its UEs would take (`offload_columns`). With `--turns` the cells decide in turns
+(`env.decide=in_turns`: each seeing its neighbours' requests so far and its predicted gain)
+and the classifier is fitted on every turn of the reference's episodes; `--cuts` above 0.5
+make it ask for sleep less often. Prints each one's objective, service and energy, and
 its saving over `all_on`.
 
     python scripts/cell_guard_study.py --scenario uma19_energy --episodes 20 --train 40
     python scripts/cell_guard_study.py --offload --cuts 0.3,0.2
+    python scripts/cell_guard_study.py --turns --cuts 0.6,0.7,0.8
 """
 
 from __future__ import annotations
@@ -93,29 +97,42 @@ def seen(observation, env, extra):
     return np.concatenate([rows, offload_columns(_cells_env(env).core)], axis=1) if extra else rows
 
 
+def labelled(config, seeds, extra=False, expert="energy_oracle"):
+    """The cells' observations (with the offload columns if `extra`) on the reference's own
+    episodes, and its decisions; cells deciding in turns: every turn's, through run.imitate's
+    collector (`expert`: whose decisions)."""
+    if config.get("decide") == "in_turns":
+        from mobrl.training.labels import collector
+
+        episodes = [collector(config, 0, expert=expert).episode(s) for s in seeds]
+        return [e.x for e in episodes], [e.y for e in episodes]
+    rows, labels = [], []
+    oracle = EnergyOraclePolicy()
+    for seed in seeds:
+        env = episode_env(config, seed)
+        obs, _ = env.reset(seed=seed)
+        oracle.reset(seed)
+        done = False
+        while not done:
+            act = oracle.act(obs, env)
+            rows.append(seen(obs, env, extra))
+            labels.append(np.array([act[a] for a in obs]))
+            obs, _, term, trunc, _ = env.step(act)
+            done = term["__all__"] or trunc["__all__"]
+    return rows, labels
+
+
 class Classifier:
     """An MLP (2 × 256, tanh) fitted on the reference's decisions: a cell asks for its likeliest
     sleep state where the reference's sleeping is at least `cut` likely, else stays active."""
 
     cut = 0.5
 
-    def __init__(self, config, seeds, name, extra=False):
+    def __init__(self, config, seeds, name, extra=False, expert="energy_oracle"):
         import torch
 
         self.extra = extra
-        rows, labels = [], []
-        oracle = EnergyOraclePolicy()
-        for seed in seeds:
-            env = episode_env(config, seed)
-            obs, _ = env.reset(seed=seed)
-            oracle.reset(seed)
-            done = False
-            while not done:
-                act = oracle.act(obs, env)
-                rows.append(seen(obs, env, extra))
-                labels.append(np.array([act[a] for a in obs]))
-                obs, _, term, trunc, _ = env.step(act)
-                done = term["__all__"] or trunc["__all__"]
+        rows, labels = labelled(config, seeds, extra, expert)
         x = torch.tensor(np.concatenate(rows))
         y = torch.tensor(np.concatenate(labels))
         torch.manual_seed(0)
@@ -160,15 +177,26 @@ def main() -> None:
     parser.add_argument("--train", type=int, default=40, help="the classifier's episodes")
     parser.add_argument("--cuts", default="0.3,0.2,0.1", help="lower cuts, comma-separated")
     parser.add_argument(
+        "--turns",
+        action="store_true",
+        help="instead: cells deciding in turns (env.decide=in_turns), the classifier fitted "
+        "on every turn of the reference's episodes, beside energy_greedy",
+    )
+    parser.add_argument(
+        "--expert",
+        default="energy_oracle",
+        help="with --turns: whose decisions the classifier is fitted to (energy_greedy too)",
+    )
+    parser.add_argument(
         "--offload",
         action="store_true",
         help="instead: the classifier also seeing what moving each cell's UEs would take",
     )
     args = parser.parse_args()
 
-    def config(guard):
+    def config(guard, decide="at_once"):
         given = [f"scenario={args.scenario}", "env=cells", f"env.guard={guard}"]
-        return env_config_from(validate_command_line(given))
+        return env_config_from(validate_command_line([*given, f"env.decide={decide}"]))
 
     guarded, free, capacity = config("coverage"), config("none"), config("capacity")
     rules = [
@@ -177,9 +205,15 @@ def main() -> None:
         ("energy_oracle", EnergyOraclePolicy(), guarded),
     ]
     name = "classifier of the reference" + (", seeing the offload" if args.offload else "")
-    classifier = Classifier(guarded, range(args.train), name, extra=args.offload)
+    if args.turns:
+        from mobrl.evaluation.energy_oracle import EnergyGreedyPolicy
+
+        rules.append(("energy_greedy", EnergyGreedyPolicy(), guarded))
+        guarded = capacity = config("coverage", "in_turns")
+        name = f"classifier of {args.expert}, in turns"
+    classifier = Classifier(guarded, range(args.train), name, args.offload, args.expert)
     played = [*rules, (classifier.name + ", guarded", classifier, guarded)]
-    if not args.offload:
+    if not args.offload and not args.turns:
         played += [
             (GuardedOracle.name, GuardedOracle(), guarded),
             (AlwaysSleep.name, AlwaysSleep(), guarded),
@@ -191,7 +225,10 @@ def main() -> None:
         asking = copy.copy(classifier)
         asking.cut = cut
         played.append((f"{classifier.name}, guarded, asking at {cut:g}", asking, guarded))
-        played.append((f"{classifier.name}, capacity guard, asking at {cut:g}", asking, capacity))
+        if not args.turns:
+            played.append(
+                (f"{classifier.name}, capacity guard, asking at {cut:g}", asking, capacity)
+            )
     print(f"the classifier is right on {classifier.fit:.1%} of the decisions it was fitted to")
     seeds = range(args.seed, args.seed + args.episodes)
     rows = {}

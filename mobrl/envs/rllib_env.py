@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from ray.rllib.env.multi_agent_env import MultiAgentEnv
 
+from mobrl.envs.cell_turns import CellTurnsEnv
 from mobrl.envs.cells import CellsEnv
 from mobrl.envs.foreign import AECAdapter, ParallelAdapter, RLlibStyleAdapter
 from mobrl.envs.hierarchy import HierarchicalEnv
@@ -18,6 +19,11 @@ class MobileMultiAgentEnv(UEAgentsEnv, MultiAgentEnv):
 
 class MobileCellsEnv(CellsEnv, MultiAgentEnv):
     """`CellsEnv` (env=cells: one agent per station) as an RLlib `MultiAgentEnv`."""
+
+
+class MobileCellTurnsEnv(CellTurnsEnv, MultiAgentEnv):
+    """`CellTurnsEnv` (env=cells env.decide=in_turns) as an RLlib `MultiAgentEnv` (turn-based:
+    only the acting group observes; the others' rewards wait for their next observation)."""
 
 
 class MobileHierarchicalEnv(HierarchicalEnv, MultiAgentEnv):

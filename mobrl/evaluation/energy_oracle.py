@@ -42,12 +42,25 @@ class EnergyOraclePolicy(CellRule):
         self.threshold.reset(seed)
 
     def cell_states(self, core: Any) -> np.ndarray | None:
-        score, states = _predicted(self, core)
         n = len(core.stations)
-        starts = [np.ones(n, dtype=bool), wanted(core), self.threshold.cell_states(core) == 0]
+        # once a step: threshold counts the steps a cell's load stays low
+        self._threshold_on = self.threshold.cell_states(core) == 0
+        return self.given(core, np.zeros(n, dtype=bool), np.ones(n, dtype=bool))
+
+    def given(self, core: Any, decided: np.ndarray, on: np.ndarray) -> np.ndarray:
+        """Every station's state, the stations `decided` kept on or off the air as in `on`
+        (cells deciding in turns: the requests before a turn) and the others searched, from
+        the rules' sets of this step (`cell_states` first)."""
+        from mobrl.network.power_predict import SleepPlan
+
+        plan = SleepPlan(core, self.sleep_state(core))
+        n = len(core.stations)
+        starts = [np.ones(n, dtype=bool), wanted(core), self._threshold_on]
+        if decided.any():
+            starts = [np.where(decided, on, s) for s in starts]
         if n <= self.exhaustive:
-            return states(_exhaustive(n, score))
-        return states(_local(max(starts, key=score), score))
+            return plan.states(_exhaustive(n, plan.score, decided, on))
+        return plan.states(_local(max(starts, key=plan.score), plan.score, ~decided))
 
 
 class EnergyGreedyPolicy(CellRule):
@@ -58,57 +71,43 @@ class EnergyGreedyPolicy(CellRule):
 
     def cell_states(self, core: Any) -> np.ndarray | None:
         from mobrl.network.offload import Offload
+        from mobrl.network.power_predict import SleepPlan
 
-        score, states = _predicted(self, core)
+        plan = SleepPlan(core, self.sleep_state(core))
         on = np.ones(len(core.stations), dtype=bool)
         for b in Offload(core).by_load():
-            off = on.copy()
-            off[b] = False
-            if score(off) > score(on) + 1e-12:
-                on = off
-        return states(on)
+            if plan.gain(on, b) > 1e-12:
+                on[b] = False
+        return plan.states(on)
 
 
-def _predicted(rule: CellRule, core: Any) -> tuple[Any, Any]:
-    """`score(on)`: the predicted objective of the next two steps with the stations `on` on
-    the air (a station told to wake is still waking in the first); `states(on)`: the
-    stations' states that put `on` on the air (the others asleep, in their state or the
-    rule's sleep state)."""
-    from mobrl.network.power_predict import StepPredictor
-
-    cells = core.power_model()
-    state, _ = core.cell_states()
-    asleep = state > 0
-    slow = asleep & (cells.wake_steps[state] > 0)  # told to wake, still off this step
-    sleep = rule.sleep_state(core)
-    predict = StepPredictor(core)
-
-    def score(on: np.ndarray) -> float:
-        return predict.two_steps(on & ~slow, on, sleep)
-
-    def states(on: np.ndarray) -> np.ndarray:
-        return np.where(on, 0, np.where(asleep, state, sleep))
-
-    return score, states
-
-
-def _exhaustive(n: int, score: Any) -> np.ndarray:
-    """The best of all 2^n sets of stations on the air (ties: the first, most on)."""
+def _exhaustive(
+    n: int, score: Any, decided: np.ndarray | None = None, given: np.ndarray | None = None
+) -> np.ndarray:
+    """The best of all 2^n sets of stations on the air (ties: the first, most on), those with
+    the stations `decided` as in `given` only."""
     best, top = None, -np.inf
     for bits in itertools.product((True, False), repeat=n):
         on = np.array(bits)
+        if decided is not None and (on[decided] != given[decided]).any():
+            continue
         value = score(on)
         if value > top + 1e-12:
             best, top = on, value
     return best
 
 
-def _local(start: np.ndarray, score: Any) -> np.ndarray:
-    """From `start`, switch the one station that helps most, while one does."""
+def _local(start: np.ndarray, score: Any, free: np.ndarray | None = None) -> np.ndarray:
+    """From `start`, switch the one station (of those `free`) that helps most, while one
+    does."""
     on, top = start.copy(), score(start)
+    free = np.ones(on.size, dtype=bool) if free is None else free
     for _ in range(_PASSES * on.size):
         gains = []
         for b in range(on.size):
+            if not free[b]:
+                gains.append(-np.inf)
+                continue
             trial = on.copy()
             trial[b] = not trial[b]
             gains.append(score(trial))

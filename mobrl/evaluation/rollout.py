@@ -56,15 +56,14 @@ def play(
 ) -> dict[str, float]:
     """Reset `env` (with `seed`) and play one episode of `policy` in it: the measures of
     `run_episode` (`env_config` names the policies whose returns count separately)."""
-    from mobrl.envs.turns import turn_env
-    from mobrl.envs.wrappers import find_core
+    from mobrl.envs.wrappers import find_core, find_env
 
     core = find_core(env)
     reads = getattr(policy, "reads_observation", True) is not False
     # a policy that reads the env's state (the baselines) spares the engine its observations
     blind = not reads and hasattr(core, "blind")
-    # and decides every UE at once where UEs would act in turns (the same moves)
-    turns = turn_env(env)
+    # and decides every UE (cell) at once where UEs (cells) would act in turns (the same moves)
+    turns = find_env(env, lambda node: hasattr(node, "in_turns"))
     at_once = turns is not None and not reads
     if blind:
         core.blind = True
@@ -99,7 +98,7 @@ def _play(
     while True:
         obs, reward, terminated, truncated, _ = env.step(policy.act(obs, env))
         if turns is not None and turns.mid_step:
-            continue  # UEs acting in turns: a step ends after the last turn
+            continue  # UEs or cells acting in turns: a step ends after the last turn
         steps += 1
         if isinstance(reward, dict):
             total += float(sum(reward.values()))

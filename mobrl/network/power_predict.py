@@ -107,3 +107,34 @@ class StepPredictor:
         waking = on & (self.state > 0)
         power += float(self.cells.wake_energy[self.state[waking]].sum()) / self.seconds
         return self.cells.objective(service, power), new
+
+
+class SleepPlan:
+    """The stations' sets on the air as a planner of the next two steps scores them (`score`),
+    and the states that put a set on the air (`states`): a station told to wake is still
+    waking in the first step; the others leave the air in their sleep state if asleep, else
+    in `sleep_state`. `energy_oracle` and `energy_greedy` search with it; cells deciding in
+    turns observe its `gain`."""
+
+    def __init__(self, core: Any, sleep_state: int) -> None:
+        cells = core.power_model()
+        self.state, _ = core.cell_states()
+        self.asleep = self.state > 0
+        #: told to wake, still off the air in the first step
+        self.slow = self.asleep & (cells.wake_steps[self.state] > 0)
+        self.sleep = int(sleep_state)
+        self.predict = StepPredictor(core)
+
+    def score(self, on: np.ndarray) -> float:
+        """The predicted objective of the next two steps with the stations `on` on the air."""
+        return self.predict.two_steps(on & ~self.slow, on, self.sleep)
+
+    def states(self, on: np.ndarray) -> np.ndarray:
+        """Every station's state that puts `on` on the air."""
+        return np.where(on, 0, np.where(self.asleep, self.state, self.sleep))
+
+    def gain(self, on: np.ndarray, b: int) -> float:
+        """What station `b` leaving the air would change of `score`, the others as in `on`."""
+        off, stay = on.copy(), on.copy()
+        off[b], stay[b] = False, True
+        return self.score(off) - self.score(stay)

@@ -59,16 +59,21 @@ def check_decide(decide: str, mode: str, obs: str) -> str:
 
     if decide not in DECIDE:
         raise unknown_choice("env.decide", str(decide), DECIDE, "Use env.decide=at_once.")
-    if decide == "in_turns" and (mode != "ma" or obs not in TOPK_OBSERVATIONS):
+    if decide == "in_turns" and mode == "hierarchical":
         raise UserError(
-            f"env.decide=in_turns orders UE agents' slot actions: it needs env=ma and a slot "
-            f"observation, not env.mode={mode} env.obs={obs}. Use env=ma env.obs=topk_intent, "
-            "or env.decide=at_once."
+            "env.decide=in_turns plays cell agents in turns under env=cells; env=hierarchical "
+            "decides its cells at once. Use env=cells env.decide=in_turns, or env.decide=at_once."
+        )
+    if decide == "in_turns" and mode != "cells" and (mode != "ma" or obs not in TOPK_OBSERVATIONS):
+        raise UserError(
+            f"env.decide=in_turns orders UE agents' slot actions (env=ma with a slot "
+            f"observation) or cell agents' states (env=cells), not env.mode={mode} "
+            f"env.obs={obs}. Use env=ma env.obs=topk_intent, env=cells, or env.decide=at_once."
         )
     return decide
 
 
-def check_turn_rounds(rounds: Any, decide: str) -> int:
+def check_turn_rounds(rounds: Any, decide: str, mode: str = "ma") -> int:
     """A whole `env.turn_rounds` from 1 to `MAX_ROUNDS`, above 1 only with in_turns, or a
     one-line error."""
     from mobrl.core.errors import UserError
@@ -84,10 +89,15 @@ def check_turn_rounds(rounds: Any, decide: str) -> int:
             f"env.turn_rounds={rounds} repeats the turns of UE groups, but env.decide={decide} "
             "plays no turns. Add env.decide=in_turns, or use env.turn_rounds=1."
         )
+    if rounds > 1 and mode == "cells":
+        raise UserError(
+            f"env.turn_rounds={rounds} repeats the turns of UE groups; cell agents take one "
+            "turn a step. Use env.turn_rounds=1."
+        )
     return rounds
 
 
-def check_turn_obs(view: Any, decide: str) -> str:
+def check_turn_obs(view: Any, decide: str, mode: str = "ma") -> str:
     """A known `env.turn_obs`, other than the default only with in_turns, or a one-line
     error."""
     from mobrl.core.errors import UserError, unknown_choice
@@ -99,6 +109,11 @@ def check_turn_obs(view: Any, decide: str) -> str:
         raise UserError(
             f"env.turn_obs={view} is what a UE group observes in its turn, but "
             f"env.decide={decide} plays no turns. Add env.decide=in_turns, or drop env.turn_obs."
+        )
+    if view != TURN_OBS_DEFAULT and mode == "cells":
+        raise UserError(
+            f"env.turn_obs={view} is what a UE group observes in its turn; a cell's turn "
+            "observes its neighbours' requests and its predicted gain. Drop env.turn_obs."
         )
     return view
 

@@ -115,6 +115,7 @@ class Collector:
                         actions = {a: int(v) for a, v in zip(agents, y)}
                     else:
                         actions = learner.act(obs, env)
+                        self._learner_plays(env)
                     xs.append(x)
                     ys.append(y)
                     revised.append(r)
@@ -126,6 +127,9 @@ class Collector:
         finally:
             env.close()
         return Labelled(*map(np.concatenate, (xs, ys, played, revised, ahead)))
+
+    def _learner_plays(self, env: Any) -> None:
+        """The learner's actions, not the expert's, are played this env step."""
 
     def _start(self, count_outside: bool) -> None:
         from mobrl.evaluation.oracle import StepSearch
@@ -256,20 +260,46 @@ class TurnCollector(Collector):
 class CellCollector(Collector):
     """`Collector` for cell agents (`env=cells`, mobrl.envs.cells): every cell's observation
     is labelled with the state a cell rule or the reference (`energy_oracle`) gives it, the
-    rule's states being the cells' actions."""
+    rule's states being the cells' actions. With cells deciding in turns
+    (`env.decide=in_turns`, mobrl.envs.cell_turns) every turn is labelled with the expert's
+    states of the step, and where the requests before the turn depart from them (the learner
+    playing), with the reference's search given those requests (`EnergyOraclePolicy.given`;
+    a rule's states stay as they were)."""
 
     ends_when_empty = False  # every cell observes every step
 
     def _start(self, count_outside: bool) -> None:
-        pass
+        self._plan = np.zeros(0, dtype=np.int64)
+
+    def _learner_plays(self, env: Any) -> None:
+        from mobrl.evaluation.baselines.energy import _cells_env
+
+        _cells_env(env)._as_given = False  # the learner's requests go through the guard
 
     def _rows(
         self, env: Any, core: Any, obs: dict[Any, np.ndarray], expert: Any
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
-        chosen = expert.act(obs, env)  # once a step: a rule may keep count of its steps
-        labels = np.array([chosen[a] for a in obs], dtype=np.int64)
+        from mobrl.envs.cell_turns import cell_turns_env
+        from mobrl.envs.cells import cell_index
+
+        turns = cell_turns_env(env)
+        if turns is None or turns.turn == 0:
+            chosen = expert.act(obs, env)  # once a step: a rule may keep count of its steps
+            self._plan = np.array([chosen[a] for a in sorted(chosen, key=_cell_order)])
+        elif hasattr(expert, "given"):
+            on, told = turns.requests == 0, turns.decided
+            if ((self._plan == 0) != on)[told].any():
+                self._plan = expert.given(core, told, on)
+        labels = self._plan[[cell_index(a) for a in obs]].astype(np.int64)
         none = np.zeros(len(labels), dtype=bool)
         return np.stack(list(obs.values())), labels, none, none.copy()
+
+
+def _cell_order(agent: str) -> int:
+    """Cell agents by station (the network agent, if any, last)."""
+    from mobrl.envs.cells import cell_index
+
+    return cell_index(agent) if agent.startswith("cell_") else 1 << 30
 
 
 def collector(

@@ -204,3 +204,25 @@ def test_an_energy_weight_sweep_draws_its_front(tmp_path: Path) -> None:
     assert (
         "## Energy and service" in report and (tmp_path / "report" / "energy_front.png").is_file()
     )
+
+
+def test_cells_in_turns_imitate_train_and_evaluate(tmp_path: Path) -> None:
+    """env.decide=in_turns through real RLlib: imitation labels every turn (DAgger: the policy
+    plays a round, its requests through the guard), PPO trains on turn-based episodes, and
+    the checkpoint, restored in a fresh process, plays its turns against the rules at once:
+    each one's return is N times its objective summed over the network's steps."""
+    run_dir = tmp_path / "run"
+    train_smoke(
+        run_dir, "scenario=uma19_energy", "env=cells", "env.decide=in_turns",
+        "run.imitate.expert=energy_greedy", "run.imitate.episodes=1", "run.imitate.rounds=1",
+        "run.imitate.updates=20",
+    )  # fmt: skip
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert manifest["env_config"]["decide"] == "in_turns"
+    _, frame = _evaluated(run_dir, "threshold,energy_greedy", tmp_path, "--seed", "1000")
+    assert sorted(frame.policy.unique()) == ["energy_greedy", "threshold", "trained"]
+    by = {name: group.set_index("seed") for name, group in frame.groupby("policy")}
+    for name, rows in by.items():
+        assert (rows["length"] == by["threshold"]["length"]).all(), name  # steps, not turns
+        expected = 19 * rows[metrics.NET_OBJECTIVE] * rows["length"]
+        assert (rows["return"] - expected).abs().max() < 1e-6 * expected.abs().max(), name

@@ -117,6 +117,9 @@ class MobileSpec:
             check_cells(layout, name, cfg.engine, mode)
             neighbours = check_neighbours(cfg.env.get("neighbours", CELL_NEIGHBOURS))
             fixed = check_cell_policy(cfg.env.get("cell_policy"), mode, layout, neighbours)
+            decide = check_decide(cfg.env.get("decide", cls.decide), mode, cls.obs)
+            check_turn_rounds(cfg.env.get("turn_rounds", cls.turn_rounds), decide, mode)
+            check_turn_obs(cfg.env.get("turn_obs", cls.turn_obs), decide, mode)
             return cls(
                 layout,
                 mode,
@@ -130,6 +133,7 @@ class MobileSpec:
                 network_reward=check_network_reward(
                     cfg.env.get("network_reward", "objective"), fixed
                 ),
+                decide=decide,
             )
         obs = check_obs(cfg.env.get("obs", cls.obs), mode)
         topk = check_topk(cfg.env.get("topk")) if obs in TOPK_OBSERVATIONS else None
@@ -138,8 +142,8 @@ class MobileSpec:
         classes.check_settings(layout, name, obs, reward, cfg.env.get("sampler", "auto"))
         engine = engine_for(layout, cfg.engine, name)
         decide = check_decide(cfg.env.get("decide", cls.decide), mode, obs)
-        rounds = check_turn_rounds(cfg.env.get("turn_rounds", cls.turn_rounds), decide)
-        view = check_turn_obs(cfg.env.get("turn_obs", cls.turn_obs), decide)
+        rounds = check_turn_rounds(cfg.env.get("turn_rounds", cls.turn_rounds), decide, mode)
+        view = check_turn_obs(cfg.env.get("turn_obs", cls.turn_obs), decide, mode)
         return cls(layout, mode, engine, obs, topk, team_reward, reward, decide, rounds, view)
 
     @classmethod
@@ -181,6 +185,8 @@ class MobileSpec:
         if self.mode in CELL_MODES:
             out = {**out, **self.cell_settings()}
             if self.mode == "cells":
+                if self.decide != MobileSpec.decide:
+                    out["decide"] = self.decide
                 return out
             fixed = {"cell_policy": self.cell_policy} if self.cell_policy else {}
             if self.network_reward != MobileSpec.network_reward:
@@ -261,6 +267,8 @@ class MobileKind(ScenarioKind):
             }
             if spec.mode == "hierarchical":
                 settings["env.period"] = str(spec.period)
+            if spec.decide != MobileSpec.decide:
+                settings["env.decide"] = spec.decide
             return settings
         settings = {"env": spec.mode, "env.obs": spec.obs}
         if spec.obs in TOPK_OBSERVATIONS:
@@ -468,13 +476,15 @@ def _cell_env(spec: MobileSpec, core: Any, rllib: bool) -> Any:
     `rllib`; Ray is imported only then)."""
     if rllib:
         from mobrl.envs.rllib_env import MobileCellsEnv as CellsEnv
+        from mobrl.envs.rllib_env import MobileCellTurnsEnv as CellTurnsEnv
         from mobrl.envs.rllib_env import MobileHierarchicalEnv as HierarchicalEnv
     else:
+        from mobrl.envs.cell_turns import CellTurnsEnv
         from mobrl.envs.cells import CellsEnv
         from mobrl.envs.hierarchy import HierarchicalEnv
     settings = spec.cell_settings()
     if spec.mode == "cells":
-        return CellsEnv(core, **settings)
+        return (CellTurnsEnv if spec.decide == "in_turns" else CellsEnv)(core, **settings)
     return HierarchicalEnv(
         core,
         period=spec.period,
