@@ -159,12 +159,15 @@ class ServedPolicy:
     @property
     def observation(self) -> dict[str, Any]:
         """What it observes: the env's `env.obs` (and `env.topk`), a cell's observation with
-        its `env.neighbours` slots (mobrl.envs.cells), the network agent's above cells held
+        its `env.neighbours` slots (mobrl.envs.cells; a turn's columns after them with
+        `decide: in_turns`, mobrl.envs.cell_turns), the network agent's above cells held
         at a zoo policy (mobrl.envs.hierarchy), or the task's own."""
         obs = self.env_config.get("obs")
         out: dict[str, Any] = {"name": obs or "the task's own"}
         if self.env_config.get("mode") in ("cells", "hierarchical"):
             out = {"name": "cell", "neighbours": self.env_config.get("neighbours")}
+            if self.env_config.get("decide") == "in_turns":  # mobrl.envs.cell_turns
+                out["decide"] = "in_turns"
             if self.env_config.get("cell_policy"):  # the network agent alone
                 out = {"name": "network", "cells": self.env_config["cell_policy"]}
         if self.env_config.get("topk") is not None and obs and obs.startswith("topk"):

@@ -71,7 +71,8 @@ def test_served_zoo_policy_acts_as_the_zoo_policy(name: str) -> None:
     if network:  # the network agent's observation; the cells act by their own entry
         assert info["observation"] == {"name": "network", "cells": network, "size": width}
     elif cells:  # a cell's observation: its own state, its nearest stations' slots, the hour
-        assert info["observation"] == {"name": "cell", "neighbours": 6, "size": width}
+        turns = {"decide": "in_turns"} if meta["env_config"].get("decide") == "in_turns" else {}
+        assert info["observation"] == {"name": "cell", "neighbours": 6, **turns, "size": width}
     else:
         assert info["observation"] == {"name": meta["obs"], "topk": 3, "size": width}
     assert info["actions"] == (5 if network else 4) and info["scenario"] == meta["scenario"]

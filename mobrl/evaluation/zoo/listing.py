@@ -28,9 +28,13 @@ def _trained_on(meta: dict[str, Any], reward: str) -> str:
     """Where the policy learned and, when it serves another layout, which one."""
     trained = meta.get("trained_on") or meta["scenario"]
     where = trained if trained == meta["scenario"] else f"{trained}, acts on {meta['scenario']}"
+    return f"{where} (obs={meta['obs']}{_turns(meta)}, reward={reward})"
+
+
+def _turns(meta: dict[str, Any]) -> str:
+    """The suffix naming how the agents decide (decide=in_turns), empty if at once."""
     decide = (meta.get("env_config") or {}).get("decide", "at_once")
-    turns = f", decide={decide}" if decide != "at_once" else ""
-    return f"{where} (obs={meta['obs']}{turns}, reward={reward})"
+    return f", decide={decide}" if decide != "at_once" else ""
 
 
 def _closed(meta: dict[str, Any]) -> str:
@@ -113,7 +117,7 @@ def cell_rows() -> list[dict[str, str]]:
                 "training": f"{train.get('wall_time_s', '-')} s, "
                 f"{_steps(int(train.get('env_steps') or 0))} steps",
                 "trained on": f"{meta.get('trained_on') or meta['scenario']} "
-                f"(env={meta.get('env_mode')})",
+                f"(env={meta.get('env_mode')}{_turns(meta)})",
                 "episodes (seeds)": f"{ev.get('episodes', '-')} ({ev.get('seeds', '-')})",
                 "command": meta.get("command") or "",
             }
