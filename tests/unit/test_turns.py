@@ -117,8 +117,8 @@ def test_the_baselines_play_in_turns_envs_at_once() -> None:
     ("args", "message"),
     [
         (["env.obs=topk", "env.decide=sometimes"], "Use env.decide=at_once"),
-        (["env.obs=mobile", "env.decide=in_turns"], "needs env=ma and a slot observation"),
-        (["env=central", "env.decide=in_turns"], "needs env=ma and a slot observation"),
+        (["env.obs=mobile", "env.decide=in_turns"], "env=ma with a slot observation"),
+        (["env=central", "env.decide=in_turns"], "env=ma with a slot observation"),
         (["env.obs=topk", "env.turn_rounds=2"], "Add env.decide=in_turns"),
         (["env.obs=topk", "env.decide=in_turns", "env.turn_rounds=0"], "env.turn_rounds=0 is"),
         (["env.obs=topk", "env.decide=in_turns", "env.turn_rounds=9"], "from 1 to 4"),
