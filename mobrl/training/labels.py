@@ -280,12 +280,12 @@ class CellCollector(Collector):
         self, env: Any, core: Any, obs: dict[Any, np.ndarray], expert: Any
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
         from mobrl.envs.cell_turns import cell_turns_env
-        from mobrl.envs.cells import cell_index
+        from mobrl.envs.cells import cell_agent, cell_index
 
         turns = cell_turns_env(env)
         if turns is None or turns.turn == 0:
             chosen = expert.act(obs, env)  # once a step: a rule may keep count of its steps
-            self._plan = np.array([chosen[a] for a in sorted(chosen, key=_cell_order)])
+            self._plan = np.array([chosen[cell_agent(b)] for b in range(len(core.stations))])
         elif hasattr(expert, "given"):
             on, told = turns.requests == 0, turns.decided
             if ((self._plan == 0) != on)[told].any():
@@ -293,13 +293,6 @@ class CellCollector(Collector):
         labels = self._plan[[cell_index(a) for a in obs]].astype(np.int64)
         none = np.zeros(len(labels), dtype=bool)
         return np.stack(list(obs.values())), labels, none, none.copy()
-
-
-def _cell_order(agent: str) -> int:
-    """Cell agents by station (the network agent, if any, last)."""
-    from mobrl.envs.cells import cell_index
-
-    return cell_index(agent) if agent.startswith("cell_") else 1 << 30
 
 
 def collector(
