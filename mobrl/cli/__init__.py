@@ -13,7 +13,7 @@ import typer
 
 # importing a command's module registers it on the app: --help lists them in this order
 # isort: off
-from mobrl.cli import train, evaluate, render, report, scenarios, zoo, serve  # noqa: F401
+from mobrl.cli import train, evaluate, render, report, compare, scenarios, zoo, serve  # noqa: F401
 
 # isort: on
 from mobrl.cli.app import app, unknown_option

@@ -93,12 +93,14 @@ class UESlotEnvRunner(LeanEnvRunner):
         if self.config.count_steps_by == "agent_steps":
             batch //= n_ues  # the batch counts rows (`algos.rows_per_batch_step`)
         if batch >= runners * self.num_envs:  # RLlib's fragment: at least one step per slot
-            # RLlib's own rounding, applied to the batch in env steps
+            # RLlib's own rounding, applied to the batch in env steps (DQN and SAC's
+            # automatic fragment is their n-step horizon instead)
             env_steps_config = SimpleNamespace(
                 rollout_fragment_length="auto",
                 total_train_batch_size=batch,
                 num_envs_per_env_runner=self.config.num_envs_per_env_runner,
                 num_env_runners=self.config.num_env_runners,
+                n_step=getattr(self.config, "n_step", 1),
             )
             fragment = type(self.config).get_rollout_fragment_length(
                 env_steps_config, self.worker_index

@@ -13,17 +13,18 @@ from mobrl.reporting.markup import capital
 from mobrl.reporting.stats import cell, digits, has_iqm, iqm_cell
 
 
-def _out_dir(out: Path | None, overwrite: bool) -> Path:
+def out_dir(out: Path | None, overwrite: bool, marker: str = "report.md") -> Path:
     """The report's folder: `out`, else reports/<date>/<time>; refused when it holds a report
-    already (unless `overwrite`) or cannot be written."""
+    (its `marker` file) already (unless `overwrite`) or cannot be written."""
     from datetime import datetime
 
     from mobrl.core.files import check_writable
 
     out = Path(out) if out else Path("reports") / datetime.now().strftime("%Y-%m-%d/%H-%M-%S")
-    if (out / "report.md").exists() and not overwrite:
+    if (out / marker).exists() and not overwrite:
+        what = "a report" if marker == "report.md" else "a comparison"
         raise UserError(
-            f"--out '{out}' already holds a report. Choose another --out or add --overwrite."
+            f"--out '{out}' already holds {what}. Choose another --out or add --overwrite."
         )
     check_writable(out, "--out", example="./reports/mine")
     return out
@@ -63,7 +64,7 @@ def report_command(
     """`mobrl report`: write the report and print a one-screen summary."""
     from mobrl.core.console import make_console
 
-    out = _out_dir(out, overwrite)
+    out = out_dir(out, overwrite)
     console = make_console()
     existed = (out / "report.md").exists()
     try:
@@ -82,5 +83,42 @@ def report_command(
     shown = out.absolute()
     console.print(
         f"report: {shown / 'report.md'}, {shown / 'report.html'} ({len(result['files'])} figures)"
+    )
+    return out
+
+
+def compare_command(
+    paths: list[Path], out: Path | None, budget: str, reps: int, overwrite: bool = False
+) -> Path:
+    """`mobrl compare`: score, aggregate and draw; print the tables and where the files are."""
+    from rich.table import Table
+
+    from mobrl.core.console import make_console
+    from mobrl.reporting.compare import MARKER, compare, tables, write
+
+    out = out_dir(out, overwrite, MARKER)
+    console = make_console()
+    with console.status("scoring the runs and bootstrapping the intervals ..."):
+        result = compare(paths, budget, reps)
+        figures = write(result, out)
+    titles = {
+        "aggregates": "Normalised score at the budget (0: floor, 1: reference), 95 % "
+        "stratified-bootstrap CI",
+        "tasks": "Per task: mean ± 95 % CI over seeds",
+        "improvement": "Probability of improvement, 95 % CI",
+    }
+    for key, rows in tables(result).items():
+        table = Table(title=titles[key])
+        for i, col in enumerate(rows[0]):
+            table.add_column(col, justify="left" if i < (2 if key == "tasks" else 1) else "right")
+        for row in rows:
+            table.add_row(*row.values())
+        console.print(table)
+    for note in result["notes"]:
+        console.print(f"note: {note}")
+    shown = out.absolute()
+    console.print(
+        f"compare: {shown / MARKER}, {shown / 'scores.csv'}, {shown / 'aggregates.csv'} "
+        f"({len(figures)} figures)"
     )
     return out

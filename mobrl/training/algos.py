@@ -27,6 +27,9 @@ class AlgoInfo:
     #: step, RLlib's `count_steps_by="agent_steps"`), so a minibatch may hold more rows than
     #: the batch has env steps; algorithms without it count env steps
     rows_per_slot_batch: bool = False
+    #: off-policy from a replay buffer of episodes: a multi-agent env sampled as such needs
+    #: RLlib's multi-agent buffer (`_replay`)
+    replay: bool = False
 
 
 ALGORITHMS: dict[str, AlgoInfo] = {
@@ -45,7 +48,15 @@ ALGORITHMS: dict[str, AlgoInfo] = {
         frozenset({"discrete", "multidiscrete", "box"}),
         min_env_runners=1,
     ),
-    "dqn": AlgoInfo("ray.rllib.algorithms.dqn:DQNConfig", frozenset({"discrete"})),
+    "dqn": AlgoInfo("ray.rllib.algorithms.dqn:DQNConfig", frozenset({"discrete"}), replay=True),
+    "sac": AlgoInfo(
+        "ray.rllib.algorithms.sac:SACConfig", frozenset({"discrete", "box"}), replay=True
+    ),
+}
+#: RLlib's single-agent episode buffers and their multi-agent counterparts
+MULTI_AGENT_BUFFERS = {
+    "EpisodeReplayBuffer": "MultiAgentEpisodeReplayBuffer",
+    "PrioritizedEpisodeReplayBuffer": "MultiAgentPrioritizedEpisodeReplayBuffer",
 }
 
 
@@ -96,6 +107,7 @@ def build_algorithm_config(
     _model(algo, cfg)
     _callbacks(algo, cfg, env_config, fault, per_env if slots else None, imitate)
     _policies(algo, env_config, slots)
+    _replay(algo, cfg, env_config, slots)
     _validate(algo, cfg)
     from mobrl.training.envwatch import watched
 
@@ -180,6 +192,9 @@ def _training(algo: AlgorithmConfig, cfg: DictConfig, slots: bool, rows: int) ->
     training: dict[str, Any] = OmegaConf.to_container(cfg.algo.training, resolve=True)  # type: ignore[assignment]
     check_algo_keys(algo, "training", training)
     _batch(algo, cfg, training, slots, rows)
+    if isinstance(training.get("n_step"), list):
+        # a range of n-step returns: RLlib's buffers take it as a tuple (YAML has lists)
+        training["n_step"] = tuple(training["n_step"])
     algo.training(**training)
 
 
@@ -299,6 +314,21 @@ def _policies(algo: AlgorithmConfig, env_config: dict, slots: bool) -> None:
     policies, mapping = policy_setup(env_config)
     if policies is not None and not slots:
         algo.multi_agent(policies=set(policies), policy_mapping_fn=mapping)
+
+
+def _replay(algo: AlgorithmConfig, cfg: DictConfig, env_config: dict, slots: bool) -> None:
+    """An off-policy algorithm on a multi-agent env sampled as such (not as UE slots) stores
+    multi-agent episodes: RLlib's default single-agent buffer becomes its multi-agent
+    counterpart (a buffer type given in algo.training is kept if it is multi-agent already)."""
+    from mobrl.envs.factory import policy_setup
+
+    if not ALGORITHMS[cfg.algo.name].replay or slots or policy_setup(env_config)[0] is None:
+        return
+    buffer = dict(algo.replay_buffer_config)
+    kind = buffer.get("type")
+    if isinstance(kind, str) and kind in MULTI_AGENT_BUFFERS:
+        buffer["type"] = MULTI_AGENT_BUFFERS[kind]
+        algo.training(replay_buffer_config=buffer)
 
 
 def _validate(algo: AlgorithmConfig, cfg: DictConfig) -> None:
