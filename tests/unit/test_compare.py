@@ -92,7 +92,10 @@ def test_the_budget_is_what_every_run_reached_and_scores_hold_since_the_last_eva
     ("runs", "message"),
     [
         ([_trial("ppo", 0, [0.6]), _trial("ppo", 1, [0.6])], "two algorithms at least"),
-        ([_trial("ppo", 0, [0.6]), _trial("dqn", 1, [0.6])], r"dqn ran seeds \[1\] and ppo \[0\]; compare runs with the same seeds"),
+        (
+            [_trial("ppo", 0, [0.6]), _trial("dqn", 1, [0.6])],
+            r"dqn ran seeds \[1\] and ppo \[0\]; compare runs with the same seeds",
+        ),
         (
             [_trial("ppo", 0, [0.6]), _trial("ppo", 0, [0.6]), _trial("dqn", 0, [0.6])],
             "two runs with run.seed=0",
