@@ -127,6 +127,7 @@ def _check_algorithm(cfg: DictConfig) -> None:
     algo = cfg.algo.name
     if algo not in ALGORITHMS:
         raise unknown_choice("algorithm", algo, ALGORITHMS, "Use algo=<name>.")
+    _check_preset_algorithm(cfg)
     info = ALGORITHMS[algo]
     complete(cfg)
     runners = cfg.run.resources.num_env_runners
@@ -138,6 +139,24 @@ def _check_algorithm(cfg: DictConfig) -> None:
         )
     if runners < 0:
         raise UserError("run.resources.num_env_runners must be >= 0.")
+
+
+def _check_preset_algorithm(cfg: DictConfig) -> None:
+    """A preset is tuned for one algorithm (`conf/preset/<algo>/...`): another algorithm
+    under it would read hyperparameters it lacks or that mean something else."""
+    name = cfg.get("preset", {}).get("name")
+    algo = cfg.algo.name
+    if not name or str(name).split("/")[0] == algo:
+        return
+    from mobrl.config import group_options
+
+    mine = [p for p in group_options("preset") if p.split("/")[0] == algo]
+    more = ", ..." if len(mine) > 4 else ""
+    use = f"one of algo={algo}'s ({', '.join(mine[:4])}{more})" if mine else "~preset"
+    tuned = str(name).split("/")[0]
+    raise UserError(
+        f"preset={name} is tuned for algo={tuned}, not algo={algo}. Use {use}, or drop algo={algo}."
+    )
 
 
 def _check_ray_and_tune(cfg: DictConfig) -> None:

@@ -88,6 +88,12 @@ CASES = [
     ("imitate unknown expert", "train env.obs=topk run.imitate.expert=orcle", "'oracle'"),
     ("unknown policies", "train env.policies=bogus", "env.policies"),
     ("algo cannot act", "train scenario=small env=central algo=dqn", "dqn"),
+    ("algo cannot act continuous", "train scenario=gym scenario.id=Pendulum-v1 algo=dqn", "box"),
+    (
+        "preset of another algo",
+        "train scenario=cartpole algo=dqn preset=ppo/cartpole",
+        "tuned for algo=ppo",
+    ),
     ("unknown tune metric", "train tune.metric=env_runners/episode_return_mea", "tune.metric"),
     ("unknown searcher", "train tune.searcher=optuner", "tune.searcher"),
     ("bad search space", "train +tune.param_space.training.lr={log:[1]}", "search-space type"),
@@ -346,6 +352,10 @@ CASES = [
     ("report a missing path", "report {f}/nowhere", "nowhere"),
     ("report nothing to report", "report {f}/empty", "empty"),
     ("report unknown x", "report {f}/empty --x steps", "--x"),
+    ("compare a missing path", "compare {f}/nowhere", "nowhere"),
+    ("compare no training runs", "compare {f}/empty", "mobrl train"),
+    ("compare unknown budget", "compare {f}/empty --budget steps", "env_steps"),
+    ("compare too few resamples", "compare {f}/empty --reps 5", "--reps"),
 ]
 
 
