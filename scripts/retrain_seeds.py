@@ -31,7 +31,7 @@ goal (≥ 90 % of the reference's saving, the objective's CI above threshold's, 
 connected no worse than threshold's: CI reaching 0 or above). E.g.
 
     python scripts/retrain_seeds.py --scenario uma19_energy --preset ppo/uma19_energy/cells_turns \
-        --iterations 0 --baselines all_on,threshold,energy_oracle --override env=cells
+        --iterations 8 --baselines all_on,threshold,energy_oracle --override env=cells
 
 `--override` (repeatable) adds a training override to every run, e.g. `--override
 env.turn_rounds=2` to retrain a variant of the preset, or `--override run.eval.interval=0` to

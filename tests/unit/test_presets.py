@@ -82,12 +82,15 @@ def test_every_preset_composes_and_records_how_it_was_found(preset: str) -> None
     data = yaml.safe_load(_preset_file(preset).read_text())
     assert data["preset"]["name"] == preset
     found_by = data["preset"]["found_by"]
-    # the sweep (tune=...) or the training runs compared (variants such as ppo/small/ma_strong)
-    assert found_by.startswith("mobrl train ") and (" tune=" in found_by or "_" in preset)
+    # the sweep (tune=... or a multirun, -m), the training runs compared (variants such as
+    # ppo/small/ma_strong), or the run that measured values taken from RLlib's tuned examples
+    swept = " tune=" in found_by or " -m " in found_by
+    adopted = "RLlib's tuned" in data["preset"]["notes"]
+    assert found_by.startswith("mobrl train ") and (swept or adopted or "_" in preset)
     assert data["preset"]["notes"]
     algo = preset.split("/")[0]
     # the sweep command itself is a valid mobrl command line
-    validate_command_line(found_by.split()[2:])
+    validate_command_line([arg for arg in found_by.split()[2:] if arg != "-m"])
     cfg = validate_command_line([f"algo={algo}", f"preset={preset}", *_scenario_of(preset)])
     assert cfg.preset.name == preset
 
