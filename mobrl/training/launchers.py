@@ -78,8 +78,11 @@ class MultirunReport(Callback):
         from mobrl.core.console import make_console
 
         folder = Path(config.hydra.sweep.dir).absolute()
+        swept = [str(o) for o in config.hydra.overrides.task]
+        algorithms = any(o.startswith("algo=") and "," in o for o in swept)
         make_console().print(
             f"[bold]mobrl[/bold] multirun dir: {folder}\n  compare the jobs: mobrl report {folder}"
+            + (f"\n  rank the algorithms: mobrl compare {folder}" if algorithms else "")
         )
 
 

@@ -25,6 +25,7 @@ def sweep(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "run.checkpoint.frequency=0", "run.checkpoint.at_end=false", f"hydra.sweep.dir={sweep_dir}",
     )  # fmt: skip
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    assert f"mobrl compare {sweep_dir}" in result.stdout  # the multirun says how to rank them
     return sweep_dir
 
 
