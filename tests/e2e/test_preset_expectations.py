@@ -39,7 +39,7 @@ pytestmark = pytest.mark.slow
 #: (74 s), would take the test past 3 minutes on 2 shared cores
 CHEAP_SECONDS = 60
 #: each other algorithm's presets within this budget are trained too, so every algorithm has
-#: a preset checked here: dqn/cartpole (450 as RLlib's tuned example, 2-3 minutes)
+#: a preset checked here: dqn/cartpole (450 as RLlib's tuned example, about a minute)
 OTHER_ALGORITHM_SECONDS = 200
 ENV_STEPS_SLACK = 1.25
 
