@@ -15,9 +15,6 @@ from mobrl.core import metrics as keys
 from mobrl.core.errors import UserError
 from mobrl.reporting.runs import Trial
 
-#: the budget axes: `--budget env_steps` (env steps sampled) or `--budget seconds` (training
-#: wall time, imitation included, evaluation during training left out)
-BUDGETS = {"env_steps": keys.ENV_STEPS, "seconds": keys.TIME_TOTAL}
 #: the energy layouts' reference (the UE layouts' are `paired.REFERENCES`)
 ENERGY_REFERENCE = "energy_oracle"
 #: settings that must be equal for the runs of one task (`line_up`)
@@ -47,6 +44,8 @@ class Scored:
     at: dict[str, float] = field(default_factory=dict)
 
     def axis(self, budget: str) -> np.ndarray:
+        """Env steps (`--budget env_steps`) or training seconds, imitation included and
+        evaluation during training left out (`--budget seconds`), at each score."""
         return self.env_steps if budget == "env_steps" else self.seconds
 
     def value_at(self, budget: str, x: float) -> float:
@@ -124,9 +123,9 @@ def score(trial: Trial) -> Scored:
         seconds = seconds + np.nan_to_num(_column(frame, keys.IMITATION_TIME))
     seed = int(trial.settings.get("run.seed", 0))
     evaluated = keys.EVAL_SCORE in frame and frame[keys.EVAL_SCORE].notna().any()
-    bounds = _floor_and_ceiling(_baselines(frame)) if evaluated else None
+    values = _baselines(frame) if evaluated else {}
+    bounds = _floor_and_ceiling(values) if values else None
     if bounds is not None:
-        values = _baselines(frame)
         floor, ceiling = bounds
         room = values[ceiling] - values[floor]
         if not room > 1e-12:
