@@ -105,7 +105,7 @@ def compare(paths: list[Path], budget: str = "env_steps", reps: int = st.REPS) -
 
 
 def _task_rows(runs: list[Scored]) -> dict[str, Any]:
-    """A task's numbers: what scores are normalised by, and each algorithm's runs."""
+    """A task's numbers: what its scores are normalised by, and its seeds."""
     first = runs[0]
     return {
         "floor": first.floor,

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from mobrl.reporting.compare_stats import AGGREGATES
-from mobrl.reporting.figures import PANEL, _legend_below, drawing, grid, save
+from mobrl.reporting.figures import PANEL, drawing, grid, legend_below, save
 
 SCORE = "normalised score (0: floor, 1: reference)"
 
@@ -96,5 +96,5 @@ def plot_efficiency(result: dict[str, Any], budget: str, out: Path) -> Path:
 
                 ax.xaxis.set_major_formatter(EngFormatter(sep=""))
         handles, labels = axes[0].get_legend_handles_labels()
-        _legend_below(fig, handles, labels)
+        legend_below(fig, handles, labels)
         return save(plt, fig, out, f"efficiency_{budget}")

@@ -95,7 +95,7 @@ def grid(plt: Any, panels: int, height: float = PANEL[1]) -> tuple[Any, list[Any
     return fig, flat[:panels]
 
 
-def _legend_below(fig: Any, handles: list[Any], labels: list[str]) -> None:
+def legend_below(fig: Any, handles: list[Any], labels: list[str]) -> None:
     if not handles:
         return
     ncol = 1 if max(len(label) for label in labels) > 40 else min(len(labels), 3)
@@ -127,7 +127,7 @@ def plot_curves(curves: list[Curve], metric: str, x_name: str, out: Path, stem: 
                 heading += "\n(y axis clipped to the bulk of the curves)"
         ax.set_title(heading)
         if curves:
-            _legend_below(fig, *ax.get_legend_handles_labels())
+            legend_below(fig, *ax.get_legend_handles_labels())
         return save(plt, fig, out, stem)
 
 
@@ -329,5 +329,5 @@ def plot_service(
             ax.set_ylabel(keys.unit(column))
             _x_axis(ax, x_col)
         fig.suptitle(heading, x=0.01, ha="left", fontsize=11, fontweight="bold")
-        _legend_below(fig, list(handles.values()), list(handles))
+        legend_below(fig, list(handles.values()), list(handles))
         return save(plt, fig, out, stem)

@@ -146,14 +146,14 @@ def _check_preset_algorithm(cfg: DictConfig) -> None:
     under it would read hyperparameters it lacks or that mean something else."""
     name = cfg.get("preset", {}).get("name")
     algo = cfg.algo.name
-    if not name or str(name).split("/")[0] == algo:
+    tuned = str(name).split("/")[0] if name else algo
+    if tuned == algo:
         return
     from mobrl.config import group_options
 
     mine = [p for p in group_options("preset") if p.split("/")[0] == algo]
     more = ", ..." if len(mine) > 4 else ""
     use = f"one of algo={algo}'s ({', '.join(mine[:4])}{more})" if mine else "~preset"
-    tuned = str(name).split("/")[0]
     raise UserError(
         f"preset={name} is tuned for algo={tuned}, not algo={algo}. Use {use}, or drop algo={algo}."
     )
