@@ -129,6 +129,10 @@ class ImitateConf:
     ahead: float = 1.0
     #: a planning expert's steps ahead (null: its own, oracle_horizon's 8)
     horizon: Optional[int] = None
+    #: with cell agents and an expert that weighs energy (energy_oracle, energy_greedy): the λ
+    #: it plans with (null: the layout's power.weight). A smaller one labels a more cautious
+    #: reference: it sleeps less and serves better (docs/energy.md)
+    weight: Optional[float] = None
 
 
 @dataclass

@@ -34,6 +34,7 @@ class EnergyOraclePolicy(CellRule):
     """The best stations on the air for the next two steps, by the engine's own arithmetic."""
 
     name = "energy_oracle"
+    weighs = True
     exhaustive = EXHAUSTIVE_STATIONS
 
     def reset(self, seed: int | None = None) -> None:
@@ -53,7 +54,7 @@ class EnergyOraclePolicy(CellRule):
         the rules' sets of this step (`cell_states` first)."""
         from mobrl.network.power_predict import SleepPlan
 
-        plan = SleepPlan(core, self.sleep_state(core))
+        plan = SleepPlan(core, self.sleep_state(core), self.weight)
         n = len(core.stations)
         starts = [np.ones(n, dtype=bool), wanted(core), self._threshold_on]
         if decided.any():
@@ -68,12 +69,13 @@ class EnergyGreedyPolicy(CellRule):
     while each raises the predicted objective of the next two steps, given those before it."""
 
     name = "energy_greedy"
+    weighs = True
 
     def cell_states(self, core: Any) -> np.ndarray | None:
         from mobrl.network.offload import Offload
         from mobrl.network.power_predict import SleepPlan
 
-        plan = SleepPlan(core, self.sleep_state(core))
+        plan = SleepPlan(core, self.sleep_state(core), self.weight)
         on = np.ones(len(core.stations), dtype=bool)
         for b in Offload(core).by_load():
             if plan.gain(on, b) > 1e-12:

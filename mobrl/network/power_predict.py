@@ -18,11 +18,13 @@ from mobrl.radio.links import link_rates, reach_sinr
 
 class StepPredictor:
     """Predicts the next step of `core` (a fast engine with a power model) for a set of
-    stations on the air; `value(on)` is the step's objective, service − λ·energy."""
+    stations on the air; `value(on)` is the step's objective, service − λ·energy, with the
+    layout's λ (`power.weight`) or `weight`."""
 
-    def __init__(self, core: Any) -> None:
+    def __init__(self, core: Any, weight: float | None = None) -> None:
         self.core = core
         self.cells = core.power_model()
+        self.weight = self.cells.weight if weight is None else float(weight)
         self.active = core._active_mask
         self.conn = core._conn
         self.state = core._cell.copy()
@@ -106,7 +108,7 @@ class StepPredictor:
         # a wake-up's extra energy, spread over the step it starts in
         waking = on & (self.state > 0)
         power += float(self.cells.wake_energy[self.state[waking]].sum()) / self.seconds
-        return self.cells.objective(service, power), new
+        return service - self.weight * power / self.cells.reference(), new
 
 
 class SleepPlan:
@@ -114,16 +116,16 @@ class SleepPlan:
     and the states that put a set on the air (`states`): a station told to wake is still
     waking in the first step; the others leave the air in their sleep state if asleep, else
     in `sleep_state`. `energy_oracle` and `energy_greedy` search with it; cells deciding in
-    turns observe its `gain`."""
+    turns observe its `gain`. `weight`: the λ it scores with (None: the layout's)."""
 
-    def __init__(self, core: Any, sleep_state: int) -> None:
+    def __init__(self, core: Any, sleep_state: int, weight: float | None = None) -> None:
         cells = core.power_model()
         self.state, _ = core.cell_states()
         self.asleep = self.state > 0
         #: told to wake, still off the air in the first step
         self.slow = self.asleep & (cells.wake_steps[self.state] > 0)
         self.sleep = int(sleep_state)
-        self.predict = StepPredictor(core)
+        self.predict = StepPredictor(core, weight)
 
     def score(self, on: np.ndarray) -> float:
         """The predicted objective of the next two steps with the stations `on` on the air."""

@@ -199,6 +199,7 @@ def dagger(
     revisions: float = 1.0,
     ahead: float = 1.0,
     horizon: int | None = None,
+    weight: float | None = None,
 ) -> dict[str, Any]:
     """DAgger into `net` (a logits callable with `parameters`, e.g. `ModuleLogits`) on the
     env of `env_config` (a slot observation; played on the fast engine), with torch on one
@@ -207,12 +208,13 @@ def dagger(
     with several rounds, `Labelled.revised`) weighs `revisions` in each fit: such rows are a
     few in a thousand of a later round's (docs/zoo.md). A row whose label is a planning
     expert's move ahead of the step's search (`Labelled.ahead`, fewer still) weighs `ahead`;
-    `horizon` sets such an expert's steps ahead (`HORIZON`; None: its own)."""
+    `horizon` sets such an expert's steps ahead (`HORIZON`; None: its own), `weight` the λ a
+    cell expert plans with (None: the layout's)."""
     from mobrl.core.console import make_console, progress
     from mobrl.scenarios.kinds.mobile import MobileSpec
 
     k = int(MobileSpec.of(env_config).topk or 0)  # cell agents have no slots
-    collect = collector(env_config, k, expert, horizon)
+    collect = collector(env_config, k, expert, horizon, weight)
     seed = TRAIN_SEED
     data: list[Labelled] = []
     with progress(make_console()) as bar:
@@ -286,6 +288,7 @@ def pretrain(
                     revisions=float(settings.get("revisions", 1.0)),
                     ahead=float(settings.get("ahead", 1.0)),
                     horizon=settings.get("horizon"),
+                    weight=settings.get("weight"),
                 )
         return out
 

@@ -28,6 +28,12 @@ def check_imitate(cfg: Any) -> None:
         )
     if cfg.env.mode == "cells":
         _check_cell_expert(settings.expert, off)
+        _check_expert_weight(settings)
+    elif settings.get("weight") is not None:
+        raise UserError(
+            "run.imitate.weight is the λ a cell expert plans with; UE agents' experts do not "
+            "weigh energy. Use env=cells, or drop run.imitate.weight."
+        )
     elif cfg.env.mode != "ma":
         raise UserError(
             f"run.imitate needs one agent per UE (env=ma) or per station (env=cells), not "
@@ -73,6 +79,28 @@ def _check_cell_expert(expert: str, off: str) -> None:
             str(expert),
             cells,
             f"Use run.imitate.expert=energy_oracle, {off}.",
+        )
+
+
+def _check_expert_weight(settings: Any) -> None:
+    """`run.imitate.weight` a number from 0 up, given to an expert that weighs energy, or a
+    one-line error."""
+    from mobrl.core.errors import UserError
+    from mobrl.evaluation.policies import BASELINES
+
+    weight = settings.get("weight")
+    if weight is None:
+        return
+    if not BASELINES[settings.expert].weighs:
+        able = [n for n, b in BASELINES.items() if getattr(b, "weighs", False)]
+        raise UserError(
+            f"run.imitate.weight is the λ an expert weighs energy with; {settings.expert} "
+            f"does not weigh it. Use run.imitate.expert={able[0]}, or drop run.imitate.weight."
+        )
+    if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not weight >= 0:
+        raise UserError(
+            f"run.imitate.weight (the λ the expert plans with) must be a number from 0 up, got "
+            f"{weight}. Use e.g. run.imitate.weight=0.025, or drop it (the layout's λ)."
         )
 
 

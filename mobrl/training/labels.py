@@ -77,11 +77,14 @@ class Collector:
         extra: str = "none",
         expert: str = "oracle",
         horizon: int | None = None,
+        weight: float | None = None,
     ):
         self.cfg = {**cfg, "engine": "fast"}
         self.k, self.extra, self.expert = k, extra, expert
         #: a planning expert's steps ahead (its `HORIZON`; None: its own)
         self.horizon = horizon
+        #: the λ a cell expert that weighs energy plans with (its `weight`; None: the layout's)
+        self.weight = weight
         self.outside = 0  # UE-steps where the unrestricted oracle toggles outside the slots
         self.toggles = 0  # UE-steps where the unrestricted oracle toggles at all
         self.ue_steps = 0
@@ -99,6 +102,8 @@ class Collector:
         expert = BASELINES[self.expert]()
         if self.horizon is not None:
             expert.HORIZON = int(self.horizon)
+        if self.weight is not None:
+            expert.weight = float(self.weight)
         expert.reset(seed)
         self._start(count_outside)
         if learner is not None:
@@ -296,12 +301,17 @@ class CellCollector(Collector):
 
 
 def collector(
-    env_config: dict[str, Any], k: int, expert: str = "oracle", horizon: int | None = None
+    env_config: dict[str, Any],
+    k: int,
+    expert: str = "oracle",
+    horizon: int | None = None,
+    weight: float | None = None,
 ) -> Any:
     """The collector of `env_config`'s env: cell agents, or UEs deciding at once or in turns
-    (`horizon`: a planning expert's steps ahead, None: its own)."""
+    (`horizon`: a planning expert's steps ahead, None: its own; `weight`: the λ a cell expert
+    plans with, None: the layout's)."""
     if env_config.get("mode") == "cells":
-        return CellCollector(env_config, k, expert=expert)
+        return CellCollector(env_config, k, expert=expert, weight=weight)
     if env_config.get("decide", "at_once") == "in_turns":
         return TurnCollector(env_config, k, expert, horizon)
     return Collector(env_config, k, expert=expert, horizon=horizon)

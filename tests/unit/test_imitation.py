@@ -80,6 +80,25 @@ def test_gain_features_are_topk_gains_last_columns() -> None:
         (["run.imitate.expert=oracle_horizon", "run.imitate.ahead=10"], "Add env.decide=in_turns"),
         (["run.imitate.horizon=2"], "expert oracle does not plan. Use run.imitate.expert=orac"),
         (["run.imitate.expert=oracle_horizon", "run.imitate.horizon=0"], "a whole number of"),
+        (["run.imitate.weight=0.02"], "UE agents' experts do not weigh energy. Use env=cells"),
+        (
+            [
+                "scenario=uma19_energy",
+                "env=cells",
+                "run.imitate.expert=threshold",
+                "run.imitate.weight=0.02",
+            ],
+            "threshold does not weigh it. Use run.imitate.expert=energy_oracle",
+        ),
+        (
+            [
+                "scenario=uma19_energy",
+                "env=cells",
+                "run.imitate.expert=energy_oracle",
+                "run.imitate.weight=-1",
+            ],
+            r"run.imitate.weight \(the λ the expert plans with\) must be a number from 0 up",
+        ),
     ],
 )
 def test_imitate_where_it_applies_only(overrides: list[str], message: str) -> None:

@@ -301,6 +301,44 @@ def test_search_finds_what_exhaustive_search_finds_and_never_less_than_the_rules
     assert found >= 0.8 * steps
 
 
+def test_a_smaller_weight_plans_no_less_energy(tmp_path):
+    """`StepPredictor(core, weight)` scores service − weight·energy with the layout's energy
+    term (the layout's own weight gives its values), and the best set under a smaller λ
+    never uses less energy than under a larger one (`run.imitate.weight`'s cautious
+    expert)."""
+    from mobrl.evaluation.energy_oracle import _exhaustive
+
+    layout = _layout(
+        "medium",
+        tmp_path,
+        power={"model": "tr38864", "weight": 0.3},
+        traffic={"demand": {"model": "constant", "mbps": 2.0}, "hour": 4.0},
+    )
+    core = _core(layout)
+    core.reset(seed=3)
+    rng = np.random.default_rng(1)
+    differ = 0
+    for _ in range(8):
+        _greedy_step(core)
+        own, at = StepPredictor(core), {w: StepPredictor(core, w) for w in (0.0, 0.03, 0.3)}
+        for _ in range(3):
+            on = rng.random(7) < 0.6
+            assert at[0.3].value(on, 1) == pytest.approx(own.value(on, 1), abs=1e-12)
+            energy = at[0.0].value(on, 1) - at[0.3].value(on, 1)  # 0.3 · power / reference
+            assert at[0.03].value(on, 1) == pytest.approx(
+                at[0.0].value(on, 1) - energy / 10, abs=1e-12
+            )
+
+        def spent(on, at=at):
+            return at[0.0].value(on, 1) - at[0.3].value(on, 1)
+
+        chosen = {w: _exhaustive(7, lambda on, p=p: p.value(on, 1)) for w, p in at.items()}
+        assert spent(chosen[0.0]) >= spent(chosen[0.03]) - 1e-12
+        assert spent(chosen[0.03]) >= spent(chosen[0.3]) - 1e-12
+        differ += len({c.tobytes() for c in chosen.values()}) > 1
+    assert differ > 0  # the weight changes the plan
+
+
 def test_frames_show_sleeping_stations_and_the_power(tmp_path):
     from mobrl.rendering.frames import draw_frames, episode_scene, record_state
 

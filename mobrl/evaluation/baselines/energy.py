@@ -33,6 +33,11 @@ class CellRule(GreedyPolicy):
     name = "cell_rule"
     #: a sleeping station must be able to wake within this many steps
     wake_within = 1
+    #: whether the rule weighs energy against service by the objective's λ (the reference
+    #: and `energy_greedy`); then `weight` is the λ it plans with (None: the layout's
+    #: `power.weight`; a smaller one makes it more cautious, `run.imitate.weight`)
+    weighs = False
+    weight: float | None = None
 
     @classmethod
     def check_plays(cls, env_config: dict[str, Any], flag: str = "--baselines") -> None:
