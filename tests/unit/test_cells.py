@@ -278,3 +278,19 @@ def test_cell_agents_imitate_a_cell_rule_or_the_reference(expert: str, ok: bool)
     with pytest.raises(UserError) as caught:
         validate_command_line(overrides)
     assert "energy_oracle" in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_imitation_labels_with_the_experts_weight() -> None:
+    """`run.imitate.weight`: the expert plans with that λ. At the layout's own the labels are
+    the default's; a far larger λ labels far more sleep than a far smaller one."""
+    from mobrl.training.labels import collector
+
+    config = env_config_from(validate_command_line(["scenario=uma19_energy", "env=cells"]))
+    own = config["layout"]["power"].get("weight", 0.05)
+
+    def labels(weight):
+        return collector(config, 0, expert="energy_greedy", weight=weight).episode(3).y
+
+    np.testing.assert_array_equal(labels(own), labels(None))
+    asleep = {w: int(np.count_nonzero(labels(w))) for w in (own / 10, own * 10)}
+    assert asleep[own * 10] > 1.2 * asleep[own / 10], asleep
