@@ -24,6 +24,7 @@ NEEDS = {
     # ranks by the objective, which weighs the layout's energy
     ("preset", "ppo/uma19_energy/cells_imitate"): ["scenario=uma19_energy", "env=cells"],
     ("preset", "ppo/uma19_energy/cells_turns"): ["scenario=uma19_energy", "env=cells"],
+    ("preset", "ppo/city_energy/cells_imitate"): ["scenario=city_energy", "env=cells"],
     ("preset", "ppo/uma19_energy/hierarchical_network"): [
         "scenario=uma19_energy",
         "env=hierarchical",

@@ -11,8 +11,8 @@ from mobrl.evaluation import zoo
 from mobrl.evaluation.paired import REFERENCES, closed_text
 
 
-def _gap(meta: dict[str, Any], baseline: str, key: str = "return") -> str:
-    """trained − `baseline` in `key`, paired by seed: mean ± 95 % CI."""
+def _gap(meta: dict[str, Any], baseline: str, key: str = "return", digits: int = 3) -> str:
+    """trained − `baseline` in `key`, paired by seed: mean ± 95 % CI (`digits` decimals)."""
     diff = ((meta.get("evaluation") or {}).get("paired_vs_trained") or {}).get(baseline)
     if not diff:
         return "-"
@@ -21,7 +21,7 @@ def _gap(meta: dict[str, Any], baseline: str, key: str = "return") -> str:
     if key == "return":
         return ci_text(diff["return_diff_mean"], diff["ci95"], digits=1, sign=True)
     stats = (diff.get("diff") or {}).get(key)
-    return ci_text(stats["mean"], stats["ci95"], sign=True) if stats else "-"
+    return ci_text(stats["mean"], stats["ci95"], digits=digits, sign=True) if stats else "-"
 
 
 def _trained_on(meta: dict[str, Any], reward: str) -> str:
@@ -111,9 +111,10 @@ def cell_rows() -> list[dict[str, str]]:
                 "policy": f"zoo:{name}",
                 # beside the share of energy_oracle's saving it makes
                 "energy saved": "-" if mine is None else f"{mine:.1%}{share}",
-                "objective − threshold": _gap(meta, "threshold", keys.NET_OBJECTIVE),
-                "p5 utility − threshold": _gap(meta, "threshold", keys.UTILITY_P5),
-                "connected − threshold": _gap(meta, "threshold", keys.NET_CONNECTED),
+                # 4 decimals: a city's objective moves by a few ten-thousandths
+                "objective − threshold": _gap(meta, "threshold", keys.NET_OBJECTIVE, 4),
+                "p5 utility − threshold": _gap(meta, "threshold", keys.UTILITY_P5, 4),
+                "connected − threshold": _gap(meta, "threshold", keys.NET_CONNECTED, 4),
                 "training": f"{train.get('wall_time_s', '-')} s, "
                 f"{_steps(int(train.get('env_steps') or 0))} steps",
                 "trained on": f"{meta.get('trained_on') or meta['scenario']} "
