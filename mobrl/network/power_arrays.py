@@ -39,10 +39,11 @@ class CellPower:
     def reference(self) -> float:
         return self.n_bs * float(self.full[0])
 
-    def objective(self, service: float, power: float) -> float:
+    def objective(self, service: float, power: float, weight: float | None = None) -> float:
         """The step's objective: its service (`objective_service`) − λ · power / (stations ×
-        full-load active power)."""
-        return service - self.weight * power / self.reference()
+        full-load active power), λ the layout's or `weight`."""
+        weight = self.weight if weight is None else weight
+        return service - weight * power / self.reference()
 
     def index(self, state: Any) -> int:
         """The index of `state` (a name or an index) among `states`."""

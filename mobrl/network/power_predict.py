@@ -24,7 +24,7 @@ class StepPredictor:
     def __init__(self, core: Any, weight: float | None = None) -> None:
         self.core = core
         self.cells = core.power_model()
-        self.weight = self.cells.weight if weight is None else float(weight)
+        self.weight = weight  # None: the layout's λ
         self.active = core._active_mask
         self.conn = core._conn
         self.state = core._cell.copy()
@@ -108,7 +108,7 @@ class StepPredictor:
         # a wake-up's extra energy, spread over the step it starts in
         waking = on & (self.state > 0)
         power += float(self.cells.wake_energy[self.state[waking]].sum()) / self.seconds
-        return service - self.weight * power / self.cells.reference(), new
+        return self.cells.objective(service, power, self.weight), new
 
 
 class SleepPlan:

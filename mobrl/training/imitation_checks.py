@@ -97,7 +97,7 @@ def _check_expert_weight(settings: Any) -> None:
             f"run.imitate.weight is the λ an expert weighs energy with; {settings.expert} "
             f"does not weigh it. Use run.imitate.expert={able[0]}, or drop run.imitate.weight."
         )
-    if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not weight >= 0:
+    if not weight >= 0:  # the schema has made it a float
         raise UserError(
             f"run.imitate.weight (the λ the expert plans with) must be a number from 0 up, got "
             f"{weight}. Use e.g. run.imitate.weight=0.025, or drop it (the layout's λ)."
