@@ -125,6 +125,8 @@ class AlgoConf:
     training: dict[str, Any] = field(default_factory=dict)
     #: RLModule model config (fcnet_hiddens, fcnet_activation, ...)
     model: dict[str, Any] = field(default_factory=dict)
+    #: algo=mappo's team critic (team: most agents it sees per step, hiddens: its encoder)
+    critic: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass

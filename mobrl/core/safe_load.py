@@ -42,6 +42,8 @@ ALLOWED = {
             ("numeric", "_frombuffer"),
         )
     },
+    # mobrl's own RLModule (algo=mappo's team critic)
+    ("mobrl.training.mappo", "TeamCriticPPOModule"),
     ("numpy.random._pickle", "__bit_generator_ctor"),
     ("numpy.random._pickle", "__generator_ctor"),
     ("numpy.random._pickle", "__randomstate_ctor"),

@@ -30,6 +30,8 @@ class AlgoInfo:
     #: off-policy from a replay buffer of episodes: a multi-agent env sampled as such needs
     #: RLlib's multi-agent buffer (`_replay`)
     replay: bool = False
+    #: PPO with a critic that pools the team of each step (`mobrl.training.mappo`)
+    team_critic: bool = False
 
 
 ALGORITHMS: dict[str, AlgoInfo] = {
@@ -37,6 +39,11 @@ ALGORITHMS: dict[str, AlgoInfo] = {
         "ray.rllib.algorithms.ppo:PPOConfig",
         frozenset({"discrete", "multidiscrete", "box"}),
         rows_per_slot_batch=True,
+    ),
+    "mappo": AlgoInfo(
+        "ray.rllib.algorithms.ppo:PPOConfig",
+        frozenset({"discrete", "multidiscrete", "box"}),
+        team_critic=True,
     ),
     "appo": AlgoInfo(
         "ray.rllib.algorithms.appo:APPOConfig",
@@ -244,13 +251,19 @@ def _batch(
 
 
 def _model(algo: AlgorithmConfig, cfg: DictConfig) -> None:
-    """`algo.model` (each key checked) as RLlib's DefaultModelConfig."""
+    """`algo.model` (each key checked) as RLlib's DefaultModelConfig; with a team critic
+    (algo=mappo), its RLModule and learner connector too."""
     from omegaconf import OmegaConf
     from ray.rllib.core.rl_module.default_model_config import DefaultModelConfig
 
     model = OmegaConf.to_container(cfg.algo.model, resolve=True)
     check_algo_keys(algo, "model", model)  # type: ignore[arg-type]
-    algo.rl_module(model_config=DefaultModelConfig(**model))
+    if ALGORITHMS[cfg.algo.name].team_critic:
+        from mobrl.training.mappo import configure
+
+        configure(algo, cfg, DefaultModelConfig(**model))
+    else:
+        algo.rl_module(model_config=DefaultModelConfig(**model))
 
 
 def _callbacks(

@@ -129,6 +129,16 @@ def _check_algorithm(cfg: DictConfig) -> None:
         raise unknown_choice("algorithm", algo, ALGORITHMS, "Use algo=<name>.")
     _check_preset_algorithm(cfg)
     info = ALGORITHMS[algo]
+    if info.team_critic:
+        from mobrl.training.mappo import critic_settings
+
+        critic_settings(cfg)
+    elif cfg.algo.get("critic"):
+        teams = [name for name, a in ALGORITHMS.items() if a.team_critic]
+        raise UserError(
+            f"algo.critic sets a team critic, which algo={algo} does not have. Remove it, or "
+            f"use algo={' / algo='.join(teams)}."
+        )
     complete(cfg)
     runners = cfg.run.resources.num_env_runners
     if runners < info.min_env_runners:
