@@ -32,6 +32,8 @@ class AlgoInfo:
     replay: bool = False
     #: PPO with a critic that pools the team of each step (`mobrl.training.mappo`)
     team_critic: bool = False
+    #: the algorithm whose presets it reads too (hyperparameters that mean the same)
+    tuned_as: str | None = None
 
 
 ALGORITHMS: dict[str, AlgoInfo] = {
@@ -44,6 +46,7 @@ ALGORITHMS: dict[str, AlgoInfo] = {
         "ray.rllib.algorithms.ppo:PPOConfig",
         frozenset({"discrete", "multidiscrete", "box"}),
         team_critic=True,
+        tuned_as="ppo",
     ),
     "appo": AlgoInfo(
         "ray.rllib.algorithms.appo:APPOConfig",

@@ -153,15 +153,18 @@ def _check_algorithm(cfg: DictConfig) -> None:
 
 def _check_preset_algorithm(cfg: DictConfig) -> None:
     """A preset is tuned for one algorithm (`conf/preset/<algo>/...`): another algorithm
-    under it would read hyperparameters it lacks or that mean something else."""
+    under it would read hyperparameters it lacks or that mean something else. An algorithm
+    built on another (`AlgoInfo.tuned_as`: MAPPO on PPO) reads that one's presets too."""
     name = cfg.get("preset", {}).get("name")
     algo = cfg.algo.name
     tuned = str(name).split("/")[0] if name else algo
-    if tuned == algo:
+    if tuned in (algo, ALGORITHMS[algo].tuned_as):
         return
     from mobrl.config import group_options
 
-    mine = [p for p in group_options("preset") if p.split("/")[0] == algo]
+    mine = [
+        p for p in group_options("preset") if p.split("/")[0] in (algo, ALGORITHMS[algo].tuned_as)
+    ]
     more = ", ..." if len(mine) > 4 else ""
     use = f"one of algo={algo}'s ({', '.join(mine[:4])}{more})" if mine else "~preset"
     raise UserError(
