@@ -17,6 +17,7 @@ def check_imitate(cfg: Any) -> None:
         return
     from mobrl.evaluation.policies import BASELINES
     from mobrl.scenarios.kinds.mobile import TOPK_OBSERVATIONS
+    from mobrl.training.algos import ALGORITHMS
 
     off = "or drop run.imitate.expert"
     from mobrl.scenarios.kinds import kind_of
@@ -52,10 +53,10 @@ def check_imitate(cfg: Any) -> None:
         raise unknown_choice(
             "run.imitate.expert", str(settings.expert), able, "Use run.imitate.expert=oracle."
         )
-    if cfg.algo.name != "ppo":
+    if "ppo" not in (cfg.algo.name, ALGORITHMS[cfg.algo.name].tuned_as):
         raise UserError(
             f"run.imitate fits PPO's policy head; algo={cfg.algo.name} has none to fit. Use "
-            f"algo=ppo, {off}."
+            f"algo=ppo (or mappo), {off}."
         )
     if cfg.run.resources.num_learners != 0:
         raise UserError(

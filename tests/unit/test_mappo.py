@@ -196,11 +196,12 @@ def test_the_learner_pipeline_adds_the_team_first() -> None:
 
 
 def test_mappo_reads_ppos_presets_and_no_others() -> None:
-    """MAPPO's hyperparameters are PPO's: `preset=ppo/...` applies; another algorithm's preset
-    is refused in one line naming PPO's."""
+    """MAPPO's hyperparameters are PPO's: `preset=ppo/...` applies (imitation included, which
+    fits the actor MAPPO shares with PPO); another algorithm's preset is refused in one line
+    naming PPO's."""
     from mobrl.config import compose
     from mobrl.training.checks import check_settings
 
-    check_settings(compose(["scenario=small", "algo=mappo", "preset=ppo/small/ma"]))
+    check_settings(compose(["scenario=small", "algo=mappo", "preset=ppo/small/ma_imitate"]))
     with pytest.raises(UserError, match="tuned for algo=dqn.*ppo/"):
         check_settings(compose(["scenario=small", "algo=mappo", "preset=dqn/cartpole"]))
