@@ -17,7 +17,7 @@ power (equal to the whole network's sum to rounding), still without the dense (s
 arrays. Under non-coherent joint transmission a UE's own links set its SINR: those changes are
 left to the whole network's arithmetic (`scored` is False for them). On `city_interference`
 (100 stations, 1,000 UEs) a change costs 43-675x less than scoring its whole link set
-(`scripts/bench_local.py`).
+(`scripts/bench.py local`).
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ import os
 
 #: resident memory of one env copy per (station, UE) pair: the engine's arrays and the full
 #: (BS, UE) matrices the baselines and the oracle read (`mobrl evaluate` of metro, 400 x 4,000:
-#: 507 MB against 231 MB on large, 13 x 30; scripts/bench_city.py for the engine alone)
+#: 507 MB against 231 MB on large, 13 x 30; scripts/bench.py city for the engine alone)
 BYTES_PER_PAIR = 180
 #: memory a mobrl process needs besides the layout (Python, numpy, mobile-env; evaluate on large)
 BASE_BYTES = 250 * 2**20

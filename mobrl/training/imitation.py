@@ -177,7 +177,7 @@ class GreedyActor:
 def one_torch_thread() -> Iterator[None]:
     """Torch on one thread for the block: a fit's minibatches of 256 through a small MLP gain
     nothing from a second thread and, while Ray's processes or another job use the other
-    core, run several times slower with two (`scripts/bench_imitation_fit.py`)."""
+    core, run several times slower with two (`scripts/bench.py imitation_fit`)."""
     import torch
 
     threads = torch.get_num_threads()

@@ -16,8 +16,18 @@ pytestmark = pytest.mark.slow
 
 def test_bench_train_quick_trains_every_contender(tmp_path) -> None:
     out = tmp_path / "bench.json"
+    record = tmp_path / "bench_report.json"
     result = subprocess.run(
-        [sys.executable, str(REPO / "scripts" / "bench_train.py"), "--quick", "--out", str(out)],
+        [
+            sys.executable,
+            str(REPO / "scripts" / "bench.py"),
+            "train",
+            "--quick",
+            "--out",
+            str(out),
+            "--json",
+            str(record),
+        ],
         capture_output=True,
         text=True,
         timeout=900,
@@ -40,4 +50,13 @@ def test_bench_train_quick_trains_every_contender(tmp_path) -> None:
             assert row["env_steps"] > 0 and row["best_return"] >= row["target"], row
             assert row["first_result_s"] <= row["wall_s"], row
     assert "seconds to a training return" in result.stdout
+    # the runner's JSON record holds the same results as a table, one row per --out row
+    report = json.loads(record.read_text())
+    assert report["benchmark"] == "train" and report["argv"][:2] == ["train", "--quick"]
+    (table,) = report["tables"]
+    assert table["title"].startswith("seconds to a training return")
+    assert len(table["rows"]) == len(rows)
+    assert all(len(row) == len(table["columns"]) for row in table["rows"])
+    contender = table["columns"].index("contender")
+    assert {row[contender] for row in table["rows"]} == expected
     assert not list(tmp_path.glob("outputs")), "the bench leaves no run dirs behind"

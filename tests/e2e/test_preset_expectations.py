@@ -2,7 +2,7 @@
 `CHEAP_SECONDS` of training is trained with its own `expect.command`, and the run must reach
 `expect.value` (and `expect.closed`) within `expect.within.env_steps`. `expect.within.seconds`
 is printed, not asserted: a test asserts what ran, and wall time depends on the machine's load;
-`scripts/bench_train.py` measures it (its `preset` column puts the budget beside the time).
+`scripts/bench.py train` measures it (its `preset` column puts the budget beside the time).
 
 Tolerances:
 - levels: none. A stated level is the weakest the measurements support (a training return at

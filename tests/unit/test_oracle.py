@@ -179,7 +179,7 @@ def test_oracle_serves_at_least_as_well_as_the_link_set_planner(layout: str, obs
     step's choice is exact there, but a step's best is not always the episode's), better
     where the planner's moves leave a UE's slots (env.obs=topk). With obs=mobile on medium
     and large the planner's two-toggle walks are worth slightly more; `oracle2` is not below
-    it (scripts/bench_oracle.py)."""
+    it (scripts/bench.py oracle)."""
     config = _config(layout, obs)
     seeds = range(3)
     mine = [run_episode(config, BASELINES["oracle"](), s)["ue/utility/mean"] for s in seeds]

@@ -5,7 +5,7 @@ size. The reference steps stock mobile-env with render_mode="rgb_array" and writ
 `env.render()` frame, as a Gymnasium user would; mobrl records the rollout on its fast engine
 and draws the dashboard on one reused figure (in --workers processes). Usage:
 
-    python scripts/bench_render.py [--scenario small] [--steps 100] [--workers 1]
+    python scripts/bench.py render [--scenario small] [--steps 100] [--workers 1]
 """
 
 from __future__ import annotations
@@ -14,6 +14,8 @@ import argparse
 import tempfile
 import time
 from pathlib import Path
+
+from benchmarks.report import Report
 
 
 def reference(scenario: str, steps: int, out: Path) -> float:
@@ -45,22 +47,29 @@ def mobrl_render(scenario: str, steps: int, out: Path, workers: int) -> float:
     return time.perf_counter() - start
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--scenario", default="small")
     parser.add_argument("--steps", type=int, default=100)
     parser.add_argument("--workers", type=int, default=1)
-    args = parser.parse_args()
+
+
+def run(args: argparse.Namespace, report: Report) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         # warm imports once so neither side pays them
         mobrl_render(args.scenario, 2, Path(tmp) / "warm.mp4", 1)
         ours = mobrl_render(args.scenario, args.steps, Path(tmp) / "mobrl.mp4", args.workers)
         ref = reference(args.scenario, args.steps, Path(tmp) / "stock.mp4")
-    print(
+    report.table(
+        f"{args.scenario}, {args.steps} steps to MP4 (seconds)",
+        ["scenario", "steps", "workers", "mobrl render s", "stock env.render() s", "stock / mobrl"],
+        [[args.scenario, args.steps, args.workers, ours, ref, ref / ours]],
+        formats={
+            "mobrl render s": ".1f",
+            "stock env.render() s": ".1f",
+            "stock / mobrl": "{:.1f}x",
+        },
+    )
+    report.line(
         f"{args.scenario}, {args.steps} steps to MP4: mobrl render {ours:.1f} s, "
         f"stock env.render() per frame {ref:.1f} s, ratio {ref / ours:.1f}x"
     )
-
-
-if __name__ == "__main__":
-    main()

@@ -17,7 +17,7 @@ With `--scale`, also the oracle's time per step on a generated 100-station / 1,0
 city_interference` times it on a named layout instead (under interference the coupled search,
 each candidate rescored where it can move rates; `--scale-steps` states). `--layouts none` plays no episodes. Usage:
 
-    python scripts/bench_oracle.py [--layouts small,medium,large,dense_urban,highway]
+    python scripts/bench.py oracle [--layouts small,medium,large,dense_urban,highway]
                                    [--episodes 40] [--obs mobile,topk] [--lookahead] [--scale]
                                    [--scale-layout NAME] [--scale-steps 10]
 """
@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks.report import Report
 from mobrl.core import metrics as keys
 
 
@@ -153,7 +154,7 @@ def scale_layout(stations: int = 100, ues: int = 1000, seed: int = 0) -> dict[st
     return validate(data, Path("generated.yaml"))
 
 
-def bench_scale(steps: int = 10, layout: str | None = None) -> None:
+def bench_scale(report: Report, steps: int = 10, layout: str | None = None) -> None:
     from mobrl.evaluation.oracle import StepSearch
     from mobrl.evaluation.policies import GreedyPolicy
     from mobrl.network.service import link_state
@@ -172,21 +173,26 @@ def bench_scale(steps: int = 10, layout: str | None = None) -> None:
         core.step(acts)
     links = int(np.count_nonzero(state.reach))
     name = layout or "generated"
-    print(
-        f"\n{name}, {len(core.stations)} stations / {len(core.users)} UEs ({links} links in "
+    # the coupled search (interference) keeps no counts
+    rounds = search.stats["rounds"] / search.stats["runs"] if search.stats.get("runs") else None
+    report.table(
+        f"oracle's time per step at scale (median of {steps} states)",
+        ["layout", "stations", "UEs", "links in range", "median ms / step", "max ms / step",
+         "rounds per start"],
+        [[name, len(core.stations), len(core.users), links, 1e3 * float(np.median(times)),
+          1e3 * max(times), rounds]],
+        formats={"median ms / step": ".0f", "max ms / step": ".0f", "rounds per start": ".1f"},
+    )  # fmt: skip
+    report.line(
+        f"{name}, {len(core.stations)} stations / {len(core.users)} UEs ({links} links in "
         "range): oracle "
         f"{1e3 * np.median(times):.0f} ms per step (median of {steps}, max "
         f"{1e3 * max(times):.0f})"
-        + (
-            f", {search.stats['rounds'] / search.stats['runs']:.1f} rounds per start"
-            if search.stats.get("runs")  # the coupled search (interference) keeps no counts
-            else ""
-        )
+        + (f", {rounds:.1f} rounds per start" if rounds is not None else "")
     )
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--layouts", default="small,medium,large,dense_urban,highway")
     parser.add_argument("--episodes", type=int, default=40)
     parser.add_argument("--obs", default="mobile,topk", help="env.obs values to play")
@@ -194,27 +200,28 @@ def main() -> None:
     parser.add_argument("--scale", action="store_true")
     parser.add_argument("--scale-layout", default=None, help="a layout name (default: generated)")
     parser.add_argument("--scale-steps", type=int, default=10)
-    args = parser.parse_args()
+
+
+def run(args: argparse.Namespace, report: Report) -> None:
     layouts = [] if args.layouts == "none" else args.layouts.split(",")
     if layouts:
-        print(f"seeds 0-{args.episodes - 1}, paired; UE utility − greedy as mean ± 95 % CI\n")
-        print(
-            "| layout | obs | policy | UE utility − greedy | − plan | connected | p5 utility "
-            "| ms / step |"
-        )
-        print("|---|---|---|---|---|---|---|---|")
+        rows = []
         for obs in args.obs.split(","):
             for layout in layouts:
                 for r in bench_layout(layout, obs, args.episodes, args.lookahead):
-                    print(
-                        f"| {r['layout']} | {r['obs']} | {r['policy']} | {r['gap']:+.4f} ± {r['half']:.4f} | "
-                        f"{r['vs_plan']:+.4f} ± {r['vs_half']:.4f} | "
-                        f"{r['connected']:.3f} | {r['p5']:+.3f} | {r['ms']:.2f} |",
-                        flush=True,
-                    )
+                    rows.append(
+                        [r["layout"], r["obs"], r["policy"], r["gap"], r["half"], r["vs_plan"],
+                         r["vs_half"], r["connected"], r["p5"], r["ms"]]
+                    )  # fmt: skip
+                    print(f"{layout} {obs} {r['policy']}: − greedy {r['gap']:+.4f}", flush=True)
+        report.table(
+            f"seeds 0-{args.episodes - 1}, paired; UE utility − greedy and − plan as mean ± 95 % CI",
+            ["layout", "obs", "policy", "UE utility − greedy", "± CI", "− plan", "± CI (plan)",
+             "connected", "p5 utility", "ms / step"],
+            rows,
+            formats={"UE utility − greedy": "+.4f", "± CI": ".4f", "− plan": "+.4f",
+                     "± CI (plan)": ".4f", "connected": ".3f", "p5 utility": "+.3f",
+                     "ms / step": ".2f"},
+        )  # fmt: skip
     if args.scale:
-        bench_scale(args.scale_steps, args.scale_layout)
-
-
-if __name__ == "__main__":
-    main()
+        bench_scale(report, args.scale_steps, args.scale_layout)

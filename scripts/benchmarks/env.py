@@ -7,10 +7,10 @@ runner): stock mobile-env and mobrl's engine through RLlib's multi-agent runner,
 UE-slot sampler (the default for env=ma where it applies). With `--obs a,b`, instead: the fast
 engine's env=ma steps/s with each observation (e.g. `--obs topk,topk_gain`), same rounds. Usage:
 
-    python scripts/bench_env.py [--scenarios small,medium,large] [--modes ma,central]
+    python scripts/bench.py env [--scenarios small,medium,large] [--modes ma,central]
                                 [--seconds 2] [--rounds 3] [--train] [--copies 8]
                                 [--obs topk,topk_gain]
-    python scripts/bench_env.py --external [--train-scenarios small,large] [--rounds 3]
+    python scripts/bench.py env --external [--train-scenarios small,large] [--rounds 3]
 
 With `--external`: RLlib's multi-agent runner sampling each scenario served by
 `mobrl.external` from a second process, against the same runner sampling it in process.
@@ -24,6 +24,8 @@ import time
 from typing import Any
 
 import numpy as np
+
+from benchmarks.report import Report
 
 
 def make(scenario: str, mode: str, engine: str):
@@ -54,13 +56,10 @@ def steps_per_second(env, actions: list, seconds: float) -> float:
     return steps / (time.perf_counter() - start)
 
 
-def bench_engines(scenarios: list[str], modes: list[str], seconds: float, rounds: int) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
-    table = Table(title=f"env steps/s, random actions (median of {rounds} alternating rounds)")
-    for col in ("scenario", "mode", "stock", "mobrl", "ratio"):
-        table.add_column(col, justify="left" if col in ("scenario", "mode") else "right")
+def bench_engines(
+    report: Report, scenarios: list[str], modes: list[str], seconds: float, rounds: int
+) -> None:
+    rows = []
     for scenario in scenarios:
         for mode in modes:
             envs = {e: make(scenario, mode, e) for e in ("stock", "fast")}
@@ -70,21 +69,25 @@ def bench_engines(scenarios: list[str], modes: list[str], seconds: float, rounds
                 for engine, env in envs.items():
                     rates[engine].append(steps_per_second(env, actions, seconds))
             stock, fast = (statistics.median(rates[e]) for e in ("stock", "fast"))
-            table.add_row(scenario, mode, f"{stock:.0f}", f"{fast:.0f}", f"{fast / stock:.1f}x")
-    Console().print(table)
+            rows.append([scenario, mode, stock, fast, fast / stock])
+            print(f"{scenario} {mode}: stock {stock:.0f}, mobrl {fast:.0f} steps/s", flush=True)
+    report.table(
+        f"env steps/s, random actions (median of {rounds} alternating rounds)",
+        ["scenario", "mode", "stock", "mobrl", "ratio"],
+        rows,
+        formats={"stock": ".0f", "mobrl": ".0f", "ratio": "{:.1f}x"},
+    )
 
 
-def bench_observations(scenarios: list[str], observations: list[str], seconds: float, rounds: int):
+def bench_observations(
+    report: Report, scenarios: list[str], observations: list[str], seconds: float, rounds: int
+):
     """The fast engine's env=ma steps/s with each observation, in alternating rounds; the
     ratio is each to the first (slot actions drawn in 0..3, which every k >= 3 accepts)."""
-    from rich.console import Console
-    from rich.table import Table
-
     from mobrl.scenarios.kinds.mobile import TOPK_OBSERVATIONS, make_mobile_core
 
-    table = Table(title=f"fast engine env=ma steps/s by env.obs (median of {rounds} rounds)")
-    for col in ("scenario", *observations, *(f"{o} / {observations[0]}" for o in observations[1:])):
-        table.add_column(col, justify="left" if col == "scenario" else "right")
+    ratios = [f"{o} / {observations[0]}" for o in observations[1:]]
+    rows = []
     for scenario in scenarios:
         envs = {
             o: make_mobile_core(
@@ -102,8 +105,17 @@ def bench_observations(scenarios: list[str], observations: list[str], seconds: f
             for o, env in envs.items():
                 rates[o].append(steps_per_second(env, actions, seconds))
         med = [statistics.median(rates[o]) for o in observations]
-        table.add_row(scenario, *(f"{m:.0f}" for m in med), *(f"{m / med[0]:.2f}" for m in med[1:]))
-    Console().print(table)
+        rows.append([scenario, *med, *(m / med[0] for m in med[1:])])
+        print(
+            f"{scenario}: " + ", ".join(f"{o} {m:.0f}" for o, m in zip(observations, med)),
+            flush=True,
+        )
+    report.table(
+        f"fast engine env=ma steps/s by env.obs (median of {rounds} rounds)",
+        ["scenario", *observations, *ratios],
+        rows,
+        formats={**{o: ".0f" for o in observations}, **{r: ".2f" for r in ratios}},
+    )
 
 
 def sampling_rate(overrides: list[str], steps: int) -> float:
@@ -130,13 +142,11 @@ def sampling_rate(overrides: list[str], steps: int) -> float:
         algo.stop()
 
 
-def bench_training(scenarios: list[str], steps: int, copies: int) -> None:
+def bench_training(report: Report, scenarios: list[str], steps: int, copies: int) -> None:
     """RLlib env-runner sampling throughput (env steps/s of one runner), same moment:
     stock mobile-env and mobrl's engine through RLlib's multi-agent runner with one env (as
     before mobrl's samplers), and mobrl's default for env=ma (UE slots of `copies` env copies)."""
     import ray
-    from rich.console import Console
-    from rich.table import Table
 
     from mobrl.envs import factory
     from mobrl.training.raysession import configure_ray
@@ -144,10 +154,8 @@ def bench_training(scenarios: list[str], steps: int, copies: int) -> None:
     configure_ray()
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     factory.register()
-    table = Table(title=f"RLlib env-runner sampling, env steps/s ({steps} steps, env=ma)")
-    cols = ("scenario", "stock, multi-agent", "mobrl, multi-agent", f"mobrl, UE slots x{copies}")
-    for col in (*cols, "vs stock", "vs multi-agent"):
-        table.add_column(col, justify="left" if col == "scenario" else "right")
+    cols = ["scenario", "stock, multi-agent", "mobrl, multi-agent", f"mobrl, UE slots x{copies}"]
+    rows = []
     one_env = ["run.resources.num_envs_per_env_runner=1", "env.sampler=multi_agent"]
     try:
         for scenario in scenarios:
@@ -155,17 +163,20 @@ def bench_training(scenarios: list[str], steps: int, copies: int) -> None:
             stock = sampling_rate([*base, *one_env, "engine=stock"], steps)
             multi = sampling_rate([*base, *one_env], steps)
             slots = sampling_rate([*base, f"run.resources.num_envs_per_env_runner={copies}"], steps)
-            table.add_row(
-                scenario,
-                f"{stock:.0f}",
-                f"{multi:.0f}",
-                f"{slots:.0f}",
-                f"{slots / stock:.1f}x",
-                f"{slots / multi:.1f}x",
-            )
+            rows.append([scenario, stock, multi, slots, slots / stock, slots / multi])
+            print(f"{scenario}: UE slots {slots:.0f} env steps/s", flush=True)
     finally:
         ray.shutdown()
-    Console().print(table)
+    report.table(
+        f"RLlib env-runner sampling, env steps/s ({steps} steps, env=ma)",
+        [*cols, "vs stock", "vs multi-agent"],
+        rows,
+        formats={
+            **{c: ".0f" for c in cols[1:]},
+            "vs stock": "{:.1f}x",
+            "vs multi-agent": "{:.1f}x",
+        },
+    )
 
 
 def serve_scenario(scenario: str) -> tuple[Any, str]:
@@ -185,15 +196,15 @@ def serve_scenario(scenario: str) -> tuple[Any, str]:
     return process, line.rsplit(" on ", 1)[1].strip()
 
 
-def bench_external(scenarios: list[str], steps: int, rounds: int, copies: int) -> None:
+def bench_external(
+    report: Report, scenarios: list[str], steps: int, rounds: int, copies: int
+) -> None:
     """RLlib env-runner sampling through mobrl.external (the simulator in a second process,
     msgpack) against the same runner sampling the env in process, alternating rounds in one
     run; mobrl's default sampler for env=ma (UE slots) beside them for reference."""
     import statistics
 
     import ray
-    from rich.console import Console
-    from rich.table import Table
 
     from mobrl.envs import factory
     from mobrl.training.raysession import configure_ray
@@ -202,11 +213,9 @@ def bench_external(scenarios: list[str], steps: int, rounds: int, copies: int) -
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     factory.register()
     title = f"RLlib sampling through mobrl.external, env steps/s (median of {rounds} rounds)"
-    table = Table(title=title)
-    cols = ("scenario", "in process, multi-agent", "external, multi-agent", "external / in process",
-            f"in process, UE slots x{copies}")  # fmt: skip
-    for col in cols:
-        table.add_column(col, justify="left" if col == "scenario" else "right")
+    cols = ["scenario", "in process, multi-agent", "external, multi-agent", "external / in process",
+            f"in process, UE slots x{copies}"]  # fmt: skip
+    rows = []
     one_env = ["run.resources.num_envs_per_env_runner=1", "run=smoke"]
     try:
         for scenario in scenarios:
@@ -225,15 +234,22 @@ def bench_external(scenarios: list[str], steps: int, rounds: int, copies: int) -
             finally:
                 process.kill()
             med = {k: statistics.median(v) for k, v in rates.items()}
-            table.add_row(scenario, f"{med['local']:.0f}", f"{med['remote']:.0f}",
-                          f"{med['remote'] / med['local']:.2f}", f"{slots:.0f}")  # fmt: skip
+            rows.append(
+                [scenario, med["local"], med["remote"], med["remote"] / med["local"], slots]
+            )
+            print(f"{scenario}: in process {med['local']:.0f}, external {med['remote']:.0f} "
+                  "env steps/s", flush=True)  # fmt: skip
     finally:
         ray.shutdown()
-    Console().print(table)
+    report.table(
+        title,
+        cols,
+        rows,
+        formats={cols[1]: ".0f", cols[2]: ".0f", cols[3]: ".2f", cols[4]: ".0f"},
+    )
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--scenarios", default="small,medium,large")
     parser.add_argument("--modes", default="ma,central")
     parser.add_argument("--seconds", type=float, default=2.0, help="per engine and round")
@@ -246,19 +262,19 @@ def main() -> None:
     parser.add_argument(
         "--external", action="store_true", help="RLlib sampling through mobrl.external instead"
     )
-    args = parser.parse_args()
+
+
+def run(args: argparse.Namespace, report: Report) -> None:
     if args.external:
         scenarios = args.train_scenarios.split(",")
-        bench_external(scenarios, args.train_steps, args.rounds, args.copies)
+        bench_external(report, scenarios, args.train_steps, args.rounds, args.copies)
         return
     if args.obs:
         obs = args.obs.split(",")
-        bench_observations(args.scenarios.split(","), obs, args.seconds, args.rounds)
+        bench_observations(report, args.scenarios.split(","), obs, args.seconds, args.rounds)
         return
-    bench_engines(args.scenarios.split(","), args.modes.split(","), args.seconds, args.rounds)
+    bench_engines(
+        report, args.scenarios.split(","), args.modes.split(","), args.seconds, args.rounds
+    )
     if args.train:
-        bench_training(args.train_scenarios.split(","), args.train_steps, args.copies)
-
-
-if __name__ == "__main__":
-    main()
+        bench_training(report, args.train_scenarios.split(","), args.train_steps, args.copies)

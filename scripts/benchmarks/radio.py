@@ -8,7 +8,7 @@ process, so the ratios compare like with like on a noisy machine. `--obs topk_ga
 computes every UE's `env.obs=topk_gain` rows each step (what the UE-slot sampler reads; under
 interference each slot's gain is a whole link set scored). Usage:
 
-    python scripts/bench_radio.py [--scenarios uma19,umi_dense,city_interference]
+    python scripts/bench.py radio [--scenarios uma19,umi_dense,city_interference]
                                   [--seconds 2] [--rounds 3] [--obs mobile|topk_gain]
 """
 
@@ -18,6 +18,8 @@ import argparse
 import copy
 import statistics
 import time
+
+from benchmarks.report import Report
 
 MODES = ("none", "full_buffer", "active")
 
@@ -33,7 +35,7 @@ def make(data: dict, interference: str, obs: str):
     return core
 
 
-def run(core, seconds: float, obs: str) -> float:
+def steps_per_second(core, seconds: float, obs: str) -> float:
     """Greedy steps per second for about `seconds`."""
     from mobrl.network.service import greedy_links, link_state, toward
 
@@ -64,31 +66,36 @@ def slot_actions(core, actions):
     return np.where((actions > 0) & match.any(axis=0), match.argmax(axis=0) + 1, 0)
 
 
-def main() -> None:
-    from mobrl import scenarios
-
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--scenarios", default="uma19,umi_dense,city_interference")
     parser.add_argument("--seconds", type=float, default=2.0)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--obs", default="mobile", choices=("mobile", "topk_gain"))
-    args = parser.parse_args()
-    print(f"| layout | obs | {' | '.join(f'{m} steps/s' for m in MODES)} | active / none |")
-    print(f"|---|---|{'---:|' * (len(MODES) + 1)}")
+
+
+def run(args: argparse.Namespace, report: Report) -> None:
+    from mobrl import scenarios
+
+    rows = []
     for name in args.scenarios.split(","):
         data = scenarios.load(scenarios.path_of(name))
         cores = {m: make(data, m, args.obs) for m in MODES}
         for core in cores.values():  # warm up: fields, imports, first steps
-            run(core, 0.2, args.obs)
+            steps_per_second(core, 0.2, args.obs)
         rates: dict[str, list[float]] = {m: [] for m in MODES}
         for _ in range(args.rounds):
             for mode, core in cores.items():
-                rates[mode].append(run(core, args.seconds, args.obs))
+                rates[mode].append(steps_per_second(core, args.seconds, args.obs))
         med = {m: statistics.median(v) for m, v in rates.items()}
-        cells = " | ".join(f"{med[m]:,.0f}" for m in MODES)
         # a step's cost with interference over its cost without: time ratio = rate ratio^-1
-        print(f"| {name} | {args.obs} | {cells} | {med['none'] / med['active']:.2f}× time |")
-
-
-if __name__ == "__main__":
-    main()
+        rows.append([name, args.obs, *(med[m] for m in MODES), med["none"] / med["active"]])
+        print(f"{name}: " + ", ".join(f"{m} {med[m]:,.0f}" for m in MODES) + " steps/s", flush=True)
+    columns = ["layout", "obs", *(f"{m} steps/s" for m in MODES), "active / none (time)"]
+    report.table(
+        f"greedy env steps/s by interference mode (median of {args.rounds} alternating rounds "
+        f"of {args.seconds:g} s)",
+        columns,
+        rows,
+        note="active / none: a step's time with interference `active` over its time without",
+        formats={**{f"{m} steps/s": ",.0f" for m in MODES}, "active / none (time)": "{:.2f}×"},
+    )

@@ -1,7 +1,7 @@
 """Steps per second of mobrl's scenarios in process and through mobrl.external's protocol.
 
-    python scripts/bench_external.py                       # small and large, 5 rounds
-    python scripts/bench_external.py --scenarios small --rounds 3 --steps 1000
+    python scripts/bench.py external                       # small and large, 5 rounds
+    python scripts/bench.py external --scenarios small --rounds 3 --steps 1000
 
 For each scenario (env=ma, random valid actions, episodes reset as they end) the same env
 steps in this process (`mobrl.external.mobile`, i.e. `UEAgentsEnv` as mobrl trains it without
@@ -23,6 +23,8 @@ import time
 from typing import Any
 
 import numpy as np
+
+from benchmarks.report import Report
 
 
 def _serve(scenario: str) -> tuple[subprocess.Popen, str]:
@@ -90,22 +92,26 @@ def bench(scenario: str, rounds: int, steps: int) -> list[tuple[str, str, float,
     return [(scenario, v.name, statistics.median(v.rates), base) for v in variants]
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--scenarios", nargs="+", default=["small", "large"])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--steps", type=int, default=2000, help="steps per variant per round")
-    args = parser.parse_args()
+
+
+def run(args: argparse.Namespace, report: Report) -> None:
     rows = []
     for scenario in args.scenarios:
-        rows += bench(scenario, args.rounds, args.steps)
-    print(f"\n{args.rounds} rounds of {args.steps} steps per variant (median round), env=ma\n")
-    print("| scenario | path | steps/s | vs in process | µs/step over in process |")
-    print("|---|---|---:|---:|---:|")
-    for scenario, name, rate, base in rows:
-        extra = "" if name == "in process" else f"{1e6 / rate - 1e6 / base:.0f}"
-        print(f"| {scenario} | {name} | {rate:,.0f} | {rate / base:.2f} | {extra} |")
-
-
-if __name__ == "__main__":
-    main()
+        got = bench(scenario, args.rounds, args.steps)
+        rows += got
+        rates = ", ".join(f"{name} {rate:,.0f}" for _, name, rate, _ in got)
+        print(f"{scenario}: {rates} steps/s", flush=True)
+    report.table(
+        f"{args.rounds} rounds of {args.steps} steps per variant (median round), env=ma",
+        ["scenario", "path", "steps/s", "vs in process", "µs/step over in process"],
+        [
+            [scenario, name, rate, rate / base,
+             None if name == "in process" else 1e6 / rate - 1e6 / base]
+            for scenario, name, rate, base in rows
+        ],
+        formats={"steps/s": ",.0f", "vs in process": ".2f", "µs/step over in process": ".0f"},
+    )  # fmt: skip

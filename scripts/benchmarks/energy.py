@@ -7,7 +7,7 @@ cells a rule (`all_on` by default; `--rule idle_off` for city_energy's 300 steps
 `--loads`, each layout's busy-hour load instead: the median over cells of each cell's mean
 load at 22:00 (every UE present, every station on, UEs by greedy), over a few episodes.
 
-    python scripts/bench_energy.py [--scenarios uma19_energy,umi_dense_energy,city_energy]
+    python scripts/bench.py energy [--scenarios uma19_energy,umi_dense_energy,city_energy]
                                    [--rule all_on] [--seconds 3] [--rounds 3] [--loads]
 """
 
@@ -19,6 +19,7 @@ import time
 
 import numpy as np
 
+from benchmarks.report import Report
 from mobrl import scenarios
 from mobrl.evaluation.policies import make_baseline
 from mobrl.scenarios.kinds.mobile import make_mobile_core
@@ -54,10 +55,8 @@ def play(core, rule, seconds: float, seed: int) -> float:
     return steps / (time.perf_counter() - start)
 
 
-def speed(names: list[str], rule_name: str, seconds: float, rounds: int) -> None:
-    print(
-        f"{'layout':18} {'with sections':>14} {'without':>10} {'ratio':>7}  (steps/s, {rule_name})"
-    )
+def speed(report: Report, names: list[str], rule_name: str, seconds: float, rounds: int) -> None:
+    rows = []
     for name in names:
         cores = {plain: core_of(name, plain) for plain in (False, True)}
         rules = {False: make_baseline(rule_name), True: make_baseline("greedy")}
@@ -66,40 +65,54 @@ def speed(names: list[str], rule_name: str, seconds: float, rounds: int) -> None
             for plain in (False, True):
                 got[plain].append(play(cores[plain], rules[plain], seconds, 100 * r))
         on, off = statistics.median(got[False]), statistics.median(got[True])
-        print(f"{name:18} {on:14.0f} {off:10.0f} {off / on:7.2f}x")
+        rows.append([name, on, off, off / on])
+        print(f"{name}: {on:.0f} steps/s with the sections, {off:.0f} without", flush=True)
+    report.table(
+        f"steps/s with the energy sections and without ({rule_name}; median of {rounds} "
+        "alternating rounds)",
+        ["layout", "with sections", "without", "ratio"],
+        rows,
+        note="ratio: steps/s without the power and traffic sections over steps/s with them",
+        formats={"with sections": ".0f", "without": ".0f", "ratio": "{:.2f}x"},
+    )
 
 
-def loads(names: list[str], episodes: int = 3) -> None:
+def loads(report: Report, names: list[str], episodes: int = 3) -> None:
     greedy = make_baseline("all_on")
+    rows = []
     for name in names:
         core = core_of(name, False, hour=22.0)
         medians = []
         for seed in range(episodes):
             greedy.reset(seed)
             core.reset(seed=seed)
-            rows, done = [], False
+            per_step, done = [], False
             while not done:
                 _, done = core.step_arrays(greedy.station_actions(core))
-                rows.append(core.cell_loads())
-            medians.append(float(np.median(np.mean(rows[10:], axis=0))))
+                per_step.append(core.cell_loads())
+            medians.append(float(np.median(np.mean(per_step[10:], axis=0))))
+        rows.append([name, float(np.mean(medians)), ", ".join(f"{m:.2f}" for m in medians)])
         print(f"{name:18} busy-hour median cell load {np.mean(medians):.2f} "
-              f"(episodes: {', '.join(f'{m:.2f}' for m in medians)})")  # fmt: skip
+              f"(episodes: {', '.join(f'{m:.2f}' for m in medians)})", flush=True)  # fmt: skip
+    report.table(
+        f"busy-hour (22:00) median cell load, mean of {episodes} episodes",
+        ["layout", "median cell load", "episodes"],
+        rows,
+        formats={"median cell load": ".2f"},
+    )
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--scenarios", default="uma19_energy,umi_dense_energy,city_energy")
     parser.add_argument("--rule", default="all_on")
     parser.add_argument("--seconds", type=float, default=3.0)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--loads", action="store_true")
-    args = parser.parse_args()
+
+
+def run(args: argparse.Namespace, report: Report) -> None:
     names = args.scenarios.split(",")
     if args.loads:
-        loads(names)
+        loads(report, names)
     else:
-        speed(names, args.rule, args.seconds, args.rounds)
-
-
-if __name__ == "__main__":
-    main()
+        speed(report, names, args.rule, args.seconds, args.rounds)

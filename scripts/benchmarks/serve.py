@@ -1,11 +1,11 @@
 """Load on `mobrl serve`: a 30-UE `POST /v1/act` (zoo:large's observations of the large
 layout, 30 UEs) at 1, 16 and 64 concurrent clients, each client one keep-alive connection
 sending its next request when the last is answered. Per level: throughput, UE decisions per
-second, p50/p99 latency and errors, as a Markdown table.
+second, p50/p99 latency and errors, as a table.
 
-    python scripts/bench_serve.py [--requests 10000] [--time-limit 10] [--clients 1,16,64]
+    python scripts/bench.py serve [--requests 10000] [--time-limit 10] [--clients 1,16,64]
 
-Bounded and local: the script starts its own server on 127.0.0.1 (`--port 0`), sends at most
+Bounded and local: the benchmark starts its own server on 127.0.0.1 (`--port 0`), sends at most
 `--requests` requests per level and stops a level after `--time-limit` seconds, then stops the
 server with SIGTERM (killing it if it has not left within 5 s). The load generator (one
 asyncio process, raw HTTP/1.1) shares the machine's cores with the server.
@@ -27,6 +27,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import numpy as np
+
+from benchmarks.report import Report
 
 START_S = 60.0
 
@@ -119,15 +121,15 @@ async def level(host: str, port: int, body: bytes, clients: int, requests: int, 
     return out, time.perf_counter() - start
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--checkpoint", default="zoo:large")
     parser.add_argument("--requests", type=int, default=10_000, help="at most, per level")
     parser.add_argument("--time-limit", type=float, default=10.0, help="seconds per level")
     parser.add_argument("--clients", default="1,16,64")
     parser.add_argument("--ues", type=int, default=30)
-    args = parser.parse_args()
 
+
+def run(args: argparse.Namespace, report: Report) -> None:
     body = request_body(args.ues)
     rows = []
     with server(args.checkpoint) as (host, port):
@@ -139,20 +141,16 @@ def main() -> None:
             lat = np.array(out["latency"]) * 1000
             done = len(lat)
             rows.append(
-                f"| {clients} | {done:,} | {out['errors']} | {done / wall:,.0f} | "
-                f"{done * args.ues / wall:,.0f} | {np.percentile(lat, 50):.2f} | "
-                f"{np.percentile(lat, 99):.2f} | {wall:.1f} |"
-            )
-    print(
+                [clients, done, out["errors"], done / wall, done * args.ues / wall,
+                 float(np.percentile(lat, 50)), float(np.percentile(lat, 99)), wall]
+            )  # fmt: skip
+            print(f"{clients} clients: {done / wall:,.0f} requests/s", flush=True)
+    report.table(
         f"`mobrl serve --checkpoint {args.checkpoint}`, {args.ues}-UE `POST /v1/act` "
-        f"({len(body):,} bytes), {os.cpu_count()} cores shared with the load generator\n"
-    )
-    print(
-        "| clients | requests | errors | requests/s | UE decisions/s | p50 ms | p99 ms | wall s |"
-    )
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|")
-    print("\n".join(rows))
-
-
-if __name__ == "__main__":
-    main()
+        f"({len(body):,} bytes), {os.cpu_count()} cores shared with the load generator",
+        ["clients", "requests", "errors", "requests/s", "UE decisions/s", "p50 ms", "p99 ms",
+         "wall s"],
+        rows,
+        formats={"requests/s": ",.0f", "UE decisions/s": ",.0f", "p50 ms": ".2f", "p99 ms": ".2f",
+                 "wall s": ".1f"},
+    )  # fmt: skip

@@ -6,10 +6,10 @@ three links) and, at each state, every active UE's every single toggle and its l
 links are scored twice: by `mobrl.network.service.column_changes` (each change rescored on the
 components of stations and UEs it can move, `mobrl.radio.local`) and as whole link sets (the
 radio model's arithmetic on the full (station, UE) arrays, a sample of them: `--whole N`).
-Prints per state the candidates, the share that switch a station on or off, both times per
+Records per state the candidates, the share that switch a station on or off, both times per
 candidate, their ratio and the largest difference of the summed utility's change. Usage:
 
-    python scripts/bench_local.py [--layout city_interference] [--steps 4] [--whole 300]
+    python scripts/bench.py local [--layout city_interference] [--steps 4] [--whole 300]
 """
 
 from __future__ import annotations
@@ -18,6 +18,8 @@ import argparse
 import time
 
 import numpy as np
+
+from benchmarks.report import Report
 
 
 def candidates(state) -> tuple[np.ndarray, np.ndarray]:
@@ -48,12 +50,13 @@ def random_actions(state, rng: np.random.Generator) -> np.ndarray:
     return act
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--layout", default="city_interference")
     parser.add_argument("--steps", type=int, default=4)
     parser.add_argument("--whole", type=int, default=300, help="link sets scored whole per state")
-    args = parser.parse_args()
+
+
+def run(args: argparse.Namespace, report: Report) -> None:
     from mobrl.network.service import column_changes, link_state
     from mobrl.radio.local import keeps_powers
     from mobrl.scenarios.kinds.mobile import make_mobile_core
@@ -61,10 +64,7 @@ def main() -> None:
     core = make_mobile_core(args.layout, "central", "fast", {"seed": 0})
     core.reset()
     rng = np.random.default_rng(3)
-    print(f"{args.layout}: every UE's every single toggle and its leave-all, per state\n")
-    print("| step | links up | candidates | switch a station | local ms/cand | whole ms/cand |"
-          " ratio | max diff |")  # fmt: skip
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|")
+    rows = []
     _warm_up(link_state(core))
     for step in range(args.steps):
         state = link_state(core)
@@ -79,13 +79,21 @@ def main() -> None:
         whole = state.utility_sum(sets) - state.utility_sum(state.conn)
         whole_t = (time.perf_counter() - start) / len(sub)
         switch = 1.0 - keeps_powers(state.radio, state.conn, ues, cols).mean()
-        print(
-            f"| {step} | {int(state.conn.sum())} | {len(ues)} | {100 * switch:.0f} % | "
-            f"{1e3 * local:.4f} | {1e3 * whole_t:.3f} | {whole_t / local:.0f}× | "
-            f"{np.abs(whole - total[sub]).max():.1e} |",
-            flush=True,
-        )
+        rows.append(
+            [step, int(state.conn.sum()), len(ues), 100 * float(switch), 1e3 * local,
+             1e3 * whole_t, whole_t / local, float(np.abs(whole - total[sub]).max())]
+        )  # fmt: skip
+        print(f"step {step}: {len(ues)} candidates, local {1e3 * local:.4f} ms, "
+              f"whole {1e3 * whole_t:.3f} ms per candidate", flush=True)  # fmt: skip
         core.step(random_actions(state, rng))
+    report.table(
+        f"{args.layout}: every UE's every single toggle and its leave-all, per state",
+        ["step", "links up", "candidates", "switch a station %", "local ms/cand",
+         "whole ms/cand", "ratio", "max diff"],
+        rows,
+        formats={"switch a station %": ".0f", "local ms/cand": ".4f", "whole ms/cand": ".3f",
+                 "ratio": "{:.0f}×", "max diff": ".1e"},
+    )  # fmt: skip
 
 
 def _warm_up(state) -> None:
@@ -102,7 +110,3 @@ def _warm_up(state) -> None:
     cols[0, b] = True  # another UE joins the station in use
     cols[1, [b, idle[0]] if idle.size else b] = True  # the UE adds an idle station
     column_changes(state, conn, np.array([others[-1], ue]), cols)
-
-
-if __name__ == "__main__":
-    main()

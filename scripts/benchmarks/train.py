@@ -23,10 +23,10 @@ the table and the JSON put beside the measurement); further targets are levels t
 Targets that name a baseline (`greedy`) are that baseline's mean return over seeds 0-29,
 computed at the start with `mobrl baselines`' rollouts. Usage:
 
-    python scripts/bench_train.py [--tasks cartpole,small-ma,medium-ma,small-central]
+    python scripts/bench.py train [--tasks cartpole,small-ma,medium-ma,small-central]
                                   [--contenders mobrl,mobrl-zoo3,rllib,sb3,sb3-mobrl]
                                   [--limit 600]
-                                  [--out bench_train.json] [--quick]
+                                  [--out rows.json] [--quick]
 
 `--quick` runs CartPole only, to a return of 150 within 60 s per contender: a check that the
 bench still works (CI runs it), not a measurement.
@@ -43,6 +43,10 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from benchmarks.report import Report
+
+SCRIPTS = Path(__file__).resolve().parents[1]
 
 #: RLlib's and mobrl's training return averages this many of the last episodes; SB3's check too
 WINDOW = 20
@@ -312,16 +316,40 @@ def _sb3_worker(task: Task, on_mobrl: bool, record) -> None:
     model.learn(total_timesteps=budget, callback=StopAtGoal())
 
 
+#: a fresh Python running `worker_main(ARGS)` of this module (found through scripts/)
+WORKER = [
+    sys.executable,
+    "-c",
+    "import sys; sys.path.insert(0, sys.argv[1]); from benchmarks.train import worker_main; "
+    "worker_main(sys.argv[2:])",
+    str(SCRIPTS),
+]
+
+
+def worker_main(argv: list[str]) -> None:
+    """One contender's process: `--worker KIND --task T --goal G --limit S --t0 T0
+    --worker-out FILE` (what `run_worker` passes)."""
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--worker", required=True)
+    parser.add_argument("--task", required=True)
+    parser.add_argument("--goal", type=float, required=True)
+    parser.add_argument("--limit", type=float, required=True)
+    parser.add_argument("--t0", type=float, required=True)
+    parser.add_argument("--worker-out", type=Path, required=True)
+    args = parser.parse_args(argv)
+    worker(args.worker, args.task, args.goal, args.limit, args.t0, args.worker_out)
+
+
 def run_worker(kind: str, task: str, goal: float, limit: float, workdir: Path) -> list[dict]:
     out = workdir / f"{kind}.jsonl"
     t0 = time.time()
-    cmd = [sys.executable, __file__, "--worker", kind, "--task", task, "--goal", str(goal)]
+    cmd = [*WORKER, "--worker", kind, "--task", task, "--goal", str(goal)]
     cmd += ["--limit", str(limit), "--t0", str(t0), "--worker-out", str(out)]
     env = {**os.environ, "PYTHONWARNINGS": "ignore", "RAY_DEDUP_LOGS": "1"}
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=limit + 300, env=env)
     if done.returncode != 0:
         errors = [line for line in done.stderr.splitlines() if "Error" in line] or ["?"]
-        print(f"  {kind} failed (exit {done.returncode}): {errors[-1][:200]}")
+        print(f"  {kind} failed (exit {done.returncode}): {errors[-1][:200]}", flush=True)
     if not out.is_file():
         return []
     return [json.loads(line) for line in out.read_text().splitlines()]
@@ -345,51 +373,44 @@ def time_to(rows: list[dict], target: float) -> tuple[float | None, int | None]:
     return None, None
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tasks", default="cartpole,small-ma,medium-ma,small-central")
     parser.add_argument("--contenders", default="mobrl,mobrl-zoo3,rllib,sb3,sb3-mobrl")
     parser.add_argument("--limit", type=float, default=600.0, help="seconds per contender")
     parser.add_argument("--out", type=Path, default=None, help="write the results as JSON")
     parser.add_argument("--quick", action="store_true", help="CartPole to 150, 60 s each: a check")
-    parser.add_argument("--worker", help=argparse.SUPPRESS)
-    parser.add_argument("--task", help=argparse.SUPPRESS)
-    parser.add_argument("--goal", type=float, help=argparse.SUPPRESS)
-    parser.add_argument("--t0", type=float, help=argparse.SUPPRESS)
-    parser.add_argument("--worker-out", type=Path, help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    if args.worker:
-        worker(args.worker, args.task, args.goal, args.limit, args.t0, args.worker_out)
-        return
+
+
+def run(args: argparse.Namespace, report: Report) -> None:
     targets = None
     if args.quick:
         args.tasks, args.limit, targets = "cartpole", 60.0, [150.0]
     contenders = [
         c for c in args.contenders.split(",") if c not in ("sb3", "sb3-mobrl") or _has_sb3()
     ]
-    bench(args.tasks.split(","), contenders, args.limit, args.out, targets)
+    bench(report, args.tasks.split(","), contenders, args.limit, args.out, targets)
 
 
 def _has_sb3() -> bool:
     import importlib.util
 
     if importlib.util.find_spec("stable_baselines3") is None:
-        print('Stable-Baselines3 is not installed (pip install -e ".[bench]"): skipping it')
+        print(
+            'Stable-Baselines3 is not installed (pip install -e ".[bench]"): skipping it',
+            flush=True,
+        )
         return False
     return True
 
 
 def bench(
+    report: Report,
     tasks: list[str],
     contenders: list[str],
     limit: float,
     out: Path | None,
     targets_override: list[float] | None = None,
 ) -> list[dict]:
-    from rich.console import Console
-    from rich.table import Table
-
-    console = Console()
     results = []
     for name in tasks:
         task = TASKS[name]
@@ -403,7 +424,7 @@ def bench(
         goal = max(targets)
         for kind in [c for c in contenders if c in task.contenders]:
             with tempfile.TemporaryDirectory(prefix=f"bench_{name}_{kind}_") as tmp:
-                console.print(f"{name}: {kind} (up to {limit:.0f} s) ...", highlight=False)
+                print(f"{name}: {kind} (up to {limit:.0f} s) ...", flush=True)
                 if kind.startswith("mobrl"):
                     extra = zoo_cartpole_overrides() if kind == "mobrl-zoo3" else []
                     rows = run_mobrl(task, goal, limit, time.time(), Path(tmp), extra)
@@ -430,13 +451,10 @@ def bench(
                         ),
                     }
                 )
-    table = Table(title=f"seconds to a training return (limit {limit:.0f} s per run)")
     # wall: seconds to the target; first: seconds to the first result; s/1k: seconds per
     # 1,000 env steps after it; ×: wall against mobrl's
     # preset: the budget the preset states for its own target (env steps, seconds)
-    columns = ("task", "target", "preset", "contender", "wall", "steps", "best", "first", "s/1k")
-    for col in (*columns, "×"):
-        table.add_column(col, justify="left" if col in ("task", "contender") else "right")
+    rows = []
     for row in results:
         ours = next(
             (
@@ -448,26 +466,37 @@ def bench(
             ),
             None,
         )
-        ratio = f"{row['wall_s'] / ours:.1f}×" if row["wall_s"] and ours else "-"
         target = row["target_label"]
-        if target == "greedy":
-            target = f"greedy ({row['target']:.1f})"
-        table.add_row(
-            row["task"],
-            target,
-            _budget(row["preset_within"]),
-            row["contender"],
-            f"{row['wall_s']:.0f}" if row["wall_s"] is not None else f"> {limit:.0f}",
-            str(int(row["env_steps"])) if row["env_steps"] is not None else "-",
-            f"{row['best_return']:.1f}" if row["best_return"] is not None else "-",
-            f"{row['first_result_s']:.1f}" if row["first_result_s"] is not None else "-",
-            f"{row['s_per_1k_steps']:.2f}" if row["s_per_1k_steps"] is not None else "-",
-            ratio,
+        target = f"greedy ({row['target']:.1f})" if target == "greedy" else row["target"]
+        rows.append(
+            [
+                row["task"],
+                target,
+                _budget(row["preset_within"]),
+                row["contender"],
+                row["wall_s"],
+                int(row["env_steps"]) if row["env_steps"] is not None else None,
+                row["best_return"],
+                row["first_result_s"],
+                row["s_per_1k_steps"],
+                row["wall_s"] / ours if row["wall_s"] and ours else None,
+            ]
         )
-    console.print(table)
+    report.table(
+        f"seconds to a training return (limit {limit:.0f} s per run)",
+        ["task", "target", "preset", "contender", "wall", "steps", "best", "first", "s/1k", "×"],
+        rows,
+        note=(
+            f"wall: seconds to the target ('-': not reached within {limit:.0f} s); first: seconds "
+            "to the first result; s/1k: seconds per 1,000 env steps after it; ×: wall against "
+            "mobrl's; preset: the budget the preset states for its own target"
+        ),
+        formats={"target": "g", "wall": ".0f", "steps": "d", "best": ".1f", "first": ".1f",
+                 "s/1k": ".2f", "×": "{:.1f}×"},
+    )  # fmt: skip
     if out is not None:
         out.write_text(json.dumps(results, indent=1))
-        console.print(f"results: {out}")
+        print(f"results: {out}", flush=True)
     return results
 
 
@@ -480,7 +509,3 @@ def _budget(within: dict | None) -> str:
     if within.get("seconds") is not None:
         parts.append(f"{within['seconds']:g} s")
     return ", ".join(parts) or "-"
-
-
-if __name__ == "__main__":
-    main()

@@ -5,7 +5,7 @@ alternating rounds: reference, this checkout, reference, ... so that both see th
 the same state. The reference is a git worktree of `--ref` in a temporary directory, put first
 on PYTHONPATH. Usage:
 
-    python scripts/bench_evaluate.py [--ref COMMIT] [--checkpoint zoo:small] [--episodes 100]
+    python scripts/bench.py evaluate [--ref COMMIT] [--checkpoint zoo:small] [--episodes 100]
                                      [--rounds 2]
 
 `--checkpoint` also takes a run dir or checkpoint of `mobrl train`.
@@ -24,7 +24,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from benchmarks.report import Report
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def timed(argv: list[str], source: Path | None, workdir: Path) -> float:
@@ -62,36 +64,33 @@ def sources_of(tmp: Path, ref: str | None) -> Iterator[dict[str, Path | None]]:
         )
 
 
-def print_medians(
-    title: str, times: dict[tuple[str, str], list[float]], sources: list[str]
+def record_medians(
+    report: Report, title: str, times: dict[tuple[str, str], list[float]], sources: list[str]
 ) -> None:
     """A table of median seconds per command and source, and ref / this with two sources."""
-    from rich.console import Console
-    from rich.table import Table
-
-    table = Table(title=title)
-    table.add_column("command")
-    for name in sources:
-        table.add_column(name, justify="right")
+    columns = ["command", *sources]
     if len(sources) == 2:
-        table.add_column("ref / this", justify="right")
+        columns.append("ref / this")
+    rows = []
     for label in dict.fromkeys(label for label, _ in times):
         medians = [statistics.median(times[label, name]) for name in sources]
-        cells = [f"{m:.1f}" for m in medians]
+        cells: list = [label, *medians]
         if len(sources) == 2:
-            cells.append(f"{medians[0] / medians[1]:.2f}×")
-        table.add_row(label, *cells)
-    Console().print(table)
+            cells.append(medians[0] / medians[1])
+        rows.append(cells)
+    report.table(
+        title, columns, rows, formats={**{name: ".1f" for name in sources}, "ref / this": "{:.2f}×"}
+    )
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ref", help="commit to compare with (default: this checkout only)")
     parser.add_argument("--checkpoint", default="zoo:small")
     parser.add_argument("--episodes", type=int, default=100)
     parser.add_argument("--rounds", type=int, default=2)
-    args = parser.parse_args()
 
+
+def run(args: argparse.Namespace, report: Report) -> None:
     with tempfile.TemporaryDirectory(prefix="mobrl-bench-") as tmp:
         tmp = Path(tmp)
         checkpoint = args.checkpoint
@@ -127,8 +126,4 @@ def main() -> None:
                         seconds = timed(argv, source, tmp)
                         times.setdefault((label, name), []).append(seconds)
                         print(f"{label} [{name}]: {seconds:.1f} s", flush=True)
-    print_medians(f"wall time, median of {args.rounds} rounds (s)", times, list(sources))
-
-
-if __name__ == "__main__":
-    main()
+    record_medians(report, f"wall time, median of {args.rounds} rounds (s)", times, list(sources))

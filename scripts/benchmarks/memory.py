@@ -1,6 +1,6 @@
 """Peak memory of `mobrl evaluate`/`mobrl baselines` against --episodes (Linux: reads /proc).
 
-    python scripts/bench_memory.py --episodes 100,100000
+    python scripts/bench.py memory --episodes 100,100000
 
 Runs `mobrl baselines` once per episode count and samples the resident memory of the whole
 process tree (the command and its worker processes) every 0.2 s. Memory should not grow with
@@ -15,6 +15,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from benchmarks.report import Report
 
 
 def _tree_rss(root: int) -> tuple[int, int]:
@@ -67,28 +69,30 @@ def measure(episodes: int, scenario: str, baselines: str, workers: int | None) -
     }
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--episodes", default="100,100000")
     parser.add_argument("--scenario", default="small")
     parser.add_argument("--baselines", default="greedy")
     parser.add_argument("--workers", type=int, default=None)
-    args = parser.parse_args()
+
+
+def run(args: argparse.Namespace, report: Report) -> None:
     if not Path("/proc/self/status").exists():
-        raise SystemExit("bench_memory reads /proc: run it on Linux.")
-    rows = [measure(int(n), args.scenario, args.baselines, args.workers)
-            for n in args.episodes.split(",")]  # fmt: skip
-    print(f"{'episodes':>10} {'wall s':>8} {'tree MiB':>9} {'largest MiB':>12} {'csv MiB':>8}")
-    for r in rows:
-        print(f"{r['episodes']:>10} {r['wall_s']:>8.1f} {r['peak_tree_mib']:>9.0f} "
-              f"{r['peak_process_mib']:>12.0f} {r['csv_mib']:>8.1f}")  # fmt: skip
+        raise SystemExit("the memory benchmark reads /proc: run it on Linux.")
+    os.environ.setdefault("PYTHONUNBUFFERED", "1")
+    rows = []
+    for n in args.episodes.split(","):
+        rows.append(measure(int(n), args.scenario, args.baselines, args.workers))
+        print(f"{n} episodes: peak tree {rows[-1]['peak_tree_mib']:.0f} MiB", flush=True)
+    report.table(
+        f"`mobrl baselines scenario={args.scenario} --baselines {args.baselines}`: peak memory",
+        ["episodes", "wall s", "tree MiB", "largest MiB", "csv MiB"],
+        [[r["episodes"], r["wall_s"], r["peak_tree_mib"], r["peak_process_mib"], r["csv_mib"]]
+         for r in rows],
+        formats={"wall s": ".1f", "tree MiB": ".0f", "largest MiB": ".0f", "csv MiB": ".1f"},
+    )  # fmt: skip
     first, last = rows[0], rows[-1]
-    print(
+    report.line(
         f"peak tree memory, {last['episodes']} vs {first['episodes']} episodes: "
         f"x{last['peak_tree_mib'] / first['peak_tree_mib']:.2f}"
     )
-
-
-if __name__ == "__main__":
-    os.environ.setdefault("PYTHONUNBUFFERED", "1")
-    main()

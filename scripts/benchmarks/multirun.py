@@ -1,10 +1,10 @@
 """Wall time of a Hydra multirun of smoke jobs: one after another (Hydra's basic launcher) vs
 side by side (`hydra/launcher=joblib`, the jobs sharing one Ray), in alternating rounds.
 
-    python scripts/bench_multirun.py [--jobs 4] [--rounds 1] [--runners 0] [OVERRIDE ...]
+    python scripts/bench.py multirun [--jobs 4] [--rounds 1] [--runners 0] [OVERRIDE ...]
 
 `--runners` sets run.resources.num_env_runners of every job (a trial holds 1 + runners CPUs:
-with 0, two trials fit 2 cores at once). Prints each time and the ratio parallel / sequential.
+with 0, two trials fit 2 cores at once). Records each time and the ratio parallel / sequential.
 """
 
 from __future__ import annotations
@@ -16,6 +16,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from benchmarks.report import Report
 
 
 def timed(overrides: list[str], workdir: Path) -> float:
@@ -39,13 +41,14 @@ def overrides_jobs(overrides: list[str]) -> int:
     return len(seeds.split("=", 1)[1].split(","))
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--jobs", type=int, default=4)
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--runners", type=int, default=0)
     parser.add_argument("overrides", nargs="*")
-    args = parser.parse_args()
+
+
+def run(args: argparse.Namespace, report: Report) -> None:
     common = [
         "run=smoke",
         "run.seed=" + ",".join(str(s) for s in range(args.jobs)),
@@ -60,10 +63,13 @@ def main() -> None:
                 times[name].append(seconds)
                 print(f"{name:>10}: {seconds:6.1f} s", flush=True)
     seq, par = statistics.median(times["sequential"]), statistics.median(times["joblib"])
-    print(
+    report.table(
+        f"{args.jobs} jobs, {args.runners} env runners each: wall seconds (median of "
+        f"{args.rounds} rounds)",
+        ["launcher", "wall s"],
+        [["sequential", seq], ["joblib", par]],
+        formats={"wall s": ".1f"},
+    )
+    report.line(
         f"{args.jobs} jobs, {args.runners} env runners each: joblib / sequential = {par / seq:.2f}"
     )
-
-
-if __name__ == "__main__":
-    main()

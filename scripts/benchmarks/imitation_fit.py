@@ -5,7 +5,7 @@ thread (`dagger` fits on one: `one_torch_thread`), each with and without a busy 
 another core (what Ray's processes or the env are on a 2-core machine). Ratios measured in one
 run; read the milliseconds as orders of magnitude. Usage:
 
-    python scripts/bench_imitation_fit.py [--updates 1000] [--obs 30] [--hidden 64,64]
+    python scripts/bench.py imitation_fit [--updates 1000] [--obs 30] [--hidden 64,64]
 """
 
 from __future__ import annotations
@@ -16,6 +16,8 @@ import time
 from typing import Any
 
 import numpy as np
+
+from benchmarks.report import Report
 
 
 def busy(stop: Any) -> None:
@@ -54,16 +56,17 @@ class ForwardTrain:
         return self.m.forward_train({Columns.OBS: x})[Columns.ACTION_DIST_INPUTS]
 
 
-def main() -> None:
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--updates", type=int, default=1000)
+    parser.add_argument("--obs", type=int, default=30)
+    parser.add_argument("--hidden", default="64,64")
+
+
+def run(args: argparse.Namespace, report: Report) -> None:
     import torch
 
     from mobrl.training.imitation import ModuleLogits, fit
 
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--updates", type=int, default=1000)
-    parser.add_argument("--obs", type=int, default=30)
-    parser.add_argument("--hidden", default="64,64")
-    args = parser.parse_args()
     hidden = [int(h) for h in args.hidden.split(",")]
     rng = np.random.default_rng(0)
     x = rng.normal(size=(100_000, args.obs)).astype(np.float32)
@@ -71,7 +74,7 @@ def main() -> None:
     m = module(args.obs, hidden)
     every = torch.get_num_threads()
     fit(ModuleLogits(m), x, y, 100)  # warm-up: the first minibatches pay torch's start-up
-    print("| other core | torch threads | path | ms per minibatch |\n|---|---:|---|---:|")
+    rows = []
     for loaded in (False, True):
         stop = mp.Event()
         other = mp.Process(target=busy, args=(stop,)) if loaded else None
@@ -85,13 +88,17 @@ def main() -> None:
                     start = time.perf_counter()
                     fit(net, x, y, args.updates)
                     ms = (time.perf_counter() - start) / args.updates * 1e3
-                    print(f"| {'busy' if loaded else 'idle'} | {threads} | {name} | {ms:.2f} |")
+                    rows.append(["busy" if loaded else "idle", threads, name, ms])
+                    print(f"{'busy' if loaded else 'idle'}, {threads} threads, {name}: "
+                          f"{ms:.2f} ms", flush=True)  # fmt: skip
         finally:
             if other is not None:
                 stop.set()
                 other.join()
     torch.set_num_threads(every)
-
-
-if __name__ == "__main__":
-    main()
+    report.table(
+        f"a fit's minibatch (256 rows, {args.updates} updates; obs {args.obs}, hidden {args.hidden})",
+        ["other core", "torch threads", "path", "ms per minibatch"],
+        rows,
+        formats={"ms per minibatch": ".2f"},
+    )

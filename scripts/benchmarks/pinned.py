@@ -4,7 +4,7 @@ worktree of PIN, in alternating rounds in one run. Each round times the command 
 `--episodes N` and with `--episodes 2` and takes the difference, so start-up and set-up drop
 out; the ratio is this checkout's time per step over PIN's.
 
-    python scripts/bench_pinned.py [--pin 4af711e] [--scenario city] [--episodes 10]
+    python scripts/bench.py pinned [--pin 4af711e] [--scenario city] [--episodes 10]
                                    [--rounds 3]
 
 PIN is checked out once into a worktree under the system's temp dir (kept for the next
@@ -25,7 +25,9 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+from benchmarks.report import Report
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 def worktree(pin: str) -> Path:
@@ -55,13 +57,14 @@ def timed(root: Path | None, scenario: str, episodes: int, out: Path) -> float:
     return time.perf_counter() - start
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--pin", default="4af711e")
     parser.add_argument("--scenario", default="city")
     parser.add_argument("--episodes", type=int, default=10)
     parser.add_argument("--rounds", type=int, default=3)
-    args = parser.parse_args()
+
+
+def run(args: argparse.Namespace, report: Report) -> None:
     pinned = worktree(args.pin)
     work = Path(tempfile.mkdtemp(prefix="mobrl-bench-"))
     if args.scenario.endswith(".yaml"):  # a layout file: found in ./scenarios/ by both
@@ -76,13 +79,13 @@ def main() -> None:
             full = timed(root, args.scenario, args.episodes, out)
             short = timed(root, args.scenario, 2, out)
             per_step[name].append((full - short) / steps)
+            print(f"{name}: {steps / (full - short):.0f} env steps/s", flush=True)
     this, old = (statistics.median(per_step[k]) for k in ("this", args.pin))
-    print(f"{args.scenario}, greedy, {args.episodes} - 2 episodes, {args.rounds} rounds:")
-    print(f"  this checkout {1 / this:7.0f} env steps/s")
-    print(f"  {args.pin:13} {1 / old:7.0f} env steps/s")
-    print(f"  time per step, this / {args.pin}: {this / old:.2f}x")
+    report.table(
+        f"{args.scenario}, greedy, {args.episodes} - 2 episodes, {args.rounds} rounds",
+        ["checkout", "env steps/s"],
+        [["this checkout", 1 / this], [args.pin, 1 / old]],
+        formats={"env steps/s": ".0f"},
+    )
+    report.line(f"time per step, this / {args.pin}: {this / old:.2f}x")
     shutil.rmtree(work, ignore_errors=True)
-
-
-if __name__ == "__main__":
-    main()

@@ -2,13 +2,13 @@
 
 Per layout, each rule plays the same held-out episodes (seeds S, S+1, ..., as `mobrl
 baselines --seed S` plays them; default S = 0) one after the other in one process, in `env=ma`
-with mobile-env's observations (the env of `mobrl baselines scenario=LAYOUT`). Printed as a
-Markdown table: mean UE utility − greedy (paired by seed: mean ± 95 % Student-t CI), the
+with mobile-env's observations (the env of `mobrl baselines scenario=LAYOUT`). Recorded as a
+table: mean UE utility − greedy (paired by seed: mean ± 95 % Student-t CI), the
 connected fraction of UE-steps and the 5th-percentile UE utility (means over episodes), and
 the rule's own time per step (its `act`, the env's step not included; on a shared machine
 read them as an order of magnitude). Usage:
 
-    python scripts/bench_baselines.py [--layouts small,medium,large,dense_urban,highway]
+    python scripts/bench.py baselines [--layouts small,medium,large,dense_urban,highway]
         [--episodes 50] [--seed 0]
         [--baselines greedy_fill,deepcomp_dynamic,deepcomp_dynamic_eps08,deepcomp_static,...]
 """
@@ -16,17 +16,14 @@ read them as an order of magnitude). Usage:
 from __future__ import annotations
 
 import argparse
-import sys
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from benchmarks.oracle import Timed, env_config
+from benchmarks.report import Report
 from mobrl.core import metrics as keys
 from mobrl.evaluation.baselines import FIELD_RULES
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_oracle import Timed, env_config  # noqa: E402
 
 RULES = ",".join([*FIELD_RULES, "full"])
 
@@ -62,30 +59,39 @@ def bench_layout(layout: str, names: list[str], seeds: range) -> list[dict[str, 
     return out
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--layouts", default="small,medium,large,dense_urban,highway")
     parser.add_argument("--episodes", type=int, default=50)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--baselines", default=RULES, help="rules besides greedy")
-    args = parser.parse_args()
+
+
+def run(args: argparse.Namespace, report: Report) -> None:
     names = [n for n in args.baselines.split(",") if n and n != "greedy"]
     seeds = range(args.seed, args.seed + args.episodes)
-    print(f"seeds {seeds.start}-{seeds.stop - 1}, paired; env=ma, env.obs=mobile\n")
-    print(
-        "| layout | baseline | mean UE utility | − greedy (± 95 % CI) | connected | "
-        "p5 UE utility | ms / step |"
-    )
-    print("|---|---|---:|---:|---:|---:|---:|")
+    rows = []
     for layout in args.layouts.split(","):
         for r in bench_layout(layout, names, seeds):
-            gap = "0" if r["policy"] == "greedy" else f"{r['gap']:+.4f} ± {r['half']:.4f}"
-            print(
-                f"| {r['layout']} | `{r['policy']}` | {r['utility']:+.3f} | {gap} | "
-                f"{r['connected']:.3f} | {r['p5']:+.3f} | {r['ms']:.2f} |",
-                flush=True,
+            rows.append(
+                {
+                    "layout": r["layout"],
+                    "baseline": r["policy"],
+                    "mean UE utility": r["utility"],
+                    "− greedy": 0.0 if r["policy"] == "greedy" else r["gap"],
+                    "± 95 % CI": r["half"],
+                    "connected": r["connected"],
+                    "p5 UE utility": r["p5"],
+                    "ms / step": r["ms"],
+                }
             )
-
-
-if __name__ == "__main__":
-    main()
+            print(f"{layout} {r['policy']}: − greedy {r['gap']:+.4f}", flush=True)
+    report.table(
+        f"every baseline against greedy, seeds {seeds.start}-{seeds.stop - 1} paired; "
+        "env=ma, env.obs=mobile",
+        ["layout", "baseline", "mean UE utility", "− greedy", "± 95 % CI", "connected",
+         "p5 UE utility", "ms / step"],
+        rows,
+        note="− greedy: mean UE utility minus greedy's, paired by seed (± the 95 % Student-t CI)",
+        formats={"mean UE utility": "+.3f", "− greedy": "+.4f", "± 95 % CI": ".4f",
+                 "connected": ".3f", "p5 UE utility": "+.3f", "ms / step": ".2f"},
+    )  # fmt: skip

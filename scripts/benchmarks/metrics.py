@@ -4,7 +4,7 @@ One env runner samples in alternating rounds with the callback attached and deta
 process, env, module and moment), so the ratio is not biased by two different runners; a
 stopwatch around the callback's hooks gives its share of sampling time directly. Usage:
 
-    python scripts/bench_metrics.py [--scenario small] [--mode ma] [--steps 2000] [--rounds 5]
+    python scripts/bench.py metrics [--scenario small] [--mode ma] [--steps 2000] [--rounds 5]
 """
 
 from __future__ import annotations
@@ -12,6 +12,8 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
+
+from benchmarks.report import Report
 
 
 class _Clock:
@@ -64,14 +66,14 @@ def make_runner(scenario: str, mode: str, metrics_on: bool):
     return Runner(config=algo_config)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--scenario", default="small")
     parser.add_argument("--mode", default="ma")
     parser.add_argument("--steps", type=int, default=2000)
     parser.add_argument("--rounds", type=int, default=8)
-    args = parser.parse_args()
 
+
+def run(args: argparse.Namespace, report: Report) -> None:
     runner = make_runner(args.scenario, args.mode, True)
     attached = list(runner._callbacks)
     rates: dict[str, list[float]] = {"off": [], "on": []}
@@ -89,13 +91,12 @@ def main() -> None:
             if name == "on":
                 on_seconds += elapsed
     off, on = statistics.median(rates["off"]), statistics.median(rates["on"])
-    print(f"scenario={args.scenario} env={args.mode}, {args.rounds} rounds of {args.steps} steps")
-    print(f"metrics off: {off:8.1f} env steps/s (median)")
-    print(f"metrics on:  {on:8.1f} env steps/s (median)")
-    print(f"on/off throughput ratio: {on / off:.3f} (slowdown {100 * (1 - on / off):.1f} %)")
     share = _Clock.seconds / on_seconds
-    print(f"time inside the metrics callback: {100 * share:.1f} % of sampling (stopwatch)")
-
-
-if __name__ == "__main__":
-    main()
+    report.table(
+        f"scenario={args.scenario} env={args.mode}, {args.rounds} rounds of {args.steps} steps",
+        ["metrics", "env steps/s (median)"],
+        [["off", off], ["on", on]],
+        formats={"env steps/s (median)": ".1f"},
+    )
+    report.line(f"on/off throughput ratio: {on / off:.3f} (slowdown {100 * (1 - on / off):.1f} %)")
+    report.line(f"time inside the metrics callback: {100 * share:.1f} % of sampling (stopwatch)")

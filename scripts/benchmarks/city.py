@@ -9,7 +9,7 @@ and every UE's observation rows after each step (what the UE-slot sampler reads)
 the same with `env.obs=topk_gain`. Peak memory:
 tracemalloc's peak of the env's arrays plus 5 steps of each, after the timing. Usage:
 
-    python scripts/bench_city.py [--scenarios large,city,metro] [--seconds 2] [--rounds 3]
+    python scripts/bench.py city [--scenarios large,city,metro] [--seconds 2] [--rounds 3]
                                  [--metrics]
 
 `--metrics` also records mobrl's per-step metrics each step (`netstats.EpisodeTracker`, as
@@ -19,7 +19,7 @@ With `--compare DIR` instead: the layouts' default path (dense below city scale)
 checkout and of the mobrl checkout at DIR (e.g. `git worktree add /tmp/prev HEAD~1`), one
 worker process each, rounds alternating between them:
 
-    python scripts/bench_city.py --compare /tmp/prev --scenarios small,medium,large
+    python scripts/bench.py city --compare /tmp/prev --scenarios small,medium,large
 """
 
 from __future__ import annotations
@@ -32,6 +32,13 @@ import subprocess
 import sys
 import time
 import tracemalloc
+from pathlib import Path
+
+from benchmarks.report import Report
+
+#: this checkout (mobrl's root) and its scripts/ folder
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPTS = ROOT / "scripts"
 
 #: (env.obs, the row's name): greedy actions alone, then with each slot observation
 OBSERVATIONS = (("mobile", "greedy"), ("topk", "topk"), ("topk_gain", "topk_gain"))
@@ -107,15 +114,9 @@ def peak_mb(scenario: str, obs: str, path: str | None, steps: int = 5) -> float:
     return peak / 2**20
 
 
-def bench(scenarios: list[str], seconds: float, rounds: int, metrics: bool) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
+def bench(report: Report, scenarios: list[str], seconds: float, rounds: int, metrics: bool) -> None:
     title = "fast engine, env steps/s" + (" with per-step metrics" if metrics else "")
-    table = Table(title=f"{title} (median of {rounds} alternating rounds)")
-    cols = ("scenario", "obs", "dense", "sparse", "sparse / dense", "peak MB dense", "sparse")
-    for col in cols:
-        table.add_column(col, justify="left" if col in ("scenario", "obs") else "right")
+    rows = []
     for scenario in scenarios:
         for obs, label in OBSERVATIONS:
             steppers = {}
@@ -130,19 +131,20 @@ def bench(scenarios: list[str], seconds: float, rounds: int, metrics: bool) -> N
                     rates[path].append(rate(step, seconds))
             dense, sparse = (statistics.median(rates[p]) for p in ("dense", "sparse"))
             peaks = [peak_mb(scenario, obs, p) for p in ("dense", "sparse")]
-            table.add_row(
-                scenario,
-                label,
-                f"{dense:.0f}",
-                f"{sparse:.0f}",
-                f"{sparse / dense:.1f}x",
-                f"{peaks[0]:.0f}",
-                f"{peaks[1]:.0f}",
-            )
-    Console().print(table)
+            rows.append([scenario, label, dense, sparse, sparse / dense, peaks[0], peaks[1]])
+            print(f"{scenario} {label}: dense {dense:.0f}, sparse {sparse:.0f} steps/s", flush=True)
+    report.table(
+        f"{title} (median of {rounds} alternating rounds)",
+        ["scenario", "obs", "dense", "sparse", "sparse / dense", "peak MB dense", "peak MB sparse"],
+        rows,
+        formats={"dense": ".0f", "sparse": ".0f", "sparse / dense": "{:.1f}x",
+                 "peak MB dense": ".0f", "peak MB sparse": ".0f"},
+    )  # fmt: skip
     import resource
 
-    print(f"process peak RSS: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")
+    report.line(
+        f"process peak RSS: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB"
+    )
 
 
 def worker() -> None:
@@ -158,16 +160,28 @@ def worker() -> None:
         print(json.dumps(rate(steppers[scenario, obs], float(seconds))), flush=True)
 
 
-def compare(other: str, scenarios: list[str], seconds: float, rounds: int) -> None:
-    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+#: a fresh Python running `worker()` (this module found through scripts/, mobrl through
+#: PYTHONPATH)
+WORKER = [
+    sys.executable,
+    "-c",
+    "import sys; sys.path.insert(0, sys.argv[1]); from benchmarks.city import worker; worker()",
+    str(SCRIPTS),
+]
+
+
+def compare(report: Report, other: str, scenarios: list[str], seconds: float, rounds: int) -> None:
+    here = str(ROOT)
     procs = {}
     for name, root in (("this", here), ("other", os.path.abspath(other))):
         env = {**os.environ, "PYTHONPATH": root}
         procs[name] = subprocess.Popen(
-            [sys.executable, os.path.abspath(__file__), "--worker"],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env, cwd=root,
+            WORKER, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env, cwd=root,
         )  # fmt: skip
-    print(f"env steps/s, median of {rounds} alternating rounds: this checkout vs {other}")
+    print(
+        f"env steps/s, median of {rounds} alternating rounds: this checkout vs {other}", flush=True
+    )
+    rows = []
     try:
         for scenario in scenarios:
             for obs, label in OBSERVATIONS:
@@ -178,30 +192,31 @@ def compare(other: str, scenarios: list[str], seconds: float, rounds: int) -> No
                         proc.stdin.flush()
                         rates[name].append(json.loads(proc.stdout.readline()))
                 this, prev = (statistics.median(rates[p]) for p in ("this", "other"))
+                rows.append([scenario, label, this, prev, this / prev])
                 print(f"  {scenario:8} {label:7} this {this:8.0f}  other {prev:8.0f}  "
                       f"ratio {this / prev:.2f}", flush=True)  # fmt: skip
     finally:
         for proc in procs.values():
             proc.stdin.close()
             proc.wait()
+    report.table(
+        f"env steps/s, median of {rounds} alternating rounds: this checkout vs {other}",
+        ["scenario", "obs", "this", "other", "this / other"],
+        rows,
+        formats={"this": ".0f", "other": ".0f", "this / other": ".2f"},
+    )
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--scenarios", default="large,city,metro")
     parser.add_argument("--seconds", type=float, default=2.0, help="per path and round")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--compare", default=None, help="another mobrl checkout")
     parser.add_argument("--metrics", action="store_true", help="also record per-step metrics")
-    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    if args.worker:
-        worker()
-    elif args.compare:
-        compare(args.compare, args.scenarios.split(","), args.seconds, args.rounds)
+
+
+def run(args: argparse.Namespace, report: Report) -> None:
+    if args.compare:
+        compare(report, args.compare, args.scenarios.split(","), args.seconds, args.rounds)
     else:
-        bench(args.scenarios.split(","), args.seconds, args.rounds, args.metrics)
-
-
-if __name__ == "__main__":
-    main()
+        bench(report, args.scenarios.split(","), args.seconds, args.rounds, args.metrics)

@@ -2,21 +2,21 @@
 iterations, and of evaluating its checkpoint, rendering and reporting it; this checkout vs
 another commit, in one run (alternating rounds, each command in a fresh process).
 
-    python scripts/bench_startup.py [--ref COMMIT] [--rounds 3]
+    python scripts/bench.py startup [--ref COMMIT] [--rounds 3]
 
-The reference is a git worktree of `--ref` put first on PYTHONPATH (as in bench_evaluate.py).
+The reference is a git worktree of `--ref` put first on PYTHONPATH (as in
+scripts/benchmarks/evaluate.py).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_evaluate import print_medians, sources_of, timed  # noqa: E402
+from benchmarks.evaluate import record_medians, sources_of, timed
+from benchmarks.report import Report
 
 
 def iteration_seconds(run: Path) -> float:
@@ -26,13 +26,13 @@ def iteration_seconds(run: Path) -> float:
     return float(last["time_total_s"])
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ref", help="commit to compare with (default: this checkout only)")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--scenario", default="cartpole")
-    args = parser.parse_args()
 
+
+def run(args: argparse.Namespace, report: Report) -> None:
     rows: dict[tuple[str, str], list[float]] = {}
     with tempfile.TemporaryDirectory(prefix="mobrl-startup-") as tmp:
         tmp = Path(tmp)
@@ -42,8 +42,8 @@ def main() -> None:
                     for label, seconds in measure(tmp, f"{r}_{len(name)}", source, args).items():
                         rows.setdefault((label, name), []).append(seconds)
                         print(f"{label} [{name}]: {seconds:.1f} s", flush=True)
-    print_medians(f"seconds, median of {args.rounds} rounds (one machine, one run)", rows,
-                  list(sources))  # fmt: skip
+    record_medians(report, f"seconds, median of {args.rounds} rounds (one machine, one run)",
+                   rows, list(sources))  # fmt: skip
 
 
 def measure(tmp: Path, tag: str, source: Path | None, args: argparse.Namespace) -> dict:
@@ -83,7 +83,3 @@ def measure(tmp: Path, tag: str, source: Path | None, args: argparse.Namespace) 
             ["report", str(run), "--out", str(tmp / f"rep_{tag}")], source, tmp
         ),
     }
-
-
-if __name__ == "__main__":
-    main()
