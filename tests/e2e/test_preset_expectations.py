@@ -35,11 +35,12 @@ from tests.conftest import run_mobrl
 pytestmark = pytest.mark.slow
 
 #: presets with a budget of at most this many seconds of training are trained here: ppo/cartpole
-#: (15 s), ppo/small/ma (7 s) and ppo/small/ma_imitate (55 s); the next, ppo/medium/ma_imitate
-#: (74 s), would take the test past 3 minutes on 2 shared cores
+#: (15 s), ppo/small/ma (7 s), ppo/small/ma_imitate (55 s) and impala/cartpole (50 s); the
+#: next, ppo/medium/ma_imitate (74 s), would take the test past 3 minutes on 2 shared cores
 CHEAP_SECONDS = 60
 #: each other algorithm's presets within this budget are trained too, so every algorithm has
-#: a preset checked here: dqn/cartpole (450 as RLlib's tuned example, about a minute)
+#: a preset checked here: appo/cartpole and dqn/cartpole (450 as RLlib's tuned examples,
+#: about a minute each)
 OTHER_ALGORITHM_SECONDS = 200
 ENV_STEPS_SLACK = 1.25
 
@@ -63,8 +64,13 @@ OTHER_ALGORITHMS = [
 
 
 def test_the_cheap_presets_are_the_ones_meant() -> None:
-    assert CHEAP == ["ppo/cartpole", "ppo/small/ma", "ppo/small/ma_imitate"]
-    assert OTHER_ALGORITHMS == ["dqn/cartpole"]
+    assert CHEAP == [
+        "impala/cartpole",
+        "ppo/cartpole",
+        "ppo/small/ma",
+        "ppo/small/ma_imitate",
+    ]
+    assert OTHER_ALGORITHMS == ["appo/cartpole", "dqn/cartpole"]
 
 
 @pytest.mark.parametrize("preset", CHEAP + OTHER_ALGORITHMS)
