@@ -29,6 +29,20 @@ def run_mobrl(
     )
 
 
+def assert_plays_beside_greedy(run_dir: Path, out: Path) -> None:
+    """`mobrl evaluate` of a run's checkpoint in a fresh process: 2 episodes of the trained
+    policy and of greedy, both in its episodes.csv."""
+    import pandas as pd
+
+    done = run_mobrl(
+        "evaluate", "--checkpoint", str(run_dir), "--episodes", "2", "--baselines", "greedy",
+        "--output", str(out),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    episodes = pd.read_csv(out / "episodes.csv")
+    assert sorted(set(episodes["policy"])) == ["greedy", "trained"]
+
+
 @contextmanager
 def small_tmpfs(folder: Path, size: str) -> Iterator[Path]:
     """A tmpfs of `size` (e.g. "64k") mounted at `folder` (skips where mounting is refused)."""

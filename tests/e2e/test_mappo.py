@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from tests.conftest import run_mobrl
+from tests.conftest import assert_plays_beside_greedy, run_mobrl
 
 pytestmark = pytest.mark.slow
 
@@ -39,11 +39,4 @@ def test_mappo_trains_with_the_team_and_its_checkpoint_plays(tmp_path: Path) -> 
     ]
     team = [key for key in weights[0] if key.startswith("team.")]
     assert team and any(not torch.equal(weights[0][k], weights[1][k]) for k in team)
-    out = tmp_path / "eval"
-    done = run_mobrl(
-        "evaluate", "--checkpoint", str(run_dir), "--episodes", "2", "--baselines", "greedy",
-        "--output", str(out),
-    )  # fmt: skip
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    episodes = pd.read_csv(out / "episodes.csv")
-    assert sorted(set(episodes["policy"])) == ["greedy", "trained"]
+    assert_plays_beside_greedy(run_dir, tmp_path / "eval")

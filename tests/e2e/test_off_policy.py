@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from tests.conftest import run_mobrl
+from tests.conftest import assert_plays_beside_greedy, run_mobrl
 
 pytestmark = pytest.mark.slow
 
@@ -39,11 +39,4 @@ def test_off_policy_trains_on_ues_and_its_checkpoint_plays(
     # learning started: the learner reported a loss for the shared policy
     losses = [c for c in progress.columns if c.startswith("learners/") and "loss" in c]
     assert losses and progress[losses].iloc[-1].notna().any(), losses
-    out = tmp_path / "eval"
-    done = run_mobrl(
-        "evaluate", "--checkpoint", str(run_dir), "--episodes", "2", "--baselines", "greedy",
-        "--output", str(out),
-    )  # fmt: skip
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    episodes = pd.read_csv(out / "episodes.csv")
-    assert sorted(set(episodes["policy"])) == ["greedy", "trained"]
+    assert_plays_beside_greedy(run_dir, tmp_path / "eval")
