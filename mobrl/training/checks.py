@@ -216,7 +216,8 @@ def _check_run(cfg: DictConfig, build: bool = True) -> None:
     check_logger(cfg)  # logger=mlflow|wandb: its package is installed
     from mobrl.training.imitation import check_imitate
 
-    check_imitate(cfg)  # run.imitate: where it applies
+    # run.imitate: where it applies, with an algorithm whose actor is PPO's (ppo, mappo)
+    check_imitate(cfg, "ppo" in (cfg.algo.name, ALGORITHMS[cfg.algo.name].tuned_as))
 
 
 #: settings that must be positive when set (null: the algorithm's default or no criterion)

@@ -6,10 +6,10 @@ from __future__ import annotations
 from typing import Any
 
 
-def check_imitate(cfg: Any) -> None:
+def check_imitate(cfg: Any, ppo_actor: bool) -> None:
     """`run.imitate` applies (a mobile-env layout, env=ma, a slot observation, a known
-    expert, one local learner, an algorithm with an RLModule policy head), or a one-line
-    error naming the fix. Nothing to check while `run.imitate.expert` is null."""
+    expert, one local learner, an algorithm with PPO's policy head: `ppo_actor`), or a
+    one-line error naming the fix. Nothing to check while `run.imitate.expert` is null."""
     from mobrl.core.errors import UserError, unknown_choice
 
     settings = cfg.run.get("imitate")
@@ -17,7 +17,6 @@ def check_imitate(cfg: Any) -> None:
         return
     from mobrl.evaluation.policies import BASELINES
     from mobrl.scenarios.kinds.mobile import TOPK_OBSERVATIONS
-    from mobrl.training.algos import ALGORITHMS
 
     off = "or drop run.imitate.expert"
     from mobrl.scenarios.kinds import kind_of
@@ -53,7 +52,7 @@ def check_imitate(cfg: Any) -> None:
         raise unknown_choice(
             "run.imitate.expert", str(settings.expert), able, "Use run.imitate.expert=oracle."
         )
-    if "ppo" not in (cfg.algo.name, ALGORITHMS[cfg.algo.name].tuned_as):
+    if not ppo_actor:
         raise UserError(
             f"run.imitate fits PPO's policy head; algo={cfg.algo.name} has none to fit. Use "
             f"algo=ppo (or mappo), {off}."

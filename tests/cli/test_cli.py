@@ -78,7 +78,7 @@ def test_train_help_lists_groups_and_options(mobrl_cli, tmp_path) -> None:
     result = mobrl_cli("train", "--help", cwd=tmp_path)
     assert result.returncode == 0
     for line in (
-        "algo: appo, dqn, impala, ppo, sac",
+        "algo: appo, dqn, impala, mappo, ppo, sac",
         "env: cells, central, hierarchical, ma",
         "scenario: acrobot, arena, cartpole, city, city_energy, city_interference, custom, "
         "dense_urban, external, frozenlake, gym, highway, large, medium, metro, small, uma19, "
