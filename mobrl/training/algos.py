@@ -278,7 +278,8 @@ def _callbacks(
     imitate: bool,
 ) -> None:
     """The scenario kind's metrics callback; what runs after each iteration; the return of
-    each episode; imitation (`run.imitate`) before the first iteration."""
+    each episode; before the first iteration, a replay buffer seeded with the run's seed and
+    imitation (`run.imitate`)."""
     from omegaconf import OmegaConf
 
     from mobrl.envs.callbacks import log_episode_return
@@ -288,16 +289,25 @@ def _callbacks(
     if metrics_callback is not None:
         algo.callbacks(metrics_callback)
     on_result = _on_train_result(cfg, env_config, fault, rows_per_env_step)
-    on_init = {}
+    on_init = []
+    if ALGORITHMS[cfg.algo.name].replay:
+        from mobrl.training.replay import seed_replay_buffer
+
+        # RLlib's buffers draw unseeded: the run's seed fixes the batches they replay
+        on_init.append(partial(seed_replay_buffer, seed=int(cfg.run.seed)))
     settings = cfg.run.get("imitate")
     if imitate and settings is not None and settings.expert:
         from mobrl.training.imitation import imitation_result, pretrain
 
         # DAgger into the local learner's module before the first iteration
         imitation = OmegaConf.to_container(settings, resolve=True)
-        on_init["on_algorithm_init"] = partial(pretrain, settings=imitation, env_config=env_config)
+        on_init.append(partial(pretrain, settings=imitation, env_config=env_config))
         on_result.insert(0, imitation_result)
-    algo.callbacks(on_train_result=on_result, on_episode_end=log_episode_return, **on_init)
+    algo.callbacks(
+        on_train_result=on_result,
+        on_episode_end=log_episode_return,
+        on_algorithm_init=on_init or None,
+    )
 
 
 def _on_train_result(
