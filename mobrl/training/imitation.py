@@ -19,7 +19,7 @@ On a mobile-env layout with env=ma and a slot observation (`env.obs=topk` or `to
 `pretrain` runs it from RLlib's `on_algorithm_init` callback, on the local learner's module
 (`run.resources.num_learners=0`), and syncs the weights to the env runners; RL training then
 goes on as usual. Episodes use seeds 1,000,000+ (those of `mobrl train`), never evaluation's.
-`scripts/imitate.py` measures the same loop (with a numpy copy of the network) per layout.
+docs/performance.md measures the same loop per layout and observation.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-# --- per-slot features a network could broadcast (scripts/imitate.py `--features gain`) -------
+# --- per-slot features a network could broadcast (docs/performance.md: the gain feature) -------
 
 
 def gain_features(core: Any, cols: np.ndarray, k: int) -> np.ndarray:
