@@ -26,8 +26,10 @@ def test_off_policy_trains_on_ues_and_its_checkpoint_plays(
     algo: str, sampler: str, buffer: str, tmp_path: Path
 ) -> None:
     run_dir = tmp_path / "run"
+    # the algorithm's own settings (dqn/small/ma starts learning after 1,000 env steps, past
+    # two smoke iterations)
     result = run_mobrl(
-        "train", "scenario=small", f"algo={algo}", f"env.sampler={sampler}", "run=smoke",
+        "train", "scenario=small", f"algo={algo}", "~preset", f"env.sampler={sampler}", "run=smoke",
         "run.stop.iterations=2", "run.resources.num_env_runners=0", f"hydra.run.dir={run_dir}",
     )  # fmt: skip
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]

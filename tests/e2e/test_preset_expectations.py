@@ -35,7 +35,8 @@ from tests.conftest import run_mobrl
 pytestmark = pytest.mark.slow
 
 #: presets with a budget of at most this many seconds of training are trained here: ppo/cartpole
-#: (15 s), ppo/small/ma (7 s), ppo/small/ma_imitate (55 s) and impala/cartpole (50 s); the
+#: (15 s), ppo/small/ma (7 s), ppo/small/ma_imitate (55 s), impala/cartpole (50 s) and
+#: dqn/small/ma (30 s); the
 #: next, ppo/medium/ma_imitate (74 s), would take the test past 3 minutes on 2 shared cores
 CHEAP_SECONDS = 60
 #: each other algorithm's presets within this budget are trained too, so every algorithm has
@@ -65,6 +66,7 @@ OTHER_ALGORITHMS = [
 
 def test_the_cheap_presets_are_the_ones_meant() -> None:
     assert CHEAP == [
+        "dqn/small/ma",
         "impala/cartpole",
         "ppo/cartpole",
         "ppo/small/ma",
