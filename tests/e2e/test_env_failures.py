@@ -199,7 +199,7 @@ def test_a_custom_env_that_raises_in_reset_is_told_so(tmp_path: Path) -> None:
 @pytest.mark.parametrize("runners", [1, 2])
 def test_restarts_are_counted_told_and_bounded(tmp_path: Path, runners) -> None:
     run_dir = tmp_path / "run"
-    done, seconds = _train(
+    done, _ = _train(
         run_dir,
         runners,
         *_custom(tmp_path, at=250),
@@ -219,7 +219,9 @@ def test_restarts_are_counted_told_and_bounded(tmp_path: Path, runners) -> None:
     assert len(told) == runners and "simulated solver diverged" in told[0], done.stdout
     assert progress["env_runner_failures"].iloc[-1] == runners
     assert progress["env_runner_restarts"].iloc[-1] >= 1
-    assert seconds < 200
+    # the bound ended the run, not its env-step budget; `_train`'s process timeout bounds its
+    # wall time (restarting Ray actors takes 100-220 s here, by the machine's speed)
+    assert progress["num_env_steps_sampled_lifetime"].iloc[-1] < 100000
 
 
 def test_a_killed_env_runner_is_told_and_restarted_when_asked(tmp_path: Path) -> None:
