@@ -36,8 +36,8 @@ pytestmark = pytest.mark.slow
 
 #: presets with a budget of at most this many seconds of training are trained here: ppo/cartpole
 #: (15 s), ppo/small/ma (7 s), ppo/small/ma_imitate (55 s), impala/cartpole (50 s) and
-#: dqn/small/ma (30 s); the
-#: next, ppo/medium/ma_imitate (74 s), would take the test past 3 minutes on 2 shared cores
+#: dqn/small/ma (30 s); the next, ppo/medium/ma_imitate (74 s), would take the test past 3
+#: minutes on 2 shared cores
 CHEAP_SECONDS = 60
 #: each other algorithm's presets within this budget are trained too, so every algorithm has
 #: a preset checked here: appo/cartpole and dqn/cartpole (450 as RLlib's tuned examples,
