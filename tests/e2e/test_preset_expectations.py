@@ -75,8 +75,44 @@ def test_the_cheap_presets_are_the_ones_meant() -> None:
     assert OTHER_ALGORITHMS == ["appo/cartpole", "dqn/cartpole"]
 
 
-@pytest.mark.parametrize("preset", CHEAP + OTHER_ALGORITHMS)
+TRAINED = CHEAP + OTHER_ALGORITHMS
+
+
+def _of(algo: str) -> list[str]:
+    return [p for p in TRAINED if p.split("/")[0] == algo]
+
+
+def test_every_trained_preset_has_its_scope() -> None:
+    """pytest-xdist's `loadscope` runs a module's functions, or a class's methods, on one
+    worker: each algorithm's trainings are a scope of their own, so the two workers share
+    them rather than one worker taking them all."""
+    assert sorted(_of("ppo") + _of("appo") + _of("impala") + _of("dqn")) == sorted(TRAINED)
+
+
+@pytest.mark.parametrize("preset", _of("ppo"))
 def test_cheap_preset_reaches_its_expectation(preset: str, tmp_path: Path) -> None:
+    _reaches_its_expectation(preset, tmp_path)
+
+
+class TestAPPO:
+    @pytest.mark.parametrize("preset", _of("appo"))
+    def test_preset_reaches_its_expectation(self, preset: str, tmp_path: Path) -> None:
+        _reaches_its_expectation(preset, tmp_path)
+
+
+class TestIMPALA:
+    @pytest.mark.parametrize("preset", _of("impala"))
+    def test_preset_reaches_its_expectation(self, preset: str, tmp_path: Path) -> None:
+        _reaches_its_expectation(preset, tmp_path)
+
+
+class TestDQN:
+    @pytest.mark.parametrize("preset", _of("dqn"))
+    def test_preset_reaches_its_expectation(self, preset: str, tmp_path: Path) -> None:
+        _reaches_its_expectation(preset, tmp_path)
+
+
+def _reaches_its_expectation(preset: str, tmp_path: Path) -> None:
     expect = _expect(preset)
     run_dir = tmp_path / "run"
     args = expect["command"].split()
