@@ -190,7 +190,7 @@ class PeriodicEvaluation:
         section: dict[str, Any] = {}
         if self.due(iteration) or self.is_last(result):
             started = time.perf_counter()
-            modules = {pid: algorithm.get_module(pid) for pid in self.policy_ids}
+            modules = learned_modules(algorithm, self.policy_ids)
             section = self.evaluate(modules)
             self._seconds += time.perf_counter() - started
             self._last_iteration = iteration
@@ -272,3 +272,26 @@ class PeriodicEvaluation:
 def _means(rows: list[dict[str, float]]) -> dict[str, float]:
     """The mean of each of `MEASURED` that the episodes `rows` have."""
     return {key: fmean(row[key] for row in rows) for key in MEASURED if key in rows[0]}
+
+
+def learned_modules(algorithm: Any, policy_ids: list[str]) -> dict[str, Any]:
+    """The RLModules of `policy_ids` with the learner's current weights.
+
+    `Algorithm.get_module` returns the local env runner's module, which PPO, DQN and SAC
+    update every iteration but APPO and IMPALA do not: their env-runner actors pull weights
+    themselves, and the local env runner keeps the ones it started with. The learner group
+    holds the weights being trained, so they are copied into the local modules first (an
+    inference-only copy, as RLlib's own weight sync makes)."""
+    from ray.rllib.core import COMPONENT_LEARNER, COMPONENT_RL_MODULE
+
+    modules = {pid: algorithm.get_module(pid) for pid in policy_ids}
+    learners = getattr(algorithm, "learner_group", None)
+    if learners is None:
+        return modules
+    state = learners.get_state(
+        components=[f"{COMPONENT_LEARNER}/{COMPONENT_RL_MODULE}/{pid}" for pid in policy_ids],
+        inference_only=True,
+    )[COMPONENT_LEARNER][COMPONENT_RL_MODULE]
+    for pid, module in modules.items():
+        module.set_state(state[pid])
+    return modules

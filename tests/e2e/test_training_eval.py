@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+import yaml
 
 from mobrl.core import metrics
 from tests.conftest import run_mobrl
@@ -17,17 +18,24 @@ from tests.conftest import run_mobrl
 pytestmark = pytest.mark.slow
 
 
+def _algo(run_dir: Path) -> str:
+    return yaml.safe_load((run_dir / "config.yaml").read_text())["algo"]["name"]
+
+
 def _trial(run_dir: Path) -> Path:
     (trial,) = [p for p in (run_dir / "tune").iterdir() if p.is_dir()]
     return trial
 
 
-@pytest.fixture(scope="module")
-def small_eval_run(tmp_path_factory) -> Path:
-    run_dir = tmp_path_factory.mktemp("small_eval") / "run"
+@pytest.fixture(scope="module", params=["ppo", "appo"])
+def small_eval_run(request, tmp_path_factory) -> Path:
+    """A smoke run of PPO, and of APPO, whose env-runner actors pull the learner's weights
+    while the trial's own env runner keeps its first ones: evaluation must see the learner's."""
+    run_dir = tmp_path_factory.mktemp(f"small_eval_{request.param}") / "run"
     result = run_mobrl(
-        "train", "run=smoke", "scenario=small", "env.obs=extended", "run.eval.interval=1",
-        "run.eval.episodes=3", "run.eval.baselines=[greedy,noop]", f"hydra.run.dir={run_dir}",
+        "train", "run=smoke", "scenario=small", f"algo={request.param}", "env.obs=extended",
+        "run.eval.interval=1", "run.eval.episodes=3", "run.eval.baselines=[greedy,noop]",
+        f"hydra.run.dir={run_dir}",
     )  # fmt: skip
     assert result.returncode == 0, result.stdout + result.stderr
     return run_dir
@@ -45,8 +53,10 @@ def test_smoke_run_logs_finite_evaluation_columns(small_eval_run: Path) -> None:
     for col in columns:
         assert col in progress, sorted(c for c in progress if c.startswith("evaluation"))
         assert all(math.isfinite(v) for v in progress[col]), (col, progress[col].tolist())
-    # every UE loses far more when it never connects: even an untrained policy beats noop
-    assert (progress[metrics.eval_beats("noop")] == 1).all()
+    # every UE loses far more when it never connects: PPO's smoke policy beats noop (APPO's
+    # defaults can learn to leave every UE unconnected within two iterations)
+    if _algo(small_eval_run) == "ppo":
+        assert (progress[metrics.eval_beats("noop")] == 1).all()
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
     acc = EventAccumulator(str(trial), size_guidance={"scalars": 0})
