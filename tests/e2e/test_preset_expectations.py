@@ -35,13 +35,13 @@ from tests.conftest import run_mobrl
 pytestmark = pytest.mark.slow
 
 #: presets with a budget of at most this many seconds of training are trained here: ppo/cartpole
-#: (15 s), ppo/small/ma (7 s), ppo/small/ma_imitate (55 s), impala/cartpole (50 s) and
-#: dqn/small/ma (30 s); the next, ppo/medium/ma_imitate (74 s), would take the test past 3
-#: minutes on 2 shared cores
+#: (15 s), ppo/small/ma (7 s), ppo/small/ma_imitate (55 s), impala/cartpole (50 s),
+#: dqn/small/ma (30 s), appo/small/ma (30 s) and impala/small/ma (40 s); the next,
+#: ppo/medium/ma_imitate (74 s), would take the test past 3 minutes on 2 shared cores
 CHEAP_SECONDS = 60
 #: each other algorithm's presets within this budget are trained too, so every algorithm has
 #: a preset checked here: appo/cartpole and dqn/cartpole (450 as RLlib's tuned examples,
-#: about a minute each)
+#: about a minute each) and sac/small/ma (80 s)
 OTHER_ALGORITHM_SECONDS = 200
 ENV_STEPS_SLACK = 1.25
 
@@ -66,13 +66,15 @@ OTHER_ALGORITHMS = [
 
 def test_the_cheap_presets_are_the_ones_meant() -> None:
     assert CHEAP == [
+        "appo/small/ma",
         "dqn/small/ma",
         "impala/cartpole",
+        "impala/small/ma",
         "ppo/cartpole",
         "ppo/small/ma",
         "ppo/small/ma_imitate",
     ]
-    assert OTHER_ALGORITHMS == ["appo/cartpole", "dqn/cartpole"]
+    assert OTHER_ALGORITHMS == ["appo/cartpole", "dqn/cartpole", "sac/small/ma"]
 
 
 TRAINED = CHEAP + OTHER_ALGORITHMS
@@ -86,7 +88,8 @@ def test_every_trained_preset_has_its_scope() -> None:
     """pytest-xdist's `loadscope` runs a module's functions, or a class's methods, on one
     worker: each algorithm's trainings are a scope of their own, so the two workers share
     them rather than one worker taking them all."""
-    assert sorted(_of("ppo") + _of("appo") + _of("impala") + _of("dqn")) == sorted(TRAINED)
+    scoped = _of("ppo") + _of("appo") + _of("impala") + _of("dqn") + _of("sac")
+    assert sorted(scoped) == sorted(TRAINED)
 
 
 @pytest.mark.parametrize("preset", _of("ppo"))
@@ -108,6 +111,12 @@ class TestIMPALA:
 
 class TestDQN:
     @pytest.mark.parametrize("preset", _of("dqn"))
+    def test_preset_reaches_its_expectation(self, preset: str, tmp_path: Path) -> None:
+        _reaches_its_expectation(preset, tmp_path)
+
+
+class TestSAC:
+    @pytest.mark.parametrize("preset", _of("sac"))
     def test_preset_reaches_its_expectation(self, preset: str, tmp_path: Path) -> None:
         _reaches_its_expectation(preset, tmp_path)
 
