@@ -88,8 +88,8 @@ def test_every_trained_preset_has_its_scope() -> None:
     """pytest-xdist's `loadscope` runs a module's functions, or a class's methods, on one
     worker: each algorithm's trainings are a scope of their own, so the two workers share
     them rather than one worker taking them all."""
-    scoped = _of("ppo") + _of("appo") + _of("impala") + _of("dqn") + _of("sac")
-    assert sorted(scoped) == sorted(TRAINED)
+    scoped = {"ppo"} | {cls.algo for cls in _AlgorithmPresets.__subclasses__()}
+    assert {preset.split("/")[0] for preset in TRAINED} <= scoped
 
 
 @pytest.mark.parametrize("preset", _of("ppo"))
@@ -97,28 +97,35 @@ def test_cheap_preset_reaches_its_expectation(preset: str, tmp_path: Path) -> No
     _reaches_its_expectation(preset, tmp_path)
 
 
-class TestAPPO:
-    @pytest.mark.parametrize("preset", _of("appo"))
+class _AlgorithmPresets:
+    """One algorithm's trained presets, as a class of its own (`pytest_generate_tests`)."""
+
+    algo = ""
+
     def test_preset_reaches_its_expectation(self, preset: str, tmp_path: Path) -> None:
         _reaches_its_expectation(preset, tmp_path)
 
 
-class TestIMPALA:
-    @pytest.mark.parametrize("preset", _of("impala"))
-    def test_preset_reaches_its_expectation(self, preset: str, tmp_path: Path) -> None:
-        _reaches_its_expectation(preset, tmp_path)
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    cls = metafunc.cls
+    if cls is not None and issubclass(cls, _AlgorithmPresets):
+        metafunc.parametrize("preset", _of(cls.algo))
 
 
-class TestDQN:
-    @pytest.mark.parametrize("preset", _of("dqn"))
-    def test_preset_reaches_its_expectation(self, preset: str, tmp_path: Path) -> None:
-        _reaches_its_expectation(preset, tmp_path)
+class TestAPPO(_AlgorithmPresets):
+    algo = "appo"
 
 
-class TestSAC:
-    @pytest.mark.parametrize("preset", _of("sac"))
-    def test_preset_reaches_its_expectation(self, preset: str, tmp_path: Path) -> None:
-        _reaches_its_expectation(preset, tmp_path)
+class TestIMPALA(_AlgorithmPresets):
+    algo = "impala"
+
+
+class TestDQN(_AlgorithmPresets):
+    algo = "dqn"
+
+
+class TestSAC(_AlgorithmPresets):
+    algo = "sac"
 
 
 def _reaches_its_expectation(preset: str, tmp_path: Path) -> None:
