@@ -32,6 +32,10 @@ class EvalConf:
     #: evaluate at the first iteration and every N-th (and at each periodic checkpoint);
     #: 0: never
     interval: int = 0
+    #: evaluate too at the first iteration past each multiple of N env steps, recorded as
+    #: that multiple (evaluation/at_env_steps), so algorithms whose iterations differ in size
+    #: are scored at the same budgets (mobrl compare); 0: never
+    every_env_steps: int = 0
     #: episodes per evaluation (each baseline plays the same seeds once, at the start)
     episodes: int = 20
     #: seed of the first evaluation episode (then seed+1, ...): apart from the training
@@ -150,6 +154,10 @@ class RunConf:
     eval: EvalConf = field(default_factory=EvalConf)
     fault: FaultConf = field(default_factory=FaultConf)
     imitate: ImitateConf = field(default_factory=ImitateConf)
+    #: the least wall seconds a training iteration lasts (RLlib's min_time_s_per_iteration;
+    #: null: the algorithm's own, 10 s for APPO and IMPALA, none for the others). Shorter
+    #: iterations report, check run.stop and meet run.eval.every_env_steps's marks sooner
+    min_iteration_s: Optional[float] = None
     #: log per-UE, fairness and network metrics of mobile-env scenarios
     ue_metrics: bool = True
     #: where the trial trains: `auto` (one trial that needs nothing remote trains in mobrl's

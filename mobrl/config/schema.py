@@ -266,6 +266,9 @@ class MobrlConfig:
 GROUPS = ("scenario", "env", "algo", "run", "tune", "preset", "logger")
 #: presets of mobile-env layouts that have no file of their own: <algo>/ANY_LAYOUT/<env>
 ANY_LAYOUT = "any_layout"
+#: algorithms without presets of their own that read another's (MAPPO is PPO with a team
+#: critic: PPO's hyperparameters mean the same, and `preset=ppo/...` applies to it)
+BORROWED_PRESETS = {"mappo": "ppo"}
 
 
 def register_schema() -> None:
@@ -298,33 +301,44 @@ def register_schema() -> None:
 
 def _register_preset_aliases(cs: Any, layouts: set[str]) -> None:
     """Make `preset: <algo>/<scenario>/<env>` (the root config's choice) find a file for every
-    combination that has one to use: a Gymnasium task's preset serves every env mode, and a
-    layout without its own preset uses the algorithm's `any_layout` preset."""
+    combination that has one to use: a Gymnasium task's preset serves every env mode, a
+    layout without its own preset uses the algorithm's `any_layout` preset, and an algorithm
+    of `BORROWED_PRESETS` uses its lender's."""
     from importlib import resources
 
     root = resources.files("mobrl.conf").joinpath("preset")
     conf = resources.files("mobrl.conf")
     tasks = [p.name[:-5] for p in conf.joinpath("scenario").iterdir() if p.name.endswith(".yaml")]
     modes = [p.name[:-5] for p in conf.joinpath("env").iterdir() if p.name.endswith(".yaml")]
-    for algo_dir in root.iterdir():
-        if not algo_dir.is_dir():
-            continue
-        algo = algo_dir.name
+    owners = [(d.name, d) for d in root.iterdir() if d.is_dir()]
+    owners += [
+        (algo, root.joinpath(lender))
+        for algo, lender in BORROWED_PRESETS.items()
+        if not root.joinpath(algo).is_dir()
+    ]
+    for algo, algo_dir in owners:
         for scenario in sorted(layouts | set(tasks)):
             for mode in modes:
                 if algo_dir.joinpath(scenario, f"{mode}.yaml").is_file():
+                    if algo_dir.name != algo:  # a lender's file
+                        _alias(cs, algo, scenario, mode, f"{algo_dir.name}/{scenario}/{mode}")
                     continue
                 if algo_dir.joinpath(f"{scenario}.yaml").is_file():
-                    target = f"{algo}/{scenario}"
+                    target = f"{algo_dir.name}/{scenario}"
                 elif (
                     scenario in layouts and algo_dir.joinpath(ANY_LAYOUT, f"{mode}.yaml").is_file()
                 ):
-                    target = f"{algo}/{ANY_LAYOUT}/{mode}"
+                    target = f"{algo_dir.name}/{ANY_LAYOUT}/{mode}"
                 else:
                     continue
-                cs.store(
-                    group=f"preset/{algo}/{scenario}",
-                    name=mode,
-                    node={"defaults": [f"/preset/{target}"]},
-                    package="_global_",
-                )
+                _alias(cs, algo, scenario, mode, target)
+
+
+def _alias(cs: Any, algo: str, scenario: str, mode: str, target: str) -> None:
+    """`preset: <algo>/<scenario>/<mode>` applies the preset file `target`."""
+    cs.store(
+        group=f"preset/{algo}/{scenario}",
+        name=mode,
+        node={"defaults": [f"/preset/{target}"]},
+        package="_global_",
+    )

@@ -39,6 +39,9 @@ EVAL_RETURN_MEAN = "evaluation/return_mean"
 #: mean of `run.eval.metric` over the evaluation episodes: what ranks trials and checkpoints
 #: when evaluation runs during training
 EVAL_SCORE = "evaluation/score"
+#: the multiple of `run.eval.every_env_steps` an evaluation stands for: it ran at the first
+#: iteration past it (absent on the evaluations made for another reason)
+EVAL_AT_ENV_STEPS = "evaluation/at_env_steps"
 
 
 def eval_gap(baseline: str, stat: str) -> str:

@@ -18,7 +18,13 @@ from mobrl.reporting.runs import Trial
 #: the energy layouts' reference (the UE layouts' are `paired.REFERENCES`)
 ENERGY_REFERENCE = "energy_oracle"
 #: settings that must be equal for the runs of one task (`line_up`)
-ALIGNED = ("run.eval.episodes", "run.eval.seed", "run.eval.metric", "run.eval.baselines")
+ALIGNED = (
+    "run.eval.episodes",
+    "run.eval.seed",
+    "run.eval.metric",
+    "run.eval.baselines",
+    "run.eval.every_env_steps",
+)
 ALIGNED_PREFIXES = ("run.stop.",)
 
 
@@ -30,7 +36,8 @@ class Scored:
     task: str
     seed: int
     trial: Trial
-    #: env steps, seconds, raw score and normalised score at each evaluation (or iteration)
+    #: env steps (with run.eval.every_env_steps: the multiple each evaluation stands for),
+    #: seconds, raw score and normalised score at each evaluation (or iteration)
     env_steps: np.ndarray
     seconds: np.ndarray
     raw: np.ndarray
@@ -69,6 +76,18 @@ def _where(trial: Trial) -> str:
 
 def _column(frame: Any, name: str) -> np.ndarray:
     return frame[name].to_numpy(float)
+
+
+def _points(frame: Any, column: str) -> tuple[np.ndarray, np.ndarray]:
+    """The rows that score a run and their env steps: with `run.eval.every_env_steps`, the
+    evaluations at its marks, each at the multiple it stands for (an iteration of APPO can
+    pass a mark by thousands of env steps, one of SAC by a hundred: the mark lines them up);
+    otherwise every row that has `column`, at its env steps."""
+    if keys.EVAL_AT_ENV_STEPS in frame and frame[keys.EVAL_AT_ENV_STEPS].notna().any():
+        rows = frame[keys.EVAL_AT_ENV_STEPS].notna().to_numpy()
+        return rows, _column(frame, keys.EVAL_AT_ENV_STEPS)[rows]
+    rows = frame[column].notna().to_numpy()
+    return rows, _column(frame, keys.ENV_STEPS)[rows]
 
 
 def _gym_threshold(trial: Trial) -> float | None:
@@ -133,26 +152,24 @@ def score(trial: Trial) -> Scored:
                 f"{where}: {ceiling} scores no better than {floor} on its evaluation seeds, "
                 "so there is no room to normalise by; evaluate on more episodes (run.eval.episodes)."
             )
-        rows = frame[keys.EVAL_SCORE].notna().to_numpy()
+        rows, steps = _points(frame, keys.EVAL_SCORE)
         raw = _column(frame, keys.EVAL_SCORE)[rows]
         return Scored(
-            algorithm, _task(trial), seed, trial,
-            _column(frame, keys.ENV_STEPS)[rows], seconds[rows], raw,
+            algorithm, _task(trial), seed, trial, steps, seconds[rows], raw,
             (raw - values[floor]) / room, floor, values[floor], ceiling, values[ceiling],
         )  # fmt: skip
     threshold = _gym_threshold(trial)
     if threshold is None:
         raise UserError(
             f"{where} has no evaluation with a rule and a reference to normalise by: train "
-            "with run.eval.interval=N and run.eval.baselines=[greedy,oracle2] (energy "
-            "layouts: [threshold,energy_oracle])."
+            "with run=compare (or run.eval.every_env_steps=N and run.eval.baselines="
+            "[greedy,oracle2]; energy layouts: [threshold,energy_oracle])."
         )
     column = keys.EVAL_RETURN_MEAN if evaluated else keys.RETURN_MEAN
-    rows = frame[column].notna().to_numpy()
+    rows, steps = _points(frame, column)
     raw = _column(frame, column)[rows]
     return Scored(
-        algorithm, _task(trial), seed, trial,
-        _column(frame, keys.ENV_STEPS)[rows], seconds[rows], raw,
+        algorithm, _task(trial), seed, trial, steps, seconds[rows], raw,
         raw / threshold, "return 0", 0.0, "solved", threshold,
     )  # fmt: skip
 
@@ -238,8 +255,8 @@ def at_budget(tasks: dict[str, list[Scored]], budget: str) -> dict[str, float]:
                 raise UserError(
                     f"{task}: {s.algorithm}'s {_where(s.trial)} has no score yet at "
                     f"{limit:g} {budget.replace('_', ' ')}, where the shortest run of the task "
-                    f"ended; compare with --budget {other}, or give every run the same "
-                    "budget (run.stop.*) and evaluate from the first iteration."
+                    f"ended; compare with --budget {other}, or train every run with "
+                    "run=compare (the same budget, evaluated at the same env steps)."
                 )
             s.at[budget] = value
     return limits

@@ -85,21 +85,26 @@ def check_eval_config(cfg: Any) -> None:
             f"run.eval.interval must be >= 0 (0: no evaluation), got {ev.interval}. "
             "Set e.g. run.eval.interval=5."
         )
+    if ev.every_env_steps < 0:
+        raise UserError(
+            f"run.eval.every_env_steps must be >= 0 (0: not by env steps), got "
+            f"{ev.every_env_steps}. Set e.g. run.eval.every_env_steps=10000."
+        )
     if ev.episodes < 2:
         raise UserError(
             f"run.eval.episodes must be at least 2 (a confidence interval needs two episodes), "
             f"got {ev.episodes}. Set e.g. run.eval.episodes=20."
         )
-    if beat is None and ev.interval == 0:
+    if beat is None and not evaluates(cfg):
         return
     names = eval_baselines(cfg)
     env = _scenario(cfg)
     check_baselines(names, env, flag="run.eval.baselines")
     if beat is not None:
-        if ev.interval == 0:
+        if not evaluates(cfg):
             raise UserError(
                 f"run.stop.beat={beat} needs evaluation during training. "
-                "Add run.eval.interval=N (e.g. 5)."
+                "Add run.eval.interval=N (e.g. 5) or run.eval.every_env_steps=N."
             )
         if beat not in names:
             check_baselines([beat], env, flag="run.stop.beat")
@@ -109,16 +114,24 @@ def check_eval_config(cfg: Any) -> None:
             )
 
 
+def evaluates(cfg: Any) -> bool:
+    """Whether the run evaluates during training (`run.eval.interval` or
+    `run.eval.every_env_steps` set)."""
+    ev = cfg.run.eval
+    return ev.interval > 0 or ev.get("every_env_steps", 0) > 0
+
+
 def periodic_evaluation(cfg: Any, env_config: dict[str, Any]) -> PeriodicEvaluation | None:
-    """The callback for this config (None when `run.eval.interval` is 0)."""
+    """The callback for this config (None when it does not evaluate during training)."""
     from mobrl.envs.factory import policy_ids
 
     ev = cfg.run.eval
-    if ev.interval <= 0:
+    if not evaluates(cfg):
         return None
     return PeriodicEvaluation(
         env_config,
         interval=ev.interval,
+        every_env_steps=ev.every_env_steps,
         episodes=ev.episodes,
         seed=ev.seed,
         baselines=eval_baselines(cfg),
@@ -153,9 +166,13 @@ class PeriodicEvaluation:
         checkpoint_frequency: int = 0,
         final_when: dict[str, float] | None = None,
         metric: str = "return",
+        every_env_steps: int = 0,
     ) -> None:
         self.env_config = {**env_config, "render_mode": None}
         self.interval = interval
+        self.every_env_steps = every_env_steps
+        #: the multiples of `every_env_steps` passed so far
+        self._marks = 0
         self.checkpoint_frequency = checkpoint_frequency
         self.final_when = final_when or {}
         self.seeds = [seed + i for i in range(episodes)]
@@ -172,10 +189,23 @@ class PeriodicEvaluation:
     def due(self, iteration: int) -> bool:
         """The first iteration (so every result file has the columns), every `interval`-th,
         and every iteration with a periodic checkpoint (so checkpoints rank by evaluation)."""
-        ckpt = self.checkpoint_frequency
+        ckpt, every = self.checkpoint_frequency, self.interval
         return (
-            iteration == 1 or iteration % self.interval == 0 or (ckpt > 0 and iteration % ckpt == 0)
+            iteration == 1
+            or (every > 0 and iteration % every == 0)
+            or (ckpt > 0 and iteration % ckpt == 0)
         )
+
+    def mark(self, env_steps: float) -> int | None:
+        """The multiple of `every_env_steps` that a result at `env_steps` is the first past
+        (the largest, where one iteration passes several), or None."""
+        if self.every_env_steps <= 0:
+            return None
+        passed = int(env_steps // self.every_env_steps)
+        if passed <= self._marks:
+            return None
+        self._marks = passed
+        return passed * self.every_env_steps
 
     def is_last(self, result: dict) -> bool:
         """Whether a budget criterion (run.stop.*) ends the trial with this result."""
@@ -188,7 +218,8 @@ class PeriodicEvaluation:
     def __call__(self, *, algorithm: Any, result: dict, **kwargs: Any) -> None:
         iteration = int(result.get(keys.ITERATION, 0))
         section: dict[str, Any] = {}
-        if self.due(iteration) or self.is_last(result):
+        mark = self.mark(keys.result_value(result, keys.ENV_STEPS) or 0)
+        if mark is not None or self.due(iteration) or self.is_last(result):
             started = time.perf_counter()
             modules = learned_modules(algorithm, self.policy_ids)
             section = self.evaluate(modules)
@@ -199,6 +230,8 @@ class PeriodicEvaluation:
                 self._beats[name] = float(low == low and low > 0)
         # present on every result, so that Tune's stop rule and progress.csv always see them
         section["iteration"] = self._last_iteration
+        if self.every_env_steps > 0:  # keys.EVAL_AT_ENV_STEPS: nan where no mark was passed
+            section["at_env_steps"] = float("nan") if mark is None else mark
         section["beats"] = dict(self._beats)
         # RLlib's time_total_s leaves the callbacks out: what evaluation costs on top
         section["time_total_s"] = self._seconds

@@ -17,7 +17,7 @@ from omegaconf import DictConfig
 from mobrl.core import metrics
 from mobrl.core.errors import error_summary
 from mobrl.core.rundir import RunDir
-from mobrl.training.periodic_eval import eval_metric
+from mobrl.training.periodic_eval import eval_metric, evaluates
 
 
 def _metric_history(result: Any, metric: str) -> list[tuple[float, Any]]:
@@ -149,7 +149,7 @@ def _summary(cfg: DictConfig, rows: list[dict[str, Any]], experiment_dir: Path) 
     return {
         "metric": cfg.tune.metric,
         "mode": cfg.tune.mode,
-        "eval_metric": eval_metric(cfg) if cfg.run.eval.interval > 0 else None,
+        "eval_metric": eval_metric(cfg) if evaluates(cfg) else None,
         # the trial's best value of `metric` (over all iterations, or its last: tune.scope)
         "best_return": top["best"] if scored else None,
         "best_iteration": top["best_iteration"] if scored else None,

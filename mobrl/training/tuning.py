@@ -240,7 +240,9 @@ def rank_by_evaluation(cfg: DictConfig) -> None:
     """With evaluation during training, rank trials and checkpoints by the evaluation's score
     (run.eval.metric of the deterministic policy) instead of the exploring training return
     (unless tune.metric names another metric)."""
-    if cfg.run.eval.interval > 0 and cfg.tune.metric == metrics.RETURN_MEAN:
+    from mobrl.training.periodic_eval import evaluates
+
+    if evaluates(cfg) and cfg.tune.metric == metrics.RETURN_MEAN:
         cfg.tune.metric = metrics.EVAL_SCORE
 
 

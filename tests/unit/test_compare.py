@@ -88,6 +88,31 @@ def test_the_budget_is_what_every_run_reached_and_scores_hold_since_the_last_eva
     assert [r.at["seconds"] for r in runs] == pytest.approx([0.5, 0.25])
 
 
+def test_evaluations_by_env_steps_line_up_at_their_marks() -> None:
+    """With run.eval.every_env_steps each run is scored at the marks its evaluations stand
+    for, not at the env steps of the iteration that passed them: an APPO whose iterations
+    overshoot the 30k budget by 4k is scored at 30k like the PPO that stopped on it."""
+    ppo = _trial("ppo", 0, [0.5, 0.55, 0.6, 0.6])
+    ppo.progress[keys.ENV_STEPS] = [1000, 10000, 20000, 30000]
+    ppo.progress[keys.EVAL_AT_ENV_STEPS] = [math.nan, 10000, 20000, 30000]
+    appo = _trial("appo", 0, [0.5, 0.6, 0.55, 0.65, 0.7])
+    appo.progress[keys.ENV_STEPS] = [3000, 13000, 22000, 27000, 34000]
+    appo.progress[keys.EVAL_AT_ENV_STEPS] = [math.nan, 10000, 20000, math.nan, 30000]
+    runs = [score(ppo), score(appo)]
+    np.testing.assert_allclose(runs[1].env_steps, [10000, 20000, 30000])
+    np.testing.assert_allclose(runs[1].score, [0.5, 0.25, 1.0])
+    tasks = line_up(runs)
+    assert at_budget(tasks, "env_steps") == {"small": 30000}
+    assert [r.at["env_steps"] for r in runs] == pytest.approx([0.5, 1.0])
+    # without the marks, APPO's 30k would be its evaluation at 27k: the budget's overshoot
+    # costs it a whole iteration
+    plain = score(
+        Trial(appo.run_dir, appo.name, appo.settings, appo.progress.drop(
+            columns=[keys.EVAL_AT_ENV_STEPS]))
+    )  # fmt: skip
+    assert plain.value_at("env_steps", 30000) == pytest.approx(0.75)  # its 0.65 at 27k
+
+
 @pytest.mark.parametrize(
     ("runs", "message"),
     [
@@ -113,6 +138,13 @@ def test_the_budget_is_what_every_run_reached_and_scores_hold_since_the_last_eva
                 _trial("dqn", 0, [0.6], **{"run.eval.episodes": 5}),
             ],
             "run.eval.episodes",
+        ),
+        (
+            [
+                _trial("ppo", 0, [0.6], **{"run.eval.every_env_steps": 5000}),
+                _trial("dqn", 0, [0.6], **{"run.eval.every_env_steps": 0}),
+            ],
+            r"differ in run.eval.every_env_steps \(ppo: 5000, dqn: 0\)",
         ),
         (
             [

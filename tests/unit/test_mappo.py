@@ -196,12 +196,19 @@ def test_the_learner_pipeline_adds_the_team_first() -> None:
 
 
 def test_mappo_reads_ppos_presets_and_no_others() -> None:
-    """MAPPO's hyperparameters are PPO's: `preset=ppo/...` applies (imitation included, which
-    fits the actor MAPPO shares with PPO); another algorithm's preset is refused in one line
-    naming PPO's."""
+    """MAPPO's hyperparameters are PPO's: PPO's preset for the task applies by default,
+    `preset=ppo/...` too (imitation included, which fits the actor MAPPO shares with PPO);
+    another algorithm's preset is refused in one line naming PPO's."""
     from mobrl.config import compose
     from mobrl.training.checks import check_settings
 
     check_settings(compose(["scenario=small", "algo=mappo", "preset=ppo/small/ma_imitate"]))
+    # without a preset named, MAPPO takes PPO's for the task, as PPO does
+    for overrides, preset in (
+        (["scenario=small"], "ppo/small/ma"),
+        (["scenario=cartpole"], "ppo/cartpole"),
+        (["scenario=uma19"], "ppo/any_layout/ma"),
+    ):
+        assert compose([*overrides, "algo=mappo"]).preset.name == preset
     with pytest.raises(UserError, match="tuned for algo=dqn.*ppo/"):
         check_settings(compose(["scenario=small", "algo=mappo", "preset=dqn/cartpole"]))

@@ -69,6 +69,37 @@ def test_evaluation_is_due_at_start_every_interval_at_checkpoints_and_at_the_end
     assert not ev.is_last({"env_runners": {"episode_return_mean": float("nan")}})
 
 
+def test_evaluation_by_env_steps_stands_for_the_mark_it_passed(monkeypatch) -> None:
+    """run.eval.every_env_steps: the first result past each multiple is evaluated and
+    recorded as that multiple (the largest, where an iteration passes several); the other
+    results carry nan, so progress.csv has the column from the first row on."""
+    import math
+
+    import mobrl.training.periodic_eval as pe
+
+    ev = pe.PeriodicEvaluation({"kind": "gym"}, 0, 2, 0, [], [], every_env_steps=5000)
+    steps = [1000, 4999, 5000, 9000, 11000, 26000, 29000, 30500]
+    assert [ev.mark(n) for n in steps] == [None, None, 5000, None, 10000, 25000, None, 30000]
+    assert [i for i in range(1, 12) if ev.due(i)] == [1]  # no interval: the first only
+
+    ev = pe.PeriodicEvaluation({"kind": "gym"}, 0, 2, 0, [], [], every_env_steps=5000)
+    evaluated: list[int] = []
+    monkeypatch.setattr(pe, "learned_modules", lambda algorithm, ids: {})
+    monkeypatch.setattr(ev, "evaluate", lambda modules: evaluated.append(1) or {"gap": {}})
+    marks = []
+    for i, n in enumerate([1000, 6000, 8000, 12000], start=1):
+        result = {metrics.ITERATION: i, metrics.ENV_STEPS: n}
+        ev(algorithm=None, result=result)
+        marks.append(result[metrics.EVALUATION]["at_env_steps"])
+    assert len(evaluated) == 3  # the first iteration, then the marks 5000 and 10000
+    assert math.isnan(marks[0]) and math.isnan(marks[2]) and marks[1::2] == [5000, 10000]
+
+    cfg = validate_command_line(["run.eval.every_env_steps=5000", "run.stop.beat=greedy"])
+    assert pe.evaluates(cfg) and stop_criteria(cfg)[metrics.eval_beats("greedy")] == 1
+    with pytest.raises(UserError, match="run.eval.every_env_steps must be >= 0"):
+        validate_command_line(["run.eval.every_env_steps=-5"])
+
+
 def test_callback_reports_paired_gaps_that_match_evaluate(monkeypatch) -> None:
     """The callback's return and gap to `full` equal those computed from `mobrl evaluate`'s
     rollout of the same policy on the same seeds; `beats` follows the CI's lower bound."""
