@@ -154,10 +154,11 @@ class RunConf:
     eval: EvalConf = field(default_factory=EvalConf)
     fault: FaultConf = field(default_factory=FaultConf)
     imitate: ImitateConf = field(default_factory=ImitateConf)
-    #: the least wall seconds a training iteration lasts (RLlib's min_time_s_per_iteration;
-    #: null: the algorithm's own, 10 s for APPO and IMPALA, none for the others). Shorter
-    #: iterations report, check run.stop and meet run.eval.every_env_steps's marks sooner
-    min_iteration_s: Optional[float] = None
+    #: how long an iteration of an algorithm whose iterations are timed lasts (APPO and
+    #: IMPALA: RLlib's min_time_s_per_iteration, 10 s by default; null keeps it; the others
+    #: count theirs in env steps or batches). Shorter iterations report, check run.stop and
+    #: meet run.eval.every_env_steps's marks sooner
+    iteration_s: Optional[float] = None
     #: log per-UE, fairness and network metrics of mobile-env scenarios
     ue_metrics: bool = True
     #: where the trial trains: `auto` (one trial that needs nothing remote trains in mobrl's

@@ -247,7 +247,7 @@ _NON_NEGATIVE = (
     "run.seed",
     "run.fault.max_env_runner_restarts",
     "run.fault.restart_delay_s",
-    "run.min_iteration_s",
+    "run.iteration_s",
     "algo.training.entropy_coeff",
     "algo.training.vf_loss_coeff",
     "algo.training.kl_coeff",

@@ -16,13 +16,15 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def sweep(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """PPO and DQN on CartPole, seeds 0 and 1, 4,000 env steps each, sampled in the trial's
-    own process."""
+    """PPO and DQN on CartPole, seeds 0 and 1, 4,000 env steps each under `run=compare`
+    (evaluated on 5 episodes as they pass each 1,000 env steps), sampled in the trial's own
+    process."""
     sweep_dir = tmp_path_factory.mktemp("compare") / "sweep"
     result = run_mobrl(
-        "train", "-m", "scenario=cartpole", "algo=ppo,dqn", "run.seed=0,1",
-        "run.stop.env_steps=4000", "run.stop.iterations=null", "run.resources.num_env_runners=0",
-        "run.checkpoint.frequency=0", "run.checkpoint.at_end=false", f"hydra.sweep.dir={sweep_dir}",
+        "train", "-m", "scenario=cartpole", "algo=ppo,dqn", "run.seed=0,1", "run=compare",
+        "run.stop.env_steps=4000", "run.eval.every_env_steps=1000", "run.eval.episodes=5",
+        "run.resources.num_env_runners=0", "run.checkpoint.at_end=false",
+        f"hydra.sweep.dir={sweep_dir}",
     )  # fmt: skip
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
     assert f"mobrl compare {sweep_dir}" in result.stdout  # the multirun says how to rank them
@@ -38,17 +40,25 @@ def test_compare_writes_tables_csvs_and_figures(sweep: Path, tmp_path: Path) -> 
     scores = pd.read_csv(out / "scores.csv")
     assert sorted(scores["algorithm"]) == ["dqn", "dqn", "ppo", "ppo"]
     assert set(scores["task"]) == {"cartpole"} and sorted(scores["seed"]) == [0, 0, 1, 1]
-    # the budget is the env steps every run reached, and each score is its return there over
-    # CartPole-v1's solved return (475)
+    # each run was evaluated at the first iteration past each multiple of 1,000 env steps,
+    # recorded as the largest it passed (PPO's 2,000-step iterations pass two at once), and
+    # is scored at the budget's mark by that evaluation's return over CartPole-v1's solved
+    # return (475)
     progress = {
         (r.algorithm, r.seed): pd.read_csv(next(Path(r.run).glob(f"tune/{r.trial}/progress.csv")))
         for r in scores.itertuples()
     }
-    budget = min(p["num_env_steps_sampled_lifetime"].iloc[-1] for p in progress.values())
+    for (algo, _), p in progress.items():
+        passed = p["num_env_steps_sampled_lifetime"] // 1000 * 1000
+        new = passed > passed.shift(1).fillna(0)
+        marks = p["evaluation/at_env_steps"]
+        assert list(marks[marks.notna()]) == list(passed[new]), algo
+        assert list(passed[new])[-1] == 4000 and (marks[~new].isna()).all()
+    assert list(progress[("ppo", 0)]["evaluation/at_env_steps"].dropna()) == [2000, 4000]
     for r in scores.itertuples():
         p = progress[(r.algorithm, r.seed)]
-        upto = p[p["num_env_steps_sampled_lifetime"] <= budget]
-        assert r.score == pytest.approx(upto["env_runners/episode_return_mean"].iloc[-1] / 475)
+        at_budget = p[p["evaluation/at_env_steps"] == 4000]
+        assert r.score == pytest.approx(at_budget["evaluation/return_mean"].iloc[-1] / 475)
     aggregates = pd.read_csv(out / "aggregates.csv")
     assert set(aggregates["aggregate"]) == {"IQM", "mean", "median", "optimality gap"}
     for a in aggregates.itertuples():
