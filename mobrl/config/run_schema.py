@@ -154,10 +154,10 @@ class RunConf:
     eval: EvalConf = field(default_factory=EvalConf)
     fault: FaultConf = field(default_factory=FaultConf)
     imitate: ImitateConf = field(default_factory=ImitateConf)
-    #: how long an iteration of an algorithm whose iterations are timed lasts (APPO and
-    #: IMPALA: RLlib's min_time_s_per_iteration, 10 s by default; null keeps it; the others
-    #: count theirs in env steps or batches). Shorter iterations report, check run.stop and
-    #: meet run.eval.every_env_steps's marks sooner
+    #: how long an iteration of an algorithm whose iterations are timed lasts (RLlib's
+    #: min_time_s_per_iteration: 10 s for APPO and IMPALA, 1 s for SAC; null keeps it; PPO
+    #: and DQN count theirs in batches or env steps). Shorter iterations report, check
+    #: run.stop and meet run.eval.every_env_steps's marks sooner
     iteration_s: Optional[float] = None
     #: log per-UE, fairness and network metrics of mobile-env scenarios
     ue_metrics: bool = True

@@ -190,7 +190,7 @@ def _learners(algo: AlgorithmConfig, cfg: DictConfig) -> None:
 
 def _seed_and_reporting(algo: AlgorithmConfig, cfg: DictConfig) -> None:
     """The run's seed, the training return over mobrl's window of episodes, and the length
-    of a timed iteration (`run.iteration_s`: APPO's and IMPALA's)."""
+    of a timed iteration (`run.iteration_s`: APPO's, IMPALA's and SAC's)."""
     algo.debugging(seed=cfg.run.seed, log_level="WARN")
     algo.reporting(metrics_num_episodes_for_smoothing=metrics.RETURN_WINDOW)
     if cfg.run.get("iteration_s") is not None and algo.min_time_s_per_iteration:

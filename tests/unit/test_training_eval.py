@@ -200,3 +200,24 @@ def test_bad_eval_metric_is_one_line(overrides: list[str], message: str) -> None
 
     with pytest.raises(UserError, match=message):
         check_eval_config(validate_command_line(overrides))  # (or validation itself)
+
+
+@pytest.mark.parametrize(
+    ("algo", "default"), [("ppo", None), ("appo", 10), ("impala", 10), ("dqn", None), ("sac", 1)]
+)
+def test_run_compare_shortens_timed_iterations_only(algo: str, default: float | None) -> None:
+    """run=compare: APPO's and IMPALA's 10-s iterations last 1 s (run.iteration_s), SAC's
+    stay 1 s; PPO and DQN, whose iterations are counted in batches or env steps, stay
+    untimed."""
+    from mobrl.config import compose
+    from mobrl.envs import factory
+    from mobrl.training.algos import build_algorithm_config
+
+    def timed(overrides: list[str]) -> float | None:
+        cfg = compose([*overrides, f"algo={algo}"])
+        config = build_algorithm_config(cfg, factory.ENV_NAME, factory.env_config_from(cfg))
+        return config.min_time_s_per_iteration
+
+    assert timed([]) == default
+    assert timed(["run=compare"]) == (None if default is None else 1)
+    assert compose(["run=compare"]).run.eval.every_env_steps == 5000
