@@ -95,7 +95,7 @@ def compare(paths: list[Path], budget: str = "env_steps", reps: int = st.REPS) -
         "reps": reps,
         "algorithms": list(per_algo),
         "tasks": {t: _task_rows(runs) for t, runs in tasks.items()},
-        "runs": [_run_row(s, budget) for runs in tasks.values() for s in runs],
+        "runs": [_run_row(s, budget, limits[s.task]) for runs in tasks.values() for s in runs],
         "aggregates": {a: st.aggregates(v, reps) for a, v in per_algo.items()},
         "improvement": _improvement(per_algo, reps),
         "profiles": profiles,
@@ -116,13 +116,16 @@ def _task_rows(runs: list[Scored]) -> dict[str, Any]:
     }
 
 
-def _run_row(s: Scored, budget: str) -> dict[str, Any]:
+def _run_row(s: Scored, budget: str, limit: float) -> dict[str, Any]:
     return {
         "algorithm": s.algorithm,
         "task": s.task,
         "seed": s.seed,
         "score": s.at[budget],
         "budget": budget,
+        # what the scoring evaluation cost: env steps (its mark, with run.eval.every_env_steps)
+        # and training seconds
+        **dict(zip(("env_steps_at", "seconds_at"), s.cost_at(budget, limit))),
         "final_score": float(s.score[-1]),
         "final_raw": float(s.raw[-1]),
         "env_steps": float(s.env_steps[-1]),
@@ -154,9 +157,10 @@ def tables(result: dict[str, Any]) -> dict[str, list[dict[str, str]]]:
     per_task = []
     for task, info in result["tasks"].items():
         for a in result["algorithms"]:
-            m, half, _ = mean_ci(
-                [r["score"] for r in runs if r["task"] == task and r["algorithm"] == a]
-            )
+            mine = [r for r in runs if r["task"] == task and r["algorithm"] == a]
+            m, half, _ = mean_ci([r["score"] for r in mine])
+            other = "seconds_at" if result["budget"] == "env_steps" else "env_steps_at"
+            costs = [r[other] for r in mine]
             per_task.append(
                 {
                     "task": task,
@@ -164,6 +168,12 @@ def tables(result: dict[str, Any]) -> dict[str, list[dict[str, str]]]:
                     "score": f"{m:.3f}" + (f" ± {half:.3f}" if half == half else ""),
                     "0 → 1": f"{info['floor']} → {info['reference']}",
                     budget: f"{result['limits'][task]:,.0f}",
+                    # what reaching the budget took the runs, on the other axis
+                    ("training s" if other == "seconds_at" else "env steps"): (
+                        f"{min(costs):,.0f}-{max(costs):,.0f}"
+                        if max(costs) > min(costs)
+                        else f"{costs[0]:,.0f}"
+                    ),
                 }
             )
     improvement = [

@@ -55,11 +55,19 @@ class Scored:
         evaluation during training left out (`--budget seconds`), at each score."""
         return self.env_steps if budget == "env_steps" else self.seconds
 
+    def index_at(self, budget: str, x: float) -> int:
+        """The last evaluation at or before `x` on the `budget` axis (-1 before the first)."""
+        return int(np.searchsorted(self.axis(budget), x, side="right")) - 1
+
     def value_at(self, budget: str, x: float) -> float:
         """The score of the last evaluation at or before `x` (nan before the first)."""
-        xs = self.axis(budget)
-        i = int(np.searchsorted(xs, x, side="right")) - 1
+        i = self.index_at(budget, x)
         return float(self.score[i]) if i >= 0 else math.nan
+
+    def cost_at(self, budget: str, x: float) -> tuple[float, float]:
+        """The env steps and training seconds of the evaluation that scores at `x`."""
+        i = self.index_at(budget, x)
+        return float(self.env_steps[i]), float(self.seconds[i])
 
 
 def _task(trial: Trial) -> str:

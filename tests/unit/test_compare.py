@@ -104,6 +104,8 @@ def test_evaluations_by_env_steps_line_up_at_their_marks() -> None:
     tasks = line_up(runs)
     assert at_budget(tasks, "env_steps") == {"small": 30000}
     assert [r.at["env_steps"] for r in runs] == pytest.approx([0.5, 1.0])
+    # what the scoring evaluation cost: APPO's 30k mark came at its 5th iteration, 10 s in
+    assert runs[1].cost_at("env_steps", 30000) == (30000, 10.0)
     # without the marks, APPO's 30k would be its evaluation at 27k: the budget's overshoot
     # costs it a whole iteration
     plain = score(
