@@ -90,9 +90,12 @@ def _points(frame: Any, column: str) -> tuple[np.ndarray, np.ndarray]:
     """The rows that score a run and their env steps: with `run.eval.every_env_steps`, the
     evaluations at its marks, each at the multiple it stands for (an iteration of APPO can
     pass a mark by thousands of env steps, one of SAC by a hundred: the mark lines them up);
-    otherwise every row that has `column`, at its env steps."""
+    otherwise every row that has `column`, at its env steps. A mark met twice keeps its first
+    evaluation: a resumed trial evaluates again at the mark it last passed, with a policy
+    trained further."""
     if keys.EVAL_AT_ENV_STEPS in frame and frame[keys.EVAL_AT_ENV_STEPS].notna().any():
-        rows = frame[keys.EVAL_AT_ENV_STEPS].notna().to_numpy()
+        marks = frame[keys.EVAL_AT_ENV_STEPS]
+        rows = (marks.notna() & ~marks.duplicated()).to_numpy()
         return rows, _column(frame, keys.EVAL_AT_ENV_STEPS)[rows]
     rows = frame[column].notna().to_numpy()
     return rows, _column(frame, keys.ENV_STEPS)[rows]

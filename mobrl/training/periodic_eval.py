@@ -171,7 +171,8 @@ class PeriodicEvaluation:
         self.env_config = {**env_config, "render_mode": None}
         self.interval = interval
         self.every_env_steps = every_env_steps
-        #: the multiples of `every_env_steps` passed so far
+        #: the multiples of `every_env_steps` passed so far (a resumed trial starts again
+        #: from 0, and meets the last mark it passed once more: compare keeps the first)
         self._marks = 0
         self.checkpoint_frequency = checkpoint_frequency
         self.final_when = final_when or {}

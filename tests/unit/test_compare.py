@@ -106,6 +106,10 @@ def test_evaluations_by_env_steps_line_up_at_their_marks() -> None:
     assert [r.at["env_steps"] for r in runs] == pytest.approx([0.5, 1.0])
     # what the scoring evaluation cost: APPO's 30k mark came at its 5th iteration, 10 s in
     assert runs[1].cost_at("env_steps", 30000) == (30000, 10.0)
+    # resumed after the 20k mark, a trial evaluates again at 20k: the first one counts
+    resumed = _trial("appo", 0, [0.5, 0.6, 0.55, 0.65, 0.7])
+    resumed.progress[keys.EVAL_AT_ENV_STEPS] = [math.nan, 10000, 20000, 20000, 30000]
+    np.testing.assert_allclose(score(resumed).score, [0.5, 0.25, 1.0])
     # without the marks, APPO's 30k would be its evaluation at 27k: the budget's overshoot
     # costs it a whole iteration
     plain = score(
