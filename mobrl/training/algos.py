@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from mobrl.config.schema import BORROWED_PRESETS
 from mobrl.core import metrics
 from mobrl.core.errors import UserError, closest_first, first_line
 
@@ -32,7 +33,8 @@ class AlgoInfo:
     replay: bool = False
     #: PPO with a critic that pools the team of each step (`mobrl.training.mappo`)
     team_critic: bool = False
-    #: the algorithm whose presets it reads too (hyperparameters that mean the same)
+    #: the algorithm whose presets it reads too (hyperparameters that mean the same;
+    #: config.schema.BORROWED_PRESETS, which the preset choice reads)
     tuned_as: str | None = None
 
 
@@ -46,7 +48,7 @@ ALGORITHMS: dict[str, AlgoInfo] = {
         "ray.rllib.algorithms.ppo:PPOConfig",
         frozenset({"discrete", "multidiscrete", "box"}),
         team_critic=True,
-        tuned_as="ppo",
+        tuned_as=BORROWED_PRESETS["mappo"],
     ),
     "appo": AlgoInfo(
         "ray.rllib.algorithms.appo:APPOConfig",
