@@ -110,14 +110,14 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 #: pytest-xdist's `loadscope` work units (a module, or a class of one) that take minutes each,
 #: longest first. They start right after the fast tier, before every other unit, so that
 #: none is left running alone at the end while the other worker idles (longest processing
-#: time first). Minutes measured on a 2-core machine in a whole suite run.
+#: time first). Comments: each unit's longest test in a whole suite run on 2 cores.
 LONGEST_FIRST = (
-    "tests/e2e/test_preset_expectations.py::TestAPPO",  # 8
-    "tests/e2e/test_preset_expectations.py::TestDQN",  # 6
-    "tests/e2e/test_preset_expectations.py::TestIMPALA",  # 5
-    "tests/e2e/test_faults.py",  # 4
-    "tests/cli/test_bad_input.py",  # 4
-    "tests/e2e/test_preset_expectations.py",  # 3: PPO's presets
+    "tests/e2e/test_preset_expectations.py::TestAPPO",  # appo/cartpole 273 s
+    "tests/e2e/test_preset_expectations.py::TestDQN",  # dqn/cartpole 223 s
+    "tests/e2e/test_preset_expectations.py::TestIMPALA",  # impala/cartpole 212 s
+    "tests/e2e/test_preset_expectations.py",  # ppo/small/ma_imitate 183 s
+    "tests/cli/test_bad_input.py",  # its fixture's setup 137 s
+    "tests/e2e/test_tune.py",  # resume after SIGKILL 134 s
 )
 
 

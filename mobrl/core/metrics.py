@@ -40,7 +40,7 @@ EVAL_RETURN_MEAN = "evaluation/return_mean"
 #: when evaluation runs during training
 EVAL_SCORE = "evaluation/score"
 #: the multiple of `run.eval.every_env_steps` an evaluation stands for: it ran at the first
-#: iteration past it (absent on the evaluations made for another reason)
+#: iteration past it (nan on the other results, evaluated for another reason or not at all)
 EVAL_AT_ENV_STEPS = "evaluation/at_env_steps"
 
 

@@ -154,12 +154,13 @@ def tables(result: dict[str, Any]) -> dict[str, list[dict[str, str]]]:
         for a in result["algorithms"]
     ]
     budget = "env steps" if result["budget"] == "env_steps" else "seconds"
+    # what reaching the budget took the runs, on the other axis
+    other = "seconds_at" if result["budget"] == "env_steps" else "env_steps_at"
     per_task = []
     for task, info in result["tasks"].items():
         for a in result["algorithms"]:
             mine = [r for r in runs if r["task"] == task and r["algorithm"] == a]
             m, half, _ = mean_ci([r["score"] for r in mine])
-            other = "seconds_at" if result["budget"] == "env_steps" else "env_steps_at"
             costs = [r[other] for r in mine]
             per_task.append(
                 {
@@ -168,7 +169,6 @@ def tables(result: dict[str, Any]) -> dict[str, list[dict[str, str]]]:
                     "score": f"{m:.3f}" + (f" ± {half:.3f}" if half == half else ""),
                     "0 → 1": f"{info['floor']} → {info['reference']}",
                     budget: f"{result['limits'][task]:,.0f}",
-                    # what reaching the budget took the runs, on the other axis
                     ("training s" if other == "seconds_at" else "env steps"): (
                         f"{min(costs):,.0f}-{max(costs):,.0f}"
                         if max(costs) > min(costs)

@@ -85,10 +85,11 @@ def check_eval_config(cfg: Any) -> None:
             f"run.eval.interval must be >= 0 (0: no evaluation), got {ev.interval}. "
             "Set e.g. run.eval.interval=5."
         )
-    if ev.every_env_steps < 0:
+    every = ev.get("every_env_steps", 0)  # absent from configs saved before it existed
+    if every < 0:
         raise UserError(
-            f"run.eval.every_env_steps must be >= 0 (0: not by env steps), got "
-            f"{ev.every_env_steps}. Set e.g. run.eval.every_env_steps=10000."
+            f"run.eval.every_env_steps must be >= 0 (0: not by env steps), got {every}. "
+            "Set e.g. run.eval.every_env_steps=10000."
         )
     if ev.episodes < 2:
         raise UserError(
@@ -131,7 +132,7 @@ def periodic_evaluation(cfg: Any, env_config: dict[str, Any]) -> PeriodicEvaluat
     return PeriodicEvaluation(
         env_config,
         interval=ev.interval,
-        every_env_steps=ev.every_env_steps,
+        every_env_steps=ev.get("every_env_steps", 0),
         episodes=ev.episodes,
         seed=ev.seed,
         baselines=eval_baselines(cfg),
