@@ -91,8 +91,8 @@ def _points(frame: Any, column: str) -> tuple[np.ndarray, np.ndarray]:
     evaluations at its marks, each at the multiple it stands for (an iteration of APPO can
     pass a mark by thousands of env steps, one of SAC by a hundred: the mark lines them up);
     otherwise every row that has `column`, at its env steps. A mark met twice keeps its first
-    evaluation: a resumed trial evaluates again at the mark it last passed, with a policy
-    trained further."""
+    evaluation: a trial resumed from a run that saved no iteration's env steps of its own
+    evaluates again at the mark it last passed, with a policy trained further."""
     if keys.EVAL_AT_ENV_STEPS in frame and frame[keys.EVAL_AT_ENV_STEPS].notna().any():
         marks = frame[keys.EVAL_AT_ENV_STEPS]
         rows = (marks.notna() & ~marks.duplicated()).to_numpy()

@@ -153,6 +153,12 @@ def _budget(cfg: Any) -> dict[str, float]:
     }
 
 
+#: Tune's count of iterations since the trial was (re)started, and RLlib's env steps of
+#: this iteration alone
+RESTORED_ITERATIONS = "iterations_since_restore"
+ITERATION_ENV_STEPS = "env_runners/num_env_steps_sampled"
+
+
 class PeriodicEvaluation:
     """An RLlib `on_train_result` callback (picklable: Tune ships it to the trial's process)."""
 
@@ -172,8 +178,8 @@ class PeriodicEvaluation:
         self.env_config = {**env_config, "render_mode": None}
         self.interval = interval
         self.every_env_steps = every_env_steps
-        #: the multiples of `every_env_steps` passed so far (a resumed trial starts again
-        #: from 0, and meets the last mark it passed once more: compare keeps the first)
+        #: the multiples of `every_env_steps` passed so far (a restored trial's callback is
+        #: new: its first result tells how many its checkpoint had passed, `_restored_marks`)
         self._marks = 0
         self.checkpoint_frequency = checkpoint_frequency
         self.final_when = final_when or {}
@@ -198,6 +204,18 @@ class PeriodicEvaluation:
             or (ckpt > 0 and iteration % ckpt == 0)
         )
 
+    def _restored_marks(self, result: dict) -> None:
+        """The marks passed before a restored trial's first result (its env steps less the
+        iteration's own), so that a resumed run does not evaluate its last mark again."""
+        since, iteration = result.get(RESTORED_ITERATIONS), result.get(keys.ITERATION)
+        if since != 1 or not iteration or iteration <= 1 or self.every_env_steps <= 0:
+            return
+        lifetime = keys.result_value(result, keys.ENV_STEPS)
+        own = keys.result_value(result, ITERATION_ENV_STEPS)
+        if lifetime is None or own is None:  # unknown: evaluate, compare keeps the first
+            return
+        self._marks = max(self._marks, int((lifetime - own) // self.every_env_steps))
+
     def mark(self, env_steps: float) -> int | None:
         """The multiple of `every_env_steps` that a result at `env_steps` is the first past
         (the largest, where one iteration passes several), or None."""
@@ -220,6 +238,7 @@ class PeriodicEvaluation:
     def __call__(self, *, algorithm: Any, result: dict, **kwargs: Any) -> None:
         iteration = int(result.get(keys.ITERATION, 0))
         section: dict[str, Any] = {}
+        self._restored_marks(result)
         mark = self.mark(keys.result_value(result, keys.ENV_STEPS) or 0)
         if mark is not None or self.due(iteration) or self.is_last(result):
             started = time.perf_counter()

@@ -117,11 +117,14 @@ def test_resuming_a_finished_driver_run_trains_nothing_more(tmp_path: Path) -> N
 
 def test_a_resumed_driver_trial_continues_from_its_latest_checkpoint(tmp_path: Path) -> None:
     """A trial stopped during an iteration continues from its latest whole checkpoint: the
-    iteration and the training time (`time_total_s`) count on from it, as under Tune."""
+    iteration and the training time (`time_total_s`) count on from it, as under Tune; the
+    evaluation marks its checkpoint passed are not met again."""
     from tests.conftest import run_mobrl
 
     run_dir = tmp_path / "run"
-    train_smoke(run_dir, "scenario=cartpole", "run.stop.iterations=3")
+    # iterations of 200 env steps: the mark 400 at iteration 2, none at iteration 3
+    marks = ["run.eval.every_env_steps=400", "run.eval.episodes=2"]
+    train_smoke(run_dir, "scenario=cartpole", "run.stop.iterations=3", *marks)
     trial = _trial(run_dir)
     # as if stopped during iteration 3: no result of it, its checkpoint never renamed
     shutil.rmtree(trial / "checkpoint_000002")
@@ -141,7 +144,9 @@ def test_a_resumed_driver_trial_continues_from_its_latest_checkpoint(tmp_path: P
     assert rows[2]["time_total_s"] == pytest.approx(
         rows[1]["time_total_s"] + rows[2]["time_this_iter_s"]
     )
-    assert list(pd.read_csv(trial / "progress.csv")["training_iteration"]) == [1, 2, 3]
+    progress = pd.read_csv(trial / "progress.csv")
+    assert list(progress["training_iteration"]) == [1, 2, 3]
+    assert progress["evaluation/at_env_steps"].fillna(0).tolist() == [0, 400, 0]
     assert is_complete(trial / "checkpoint_000002")
     state = json.loads(state_file.read_text())
     assert state["status"] == "TERMINATED"

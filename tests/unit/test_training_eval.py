@@ -94,6 +94,32 @@ def test_evaluation_by_env_steps_stands_for_the_mark_it_passed(monkeypatch) -> N
     assert len(evaluated) == 3  # the first iteration, then the marks 5000 and 10000
     assert math.isnan(marks[0]) and math.isnan(marks[2]) and marks[1::2] == [5000, 10000]
 
+    # a restored trial's callback is new: its first result (the iteration after the
+    # checkpoint at 10000 env steps) passed the marks 5000 and 10000 already; a run that
+    # started afresh evaluates the marks its first iteration passes
+    for since, iteration, expected in [(1, 6, 15000), (1, 1, 15000), (3, 6, 15000)]:
+        ev = pe.PeriodicEvaluation({"kind": "gym"}, 0, 2, 0, [], [], every_env_steps=5000)
+        ev._marks = 0
+        monkeypatch.setattr(ev, "evaluate", lambda modules: {"gap": {}})
+        result = {
+            metrics.ITERATION: iteration,
+            pe.RESTORED_ITERATIONS: since,
+            metrics.ENV_STEPS: 16000,
+            "env_runners": {"num_env_steps_sampled": 6000},
+        }
+        ev(algorithm=None, result=result)
+        assert result[metrics.EVALUATION]["at_env_steps"] == expected
+        assert ev._marks == 3
+        result = {metrics.ITERATION: 7, pe.RESTORED_ITERATIONS: 2, metrics.ENV_STEPS: 19000}
+        ev(algorithm=None, result=result)
+        assert math.isnan(result[metrics.EVALUATION]["at_env_steps"])
+    ev = pe.PeriodicEvaluation({"kind": "gym"}, 0, 2, 0, [], [], every_env_steps=5000)
+    ev._restored_marks(
+        {metrics.ITERATION: 6, pe.RESTORED_ITERATIONS: 1, metrics.ENV_STEPS: 16000,
+         "env_runners": {"num_env_steps_sampled": 1000}}
+    )  # fmt: skip
+    assert ev.mark(16000) is None and ev.mark(20000) == 20000  # 15000 passed before
+
     cfg = validate_command_line(["run.eval.every_env_steps=5000", "run.stop.beat=greedy"])
     assert pe.evaluates(cfg) and stop_criteria(cfg)[metrics.eval_beats("greedy")] == 1
     with pytest.raises(UserError, match="run.eval.every_env_steps must be >= 0"):
