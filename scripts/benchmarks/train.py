@@ -280,6 +280,7 @@ def _sb3_worker(task: Task, on_mobrl: bool, record) -> None:
     from stable_baselines3 import PPO
     from stable_baselines3.common.callbacks import BaseCallback
     from stable_baselines3.common.env_util import make_vec_env
+    from stable_baselines3.common.logger import Logger
 
     if task.layout is not None:
         import mobile_env  # noqa: F401
@@ -313,6 +314,8 @@ def _sb3_worker(task: Task, on_mobrl: bool, record) -> None:
             return not self.done
 
     model = PPO("MlpPolicy", env, seed=0, verbose=0, device="cpu", **params)
+    # a logger of its own that writes nothing: SB3's default makes a folder in the temp dir
+    model.set_logger(Logger(folder=None, output_formats=[]))
     model.learn(total_timesteps=budget, callback=StopAtGoal())
 
 
