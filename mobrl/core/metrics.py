@@ -28,6 +28,10 @@ ENV_STEPS = "num_env_steps_sampled_lifetime"
 ENV_RUNNER_FAILURES = "env_runner_failures"
 ENV_RUNNER_RESTARTS = "env_runner_restarts"
 ITERATION = "training_iteration"
+#: Tune's count of iterations since the trial was (re)started, and RLlib's env steps of the
+#: iteration alone
+RESTORED_ITERATIONS = "iterations_since_restore"
+ITERATION_ENV_STEPS = "env_runners/num_env_steps_sampled"
 TIME_TOTAL = "time_total_s"
 
 # --- evaluation during training (mobrl.training.periodic_eval, `run.eval.*`) ---------------------------

@@ -153,12 +153,6 @@ def _budget(cfg: Any) -> dict[str, float]:
     }
 
 
-#: Tune's count of iterations since the trial was (re)started, and RLlib's env steps of
-#: this iteration alone
-RESTORED_ITERATIONS = "iterations_since_restore"
-ITERATION_ENV_STEPS = "env_runners/num_env_steps_sampled"
-
-
 class PeriodicEvaluation:
     """An RLlib `on_train_result` callback (picklable: Tune ships it to the trial's process)."""
 
@@ -207,11 +201,11 @@ class PeriodicEvaluation:
     def _restored_marks(self, result: dict) -> None:
         """The marks passed before a restored trial's first result (its env steps less the
         iteration's own), so that a resumed run does not evaluate its last mark again."""
-        since, iteration = result.get(RESTORED_ITERATIONS), result.get(keys.ITERATION)
-        if since != 1 or not iteration or iteration <= 1 or self.every_env_steps <= 0:
+        since, iteration = result.get(keys.RESTORED_ITERATIONS), result.get(keys.ITERATION)
+        if since != 1 or (iteration or 0) <= 1 or self.every_env_steps <= 0:
             return
         lifetime = keys.result_value(result, keys.ENV_STEPS)
-        own = keys.result_value(result, ITERATION_ENV_STEPS)
+        own = keys.result_value(result, keys.ITERATION_ENV_STEPS)
         if lifetime is None or own is None:  # unknown: evaluate, compare keeps the first
             return
         self._marks = max(self._marks, int((lifetime - own) // self.every_env_steps))

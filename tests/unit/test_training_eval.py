@@ -103,19 +103,19 @@ def test_evaluation_by_env_steps_stands_for_the_mark_it_passed(monkeypatch) -> N
         monkeypatch.setattr(ev, "evaluate", lambda modules: {"gap": {}})
         result = {
             metrics.ITERATION: iteration,
-            pe.RESTORED_ITERATIONS: since,
+            metrics.RESTORED_ITERATIONS: since,
             metrics.ENV_STEPS: 16000,
             "env_runners": {"num_env_steps_sampled": 6000},
         }
         ev(algorithm=None, result=result)
         assert result[metrics.EVALUATION]["at_env_steps"] == expected
         assert ev._marks == 3
-        result = {metrics.ITERATION: 7, pe.RESTORED_ITERATIONS: 2, metrics.ENV_STEPS: 19000}
+        result = {metrics.ITERATION: 7, metrics.RESTORED_ITERATIONS: 2, metrics.ENV_STEPS: 19000}
         ev(algorithm=None, result=result)
         assert math.isnan(result[metrics.EVALUATION]["at_env_steps"])
     ev = pe.PeriodicEvaluation({"kind": "gym"}, 0, 2, 0, [], [], every_env_steps=5000)
     ev._restored_marks(
-        {metrics.ITERATION: 6, pe.RESTORED_ITERATIONS: 1, metrics.ENV_STEPS: 16000,
+        {metrics.ITERATION: 6, metrics.RESTORED_ITERATIONS: 1, metrics.ENV_STEPS: 16000,
          "env_runners": {"num_env_steps_sampled": 1000}}
     )  # fmt: skip
     assert ev.mark(16000) is None and ev.mark(20000) == 20000  # 15000 passed before
