@@ -99,7 +99,6 @@ def test_evaluation_by_env_steps_stands_for_the_mark_it_passed(monkeypatch) -> N
     # started afresh evaluates the marks its first iteration passes
     for since, iteration, expected in [(1, 6, 15000), (1, 1, 15000), (3, 6, 15000)]:
         ev = pe.PeriodicEvaluation({"kind": "gym"}, 0, 2, 0, [], [], every_env_steps=5000)
-        ev._marks = 0
         monkeypatch.setattr(ev, "evaluate", lambda modules: {"gap": {}})
         result = {
             metrics.ITERATION: iteration,
