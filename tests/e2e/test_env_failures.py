@@ -6,9 +6,9 @@ env fails forever ends on its own after `run.fault.max_env_runner_restarts`.
 The matrix: a user's Gymnasium env (raising in step or reset), a layout's own mobile-env class
 and a simulator in another process (dying, answering outside its announced space, stalling past
 `step_timeout`, raising) x 0, 1 and 2 env runners x restarts off and on, and an env runner whose
-process is killed. Each run with env runners starts Ray and an actor per runner (25-35 s): a
-failure whose words come from the env's own code is run on one runner count, the one that
-carries it to the driver is run on all three."""
+process is killed. Each run with env runners starts Ray and an actor per runner (25-35 s), so
+a simulator's failures, which mobrl's client tells wherever it steps, run in mobrl's own
+process, and `die` alone runs on 0, 1 and 2 env runners."""
 
 from __future__ import annotations
 
