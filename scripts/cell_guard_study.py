@@ -10,12 +10,15 @@ under `env.guard=capacity`. With `--offload` the classifier also sees, per cell,
 its UEs would take (`offload_columns`). With `--turns` the cells decide in turns
 (`env.decide=in_turns`: each seeing its neighbours' requests so far and its predicted gain)
 and the classifier is fitted on every turn of the reference's episodes; `--cuts` above 0.5
-make it ask for sleep less often. Prints each one's objective, service and energy, and
-its saving over `all_on`.
+make it ask for sleep less often. With `--floors` it plays the rules and the reference
+alone, beside the reference planning with each of those prices of a UE's lost service
+(`EnergyOraclePolicy.floor`, `run.imitate.floor`). Prints each one's objective, service and
+energy, and its saving over `all_on`.
 
     python scripts/cell_guard_study.py --scenario uma19_energy --episodes 20 --train 40
     python scripts/cell_guard_study.py --offload --cuts 0.3,0.2
     python scripts/cell_guard_study.py --turns --cuts 0.6,0.7,0.8
+    python scripts/cell_guard_study.py --scenario umi_dense_energy --seed 100000 --floors 3,10
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ MEASURES = (
     "ue/utility/mean",
     "ue/utility/p5",
     "network/connected_fraction",
+    "network/demand_served",
     "network/energy",
 )
 
@@ -192,6 +196,12 @@ def main() -> None:
         action="store_true",
         help="instead: the classifier also seeing what moving each cell's UEs would take",
     )
+    parser.add_argument(
+        "--floors",
+        default="",
+        help="instead: the rules and the reference beside the reference planning with each "
+        "of these prices of a UE's lost service, comma-separated",
+    )
     args = parser.parse_args()
 
     def config(guard, decide="at_once"):
@@ -205,6 +215,13 @@ def main() -> None:
         ("energy_oracle", EnergyOraclePolicy(), guarded),
     ]
     name = "classifier of the reference" + (", seeing the offload" if args.offload else "")
+    if args.floors:
+        for floor in [float(f) for f in args.floors.split(",")]:
+            floored = EnergyOraclePolicy()
+            floored.floor = floor
+            rules.append((f"energy_oracle, floor {floor:g}", floored, guarded))
+        report(args, rules)
+        return
     if args.turns:
         from mobrl.evaluation.energy_oracle import EnergyGreedyPolicy
 
@@ -230,6 +247,12 @@ def main() -> None:
                 (f"{classifier.name}, capacity guard, asking at {cut:g}", asking, capacity)
             )
     print(f"the classifier is right on {classifier.fit:.1%} of the decisions it was fitted to")
+    report(args, played)
+
+
+def report(args, played) -> None:
+    """Plays each (name, policy, env config) on the held-out seeds and prints it paired
+    against `threshold`, with its saving over `all_on`."""
     seeds = range(args.seed, args.seed + args.episodes)
     rows = {}
     for name, policy, conf in played:

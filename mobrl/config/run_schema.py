@@ -137,6 +137,9 @@ class ImitateConf:
     #: it plans with (null: the layout's power.weight). A smaller one labels a more cautious
     #: reference: it sleeps less and serves better (docs/energy.md)
     weight: Optional[float] = None
+    #: with such an expert: the price it plans with of each UE's service lost against every
+    #: station on the air (null: none; docs/energy.md, "A service floor")
+    floor: Optional[float] = None
 
 
 @dataclass

@@ -54,7 +54,7 @@ class EnergyOraclePolicy(CellRule):
         the rules' sets of this step (`cell_states` first)."""
         from mobrl.network.power_predict import SleepPlan
 
-        plan = SleepPlan(core, self.sleep_state(core), self.weight)
+        plan = SleepPlan(core, self.sleep_state(core), self.weight, self.floor)
         n = len(core.stations)
         starts = [np.ones(n, dtype=bool), wanted(core), self._threshold_on]
         if decided.any():
@@ -75,7 +75,7 @@ class EnergyGreedyPolicy(CellRule):
         from mobrl.network.offload import Offload
         from mobrl.network.power_predict import SleepPlan
 
-        plan = SleepPlan(core, self.sleep_state(core), self.weight)
+        plan = SleepPlan(core, self.sleep_state(core), self.weight, self.floor)
         on = np.ones(len(core.stations), dtype=bool)
         for b in Offload(core).by_load():
             if plan.gain(on, b) > 1e-12:

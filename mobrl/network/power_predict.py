@@ -19,12 +19,19 @@ from mobrl.radio.links import link_rates, reach_sinr
 class StepPredictor:
     """Predicts the next step of `core` (a fast engine with a power model) for a set of
     stations on the air; `value(on)` is the step's objective, service − λ·energy, with the
-    layout's λ (`power.weight`) or `weight`."""
+    layout's λ (`power.weight`) or `weight`.
 
-    def __init__(self, core: Any, weight: float | None = None) -> None:
+    `floor` > 0 also charges the service each UE would lose against every station on the air:
+    `floor` × the present UEs' mean of max(0, u_all − u), u a UE's predicted utility and u_all
+    its utility with every station on (the same step, from the same links). A planner that
+    scores with it keeps each UE's service of a full network unless a sleep pays `floor`
+    times over for what it takes (docs/energy.md, "A service floor")."""
+
+    def __init__(self, core: Any, weight: float | None = None, floor: float = 0.0) -> None:
         self.core = core
         self.cells = core.power_model()
         self.weight = weight  # None: the layout's λ
+        self.floor = float(floor)
         self.active = core._active_mask
         self.conn = core._conn
         self.state = core._cell.copy()
@@ -50,6 +57,10 @@ class StepPredictor:
         self.log_base = float(np.log(self.coeffs[2]))
         self.seconds = core._step_seconds
         self.cache: dict[bytes, float] = {}
+        #: each present UE's utility with every station on the air (with a floor)
+        self.full = None
+        if self.floor > 0:
+            self.full = self._predict(np.ones(len(core.stations), dtype=bool), self.conn)[0]
 
     def value(self, on: np.ndarray, sleep_state: int) -> float:
         """The objective of the next step with the stations `on` on the air (the others asleep:
@@ -75,6 +86,22 @@ class StepPredictor:
     def _value(
         self, on: np.ndarray, sleep_state: int, conn: np.ndarray
     ) -> tuple[float, np.ndarray]:
+        util, served, load, new = self._predict(on, conn)
+        service = objective_service(util, served)
+        if self.full is not None and util.size:
+            service -= self.floor * float(np.maximum(self.full - util, 0.0).sum()) / util.size
+        state = np.where(on, 0, np.where(self.state > 0, self.state, sleep_state))
+        power = float(self.cells.power(state, np.where(on, load, 0.0)).sum())
+        # a wake-up's extra energy, spread over the step it starts in
+        waking = on & (self.state > 0)
+        power += float(self.cells.wake_energy[self.state[waking]].sum()) / self.seconds
+        return self.cells.objective(service, power, self.weight), new
+
+    def _predict(
+        self, on: np.ndarray, conn: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The present UEs' utilities and rates served, the stations' loads and the links
+        greedy leaves, the stations `on` on the air, from the links `conn`."""
         core = self.core
         signal = np.where(on[:, None], self.signal, 0.0)
         if self.radio is not None:
@@ -102,13 +129,7 @@ class StepPredictor:
         link, load = core.link_demand(b, u, link, self.demand, caps)
         served = np.bincount(u, weights=link, minlength=new.shape[1])[self.active]
         util = scaled_utility(served, self.lower, self.upper, self.coeffs, self.log_base)
-        service = objective_service(util, served)
-        state = np.where(on, 0, np.where(self.state > 0, self.state, sleep_state))
-        power = float(self.cells.power(state, np.where(on, load, 0.0)).sum())
-        # a wake-up's extra energy, spread over the step it starts in
-        waking = on & (self.state > 0)
-        power += float(self.cells.wake_energy[self.state[waking]].sum()) / self.seconds
-        return self.cells.objective(service, power, self.weight), new
+        return util, served, load, new
 
 
 class SleepPlan:
@@ -116,16 +137,19 @@ class SleepPlan:
     and the states that put a set on the air (`states`): a station told to wake is still
     waking in the first step; the others leave the air in their sleep state if asleep, else
     in `sleep_state`. `energy_oracle` and `energy_greedy` search with it; cells deciding in
-    turns observe its `gain`. `weight`: the λ it scores with (None: the layout's)."""
+    turns observe its `gain`. `weight`: the λ it scores with (None: the layout's); `floor`:
+    the price of a UE's service lost against every station on (`StepPredictor`)."""
 
-    def __init__(self, core: Any, sleep_state: int, weight: float | None = None) -> None:
+    def __init__(
+        self, core: Any, sleep_state: int, weight: float | None = None, floor: float = 0.0
+    ) -> None:
         cells = core.power_model()
         self.state, _ = core.cell_states()
         self.asleep = self.state > 0
         #: told to wake, still off the air in the first step
         self.slow = self.asleep & (cells.wake_steps[self.state] > 0)
         self.sleep = int(sleep_state)
-        self.predict = StepPredictor(core, weight)
+        self.predict = StepPredictor(core, weight, floor)
 
     def score(self, on: np.ndarray) -> float:
         """The predicted objective of the next two steps with the stations `on` on the air."""

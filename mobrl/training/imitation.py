@@ -200,6 +200,7 @@ def dagger(
     ahead: float = 1.0,
     horizon: int | None = None,
     weight: float | None = None,
+    floor: float | None = None,
 ) -> dict[str, Any]:
     """DAgger into `net` (a logits callable with `parameters`, e.g. `ModuleLogits`) on the
     env of `env_config` (a slot observation; played on the fast engine), with torch on one
@@ -208,13 +209,13 @@ def dagger(
     with several rounds, `Labelled.revised`) weighs `revisions` in each fit: such rows are a
     few in a thousand of a later round's (docs/zoo.md). A row whose label is a planning
     expert's move ahead of the step's search (`Labelled.ahead`, fewer still) weighs `ahead`;
-    `horizon` sets such an expert's steps ahead (`HORIZON`; None: its own), `weight` the λ a
-    cell expert plans with (None: the layout's)."""
+    `horizon` sets such an expert's steps ahead (`HORIZON`; None: its own), `weight` and `floor`
+    the λ and the price of lost service a cell expert plans with (None: the layout's λ, 0)."""
     from mobrl.core.console import make_console, progress
     from mobrl.scenarios.kinds.mobile import MobileSpec
 
     k = int(MobileSpec.of(env_config).topk or 0)  # cell agents have no slots
-    collect = collector(env_config, k, expert, horizon, weight)
+    collect = collector(env_config, k, expert, horizon, weight, floor)
     seed = TRAIN_SEED
     data: list[Labelled] = []
     with progress(make_console()) as bar:
@@ -289,6 +290,7 @@ def pretrain(
                     ahead=float(settings.get("ahead", 1.0)),
                     horizon=settings.get("horizon"),
                     weight=settings.get("weight"),
+                    floor=settings.get("floor"),
                 )
         return out
 

@@ -29,10 +29,11 @@ def check_imitate(cfg: Any, ppo_actor: bool) -> None:
     if cfg.env.mode == "cells":
         _check_cell_expert(settings.expert, off)
         _check_expert_weight(settings)
-    elif settings.get("weight") is not None:
+    elif settings.get("weight") is not None or settings.get("floor") is not None:
+        key = "weight" if settings.get("weight") is not None else "floor"
         raise UserError(
-            "run.imitate.weight is the λ a cell expert plans with; UE agents' experts do not "
-            "weigh energy. Use env=cells, or drop run.imitate.weight."
+            f"run.imitate.{key} is for a cell expert's planning; UE agents' experts do not "
+            f"weigh energy. Use env=cells, or drop run.imitate.{key}."
         )
     elif cfg.env.mode != "ma":
         raise UserError(
@@ -83,25 +84,30 @@ def _check_cell_expert(expert: str, off: str) -> None:
 
 
 def _check_expert_weight(settings: Any) -> None:
-    """`run.imitate.weight` a number from 0 up, given to an expert that weighs energy, or a
-    one-line error."""
+    """`run.imitate.weight` and `run.imitate.floor` numbers from 0 up, given to an expert
+    that weighs energy, or a one-line error."""
     from mobrl.core.errors import UserError
     from mobrl.evaluation.policies import BASELINES
 
-    weight = settings.get("weight")
-    if weight is None:
-        return
-    if not BASELINES[settings.expert].weighs:
-        able = [n for n, b in BASELINES.items() if getattr(b, "weighs", False)]
-        raise UserError(
-            f"run.imitate.weight is the λ an expert weighs energy with; {settings.expert} "
-            f"does not weigh it. Use run.imitate.expert={able[0]}, or drop run.imitate.weight."
-        )
-    if not weight >= 0:  # the schema has made it a float
-        raise UserError(
-            f"run.imitate.weight (the λ the expert plans with) must be a number from 0 up, got "
-            f"{weight}. Use e.g. run.imitate.weight=0.025, or drop it (the layout's λ)."
-        )
+    what = {
+        "weight": ("the λ an expert weighs energy with", "0.025", "the layout's λ"),
+        "floor": ("the price an expert plans with of a UE's lost service", "10", "none"),
+    }
+    for key, (meaning, example, dropped) in what.items():
+        value = settings.get(key)
+        if value is None:
+            continue
+        if not BASELINES[settings.expert].weighs:
+            able = [n for n, b in BASELINES.items() if getattr(b, "weighs", False)]
+            raise UserError(
+                f"run.imitate.{key} is {meaning}; {settings.expert} does not weigh energy. "
+                f"Use run.imitate.expert={able[0]}, or drop run.imitate.{key}."
+            )
+        if not value >= 0:  # the schema has made it a float
+            raise UserError(
+                f"run.imitate.{key} ({meaning}) must be a number from 0 up, got {value}. Use "
+                f"e.g. run.imitate.{key}={example}, or drop it ({dropped})."
+            )
 
 
 def _check_imitate_values(cfg: Any, settings: Any, plans: bool) -> None:

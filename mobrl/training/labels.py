@@ -78,6 +78,7 @@ class Collector:
         expert: str = "oracle",
         horizon: int | None = None,
         weight: float | None = None,
+        floor: float | None = None,
     ):
         self.cfg = {**cfg, "engine": "fast"}
         self.k, self.extra, self.expert = k, extra, expert
@@ -85,6 +86,8 @@ class Collector:
         self.horizon = horizon
         #: the λ a cell expert that weighs energy plans with (its `weight`; None: the layout's)
         self.weight = weight
+        #: the price such an expert plans with of a UE's service lost (its `floor`; None: 0)
+        self.floor = floor
         self.outside = 0  # UE-steps where the unrestricted oracle toggles outside the slots
         self.toggles = 0  # UE-steps where the unrestricted oracle toggles at all
         self.ue_steps = 0
@@ -104,6 +107,8 @@ class Collector:
             expert.HORIZON = int(self.horizon)
         if self.weight is not None:
             expert.weight = float(self.weight)
+        if self.floor is not None:
+            expert.floor = float(self.floor)
         expert.reset(seed)
         self._start(count_outside)
         if learner is not None:
@@ -306,12 +311,13 @@ def collector(
     expert: str = "oracle",
     horizon: int | None = None,
     weight: float | None = None,
+    floor: float | None = None,
 ) -> Any:
     """The collector of `env_config`'s env: cell agents, or UEs deciding at once or in turns
-    (`horizon`: a planning expert's steps ahead, None: its own; `weight`: the λ a cell expert
-    plans with, None: the layout's)."""
+    (`horizon`: a planning expert's steps ahead, None: its own; `weight` and `floor`: the λ
+    and the price of lost service a cell expert plans with, None: the layout's λ and 0)."""
     if env_config.get("mode") == "cells":
-        return CellCollector(env_config, k, expert=expert, weight=weight)
+        return CellCollector(env_config, k, expert=expert, weight=weight, floor=floor)
     if env_config.get("decide", "at_once") == "in_turns":
         return TurnCollector(env_config, k, expert, horizon)
     return Collector(env_config, k, expert=expert, horizon=horizon)

@@ -294,3 +294,18 @@ def test_imitation_labels_with_the_experts_weight() -> None:
     np.testing.assert_array_equal(labels(own), labels(None))
     asleep = {w: int(np.count_nonzero(labels(w))) for w in (own / 10, own * 10)}
     assert asleep[own * 10] > 1.2 * asleep[own / 10], asleep
+
+
+def test_imitation_labels_with_the_experts_floor() -> None:
+    """`run.imitate.floor`: the expert plans with that price of a UE's lost service. At 0 the
+    labels are the default's; a high one labels less sleep."""
+    from mobrl.training.labels import collector
+
+    config = env_config_from(validate_command_line(["scenario=uma19_energy", "env=cells"]))
+
+    def labels(floor):
+        return collector(config, 0, expert="energy_greedy", floor=floor).episode(3).y
+
+    np.testing.assert_array_equal(labels(0.0), labels(None))
+    asleep = {f: int(np.count_nonzero(labels(f))) for f in (0.0, 50.0)}
+    assert asleep[50.0] < asleep[0.0], asleep

@@ -88,7 +88,7 @@ def test_gain_features_are_topk_gains_last_columns() -> None:
                 "run.imitate.expert=threshold",
                 "run.imitate.weight=0.02",
             ],
-            "threshold does not weigh it. Use run.imitate.expert=energy_oracle",
+            "threshold does not weigh energy. Use run.imitate.expert=energy_oracle",
         ),
         (
             [
@@ -97,7 +97,26 @@ def test_gain_features_are_topk_gains_last_columns() -> None:
                 "run.imitate.expert=energy_oracle",
                 "run.imitate.weight=-1",
             ],
-            r"run.imitate.weight \(the λ the expert plans with\) must be a number from 0 up",
+            r"run.imitate.weight \(the λ an expert weighs energy with\) must be a number from",
+        ),
+        (["run.imitate.floor=10"], "run.imitate.floor is for a cell expert's planning; UE"),
+        (
+            [
+                "scenario=uma19_energy",
+                "env=cells",
+                "run.imitate.expert=idle_off",
+                "run.imitate.floor=10",
+            ],
+            "idle_off does not weigh energy. Use run.imitate.expert=energy_oracle",
+        ),
+        (
+            [
+                "scenario=uma19_energy",
+                "env=cells",
+                "run.imitate.expert=energy_oracle",
+                "run.imitate.floor=-2",
+            ],
+            r"run.imitate.floor \(the price an expert plans with of a UE's lost service\) must",
         ),
     ],
 )

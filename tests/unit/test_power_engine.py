@@ -258,6 +258,46 @@ def test_predicted_step_is_the_step(name, tmp_path):
     assert len({round(v, 9) for v in predict.cache.values()}) > 1  # the sets differ
 
 
+def test_a_floor_charges_each_ues_service_lost_against_every_station_on(tmp_path):
+    """`StepPredictor(core, floor=f)` scores the objective less f × the present UEs' mean
+    of max(0, u_all − u): u each UE's utility after the engine's own next step with the set
+    on the air, u_all with every station on (both realised on copies of the engine). With
+    every station on it charges nothing; f = 0 is the plain score."""
+    sections = {
+        "power": {"model": "tr38864"},
+        "traffic": {"demand": {"model": "constant", "mbps": 2}, "hour": 21.0},
+    }
+    core = _core(_layout("uma19_energy", tmp_path, **sections))
+    core.reset(seed=4)
+    rng = np.random.default_rng(3)
+    n = len(core.stations)
+
+    def realised(on):
+        copy_ = copy.deepcopy(core)
+        copy_.set_cell_states(np.where(on, 0, 1))  # micro sleep: no wake-up pending
+        before = copy_._tally.objective
+        _greedy_step(copy_)
+        return copy_._tally.objective - before, copy_._util[copy_._sel].copy()
+
+    charged = 0
+    for _ in range(4):
+        _greedy_step(core)
+        plain, zero = StepPredictor(core), StepPredictor(core, floor=0.0)
+        floored = StepPredictor(core, floor=7.0)
+        _, full = realised(np.ones(n, dtype=bool))
+        assert floored.value(np.ones(n, dtype=bool), 1) == pytest.approx(
+            plain.value(np.ones(n, dtype=bool), 1), abs=1e-12
+        )
+        for _ in range(4):
+            on = rng.random(n) < 0.6
+            objective, util = realised(on)
+            lost = float(np.maximum(full - util, 0.0).mean())
+            assert zero.value(on, 1) == plain.value(on, 1)
+            assert floored.value(on, 1) == pytest.approx(objective - 7.0 * lost, abs=1e-12)
+            charged += lost > 1e-6
+    assert charged > 0  # some sets cost some UE service
+
+
 # --- 7. the reference's search --------------------------------------------------------------
 
 

@@ -38,6 +38,9 @@ class CellRule(GreedyPolicy):
     #: `power.weight`; a smaller one makes it more cautious, `run.imitate.weight`)
     weighs = False
     weight: float | None = None
+    #: with `weighs`: the price it plans with of a UE's service lost against every station
+    #: on (0: none; `mobrl.network.power_predict.StepPredictor`, `run.imitate.floor`)
+    floor: float = 0.0
 
     @classmethod
     def check_plays(cls, env_config: dict[str, Any], flag: str = "--baselines") -> None:
