@@ -18,7 +18,7 @@ energy, and its saving over `all_on`.
     python scripts/cell_guard_study.py --scenario uma19_energy --episodes 20 --train 40
     python scripts/cell_guard_study.py --offload --cuts 0.3,0.2
     python scripts/cell_guard_study.py --turns --cuts 0.6,0.7,0.8
-    python scripts/cell_guard_study.py --scenario umi_dense_energy --seed 100000 --floors 3,10
+    python scripts/cell_guard_study.py --scenario umi_dense_energy --seed 100000 --floors 1,2,3,10
 """
 
 from __future__ import annotations
