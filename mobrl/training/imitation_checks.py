@@ -91,7 +91,7 @@ def _check_expert_weight(settings: Any) -> None:
 
     what = {
         "weight": ("the λ an expert weighs energy with", "0.025", "the layout's λ"),
-        "floor": ("the price an expert plans with of a UE's lost service", "10", "none"),
+        "floor": ("the price an expert plans with of a UE's lost service", "3", "none"),
     }
     for key, (meaning, example, dropped) in what.items():
         value = settings.get(key)
