@@ -29,8 +29,7 @@ def check_imitate(cfg: Any, ppo_actor: bool) -> None:
     if cfg.env.mode == "cells":
         _check_cell_expert(settings.expert, off)
         _check_expert_weight(settings)
-    elif settings.get("weight") is not None or settings.get("floor") is not None:
-        key = "weight" if settings.get("weight") is not None else "floor"
+    elif key := next((k for k in CELL_PLANNING if settings.get(k) is not None), None):
         raise UserError(
             f"run.imitate.{key} is for a cell expert's planning; UE agents' experts do not "
             f"weigh energy. Use env=cells, or drop run.imitate.{key}."
@@ -83,17 +82,21 @@ def _check_cell_expert(expert: str, off: str) -> None:
         )
 
 
+#: `run.imitate` keys of a cell expert's planning: what each is, an example, what dropping it
+#: leaves
+CELL_PLANNING = {
+    "weight": ("the λ an expert weighs energy with", "0.025", "the layout's λ"),
+    "floor": ("the price an expert plans with of a UE's lost service", "3", "none"),
+}
+
+
 def _check_expert_weight(settings: Any) -> None:
     """`run.imitate.weight` and `run.imitate.floor` numbers from 0 up, given to an expert
     that weighs energy, or a one-line error."""
     from mobrl.core.errors import UserError
     from mobrl.evaluation.policies import BASELINES
 
-    what = {
-        "weight": ("the λ an expert weighs energy with", "0.025", "the layout's λ"),
-        "floor": ("the price an expert plans with of a UE's lost service", "3", "none"),
-    }
-    for key, (meaning, example, dropped) in what.items():
+    for key, (meaning, example, dropped) in CELL_PLANNING.items():
         value = settings.get(key)
         if value is None:
             continue

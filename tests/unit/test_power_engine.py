@@ -40,6 +40,17 @@ def _greedy_step(core) -> bool:
     return done
 
 
+def _realised(core, on: np.ndarray) -> tuple[float, np.ndarray]:
+    """The objective and the present UEs' utilities of `core`'s next step, played on a copy
+    with the stations `on` on the air (the others in micro sleep: no wake-up pending) and UEs
+    playing greedy."""
+    copy_ = copy.deepcopy(core)
+    copy_.set_cell_states(np.where(on, 0, 1))
+    before = copy_._tally.objective
+    _greedy_step(copy_)
+    return copy_._tally.objective - before, copy_._util[copy_._sel].copy()
+
+
 def _episode(core, seed: int, steps: int = 100) -> list[tuple[np.ndarray, np.ndarray]]:
     core.reset(seed=seed)
     out = []
@@ -249,11 +260,7 @@ def test_predicted_step_is_the_step(name, tmp_path):
         predict = StepPredictor(core)
         for _ in range(4):
             on = rng.random(n) < 0.7
-            copy_ = copy.deepcopy(core)
-            copy_.set_cell_states(np.where(on, 0, 1))  # micro sleep: no wake-up pending
-            before = copy_._tally.objective
-            _greedy_step(copy_)
-            realised = copy_._tally.objective - before
+            realised = _realised(core, on)[0]
             assert predict.value(on, 1) == pytest.approx(realised, rel=0, abs=1e-12)
     assert len({round(v, 9) for v in predict.cache.values()}) > 1  # the sets differ
 
@@ -271,26 +278,18 @@ def test_a_floor_charges_each_ues_service_lost_against_every_station_on(tmp_path
     core.reset(seed=4)
     rng = np.random.default_rng(3)
     n = len(core.stations)
-
-    def realised(on):
-        copy_ = copy.deepcopy(core)
-        copy_.set_cell_states(np.where(on, 0, 1))  # micro sleep: no wake-up pending
-        before = copy_._tally.objective
-        _greedy_step(copy_)
-        return copy_._tally.objective - before, copy_._util[copy_._sel].copy()
-
     charged = 0
     for _ in range(4):
         _greedy_step(core)
         plain, zero = StepPredictor(core), StepPredictor(core, floor=0.0)
         floored = StepPredictor(core, floor=7.0)
-        _, full = realised(np.ones(n, dtype=bool))
+        _, full = _realised(core, np.ones(n, dtype=bool))
         assert floored.value(np.ones(n, dtype=bool), 1) == pytest.approx(
             plain.value(np.ones(n, dtype=bool), 1), abs=1e-12
         )
         for _ in range(4):
             on = rng.random(n) < 0.6
-            objective, util = realised(on)
+            objective, util = _realised(core, on)
             lost = float(np.maximum(full - util, 0.0).mean())
             assert zero.value(on, 1) == plain.value(on, 1)
             assert floored.value(on, 1) == pytest.approx(objective - 7.0 * lost, abs=1e-12)
