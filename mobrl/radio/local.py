@@ -158,13 +158,11 @@ class _Components(NamedTuple):
 
 def _components(base: _Base) -> _Components:
     """The base's `_Components`."""
-    from scipy.sparse import coo_matrix
-    from scipy.sparse.csgraph import connected_components
+    from mobrl.radio._union_find import label_components
 
     lu, lb = base.lu, base.lb
     n_bs, n_ue = base.conn.shape
-    graph = coo_matrix((np.ones(len(lb)), (lb, n_bs + lu)), shape=(n_bs + n_ue,) * 2)
-    n_comp, label = connected_components(graph, directed=False)
+    n_comp, label = label_components(lb, lu, n_bs, n_ue)
     st_comp, ue_comp = label[:n_bs].astype(np.int64), label[n_bs:].astype(np.int64)
     return _Components(
         st_comp,

@@ -912,6 +912,30 @@ def test_local_rates_are_the_same_bits_in_any_batch(monkeypatch) -> None:
     assert switching  # and changes scored on every link
 
 
+
+def test_components_are_labelled_as_scipys() -> None:
+    """The components a change is scored on (compiled union-find) carry the labels scipy's
+    `connected_components` gives the graph of stations and UEs: on random link sets with
+    idle stations, UEs without links and one component spanning the network."""
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    from mobrl.radio._union_find import label_components
+
+    rng = np.random.default_rng(0)
+    sizes = set()
+    for _ in range(400):
+        n_bs, n_ue = int(rng.integers(1, 25)), int(rng.integers(0, 60))
+        conn = rng.random((n_bs, n_ue)) < rng.choice([0.0, 0.02, 0.1, 0.5])
+        lu, lb = np.nonzero(conn.T)
+        graph = coo_matrix((np.ones(len(lb)), (lb, n_bs + lu)), shape=(n_bs + n_ue,) * 2)
+        expected = connected_components(graph, directed=False)
+        n_comp, label = label_components(lb, lu, n_bs, n_ue)
+        assert n_comp == expected[0]
+        np.testing.assert_array_equal(label, expected[1])
+        sizes.add(min(n_comp, 2) if n_bs + n_ue > 1 else -1)
+    assert {1, 2} <= sizes  # one component and several
+
 # --- 7. interference matters ----------------------------------------------------------------
 
 

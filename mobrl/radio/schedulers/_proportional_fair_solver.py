@@ -28,6 +28,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from mobrl.radio._union_find import root as _root
+
 #: a group's descent stops when no bid moves by more than this (or after MAX_SWEEPS, a guard:
 #: the exact solves settle slow groups long before)
 TOLERANCE = 1e-10
@@ -39,15 +41,6 @@ ACTIVE_SET_TRIES = 12
 #: a bid below -this is negative; an unused link better by more than this (times the group's
 #: largest price) would be used: the exact solve is then not the optimum
 KKT_EPS = 1e-12
-
-
-@njit(cache=True)
-def _root(parent: np.ndarray, k: int) -> int:
-    """Node k's root in the union-find forest `parent` (paths halved on the way)."""
-    while parent[k] != k:
-        parent[k] = parent[parent[k]]
-        k = parent[k]
-    return k
 
 
 @njit(cache=True)
