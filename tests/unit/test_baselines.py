@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import sys
+from contextlib import contextmanager
+
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -150,8 +153,44 @@ def _per_ue_slots(policy, core, actions: dict, k: int) -> dict:
     return out
 
 
+@contextmanager
+def _link_states_of_one_step():
+    """A UE's `ue_link_state` and the network's `link_state` computed once while the state
+    holds still: a per-UE definition reads other UEs' links too (greedy_fill's fill links
+    read every UE's, capped reads the network's), the same values once per UE of the step.
+    Every mobrl module that reads one of them reads the held values, then the function
+    again."""
+    from mobrl.evaluation.baselines import base
+    from mobrl.network import service
+
+    held: dict = {}
+    patched = []
+    for original in (base.ue_link_state, service.link_state):
+
+        def once(*args, _original=original, **kwargs):
+            key = (_original, *map(id, args), *sorted(kwargs.items()))
+            if key not in held:
+                held[key] = _original(*args, **kwargs)
+            return held[key]
+
+        for name, module in list(sys.modules.items()):
+            if name.startswith("mobrl.") and getattr(module, original.__name__, None) is original:
+                setattr(module, original.__name__, once)
+                patched.append((module, original))
+    try:
+        yield
+    finally:
+        for module, original in patched:
+            setattr(module, original.__name__, original)
+
+
 def _per_ue(policy, env, observation):
     """The rule's actions from its per-UE definition (`ue_action`), as `act` returns them."""
+    with _link_states_of_one_step():
+        return _per_ue_actions(policy, env, observation)
+
+
+def _per_ue_actions(policy, env, observation):
     from mobrl.envs.wrappers import find_core, ue_id
 
     core = find_core(env)
