@@ -56,7 +56,7 @@ def test_resume_after_sigkill_continues_from_checkpoints(tmp_path: Path) -> None
     """Kill the whole process group (driver and Ray) after the second trial's first
     checkpoint; `--resume` leaves the finished trial alone and continues the other one."""
     run_dir = tmp_path / "run"
-    n = 5  # iterations of a trial: the second must still be training 1.5 s after its first
+    n = 3  # iterations of a trial: the second must still be training 1.5 s after its first
     args = [
         "train", "scenario=cartpole", "run=smoke", "tune=lr_grid", f"run.stop.iterations={n}",
         "run.batch.train_batch_size=4000", "run.batch.minibatch_size=1000",
