@@ -912,7 +912,6 @@ def test_local_rates_are_the_same_bits_in_any_batch(monkeypatch) -> None:
     assert switching  # and changes scored on every link
 
 
-
 def test_components_are_labelled_as_scipys() -> None:
     """The components a change is scored on (compiled union-find) carry the labels scipy's
     `connected_components` gives the graph of stations and UEs: on random link sets with
@@ -935,6 +934,7 @@ def test_components_are_labelled_as_scipys() -> None:
         np.testing.assert_array_equal(label, expected[1])
         sizes.add(min(n_comp, 2) if n_bs + n_ue > 1 else -1)
     assert {1, 2} <= sizes  # one component and several
+
 
 # --- 7. interference matters ----------------------------------------------------------------
 
