@@ -163,7 +163,7 @@ def _components(base: _Base) -> _Components:
     lu, lb = base.lu, base.lb
     n_bs, n_ue = base.conn.shape
     n_comp, label = label_components(lb, lu, n_bs, n_ue)
-    st_comp, ue_comp = label[:n_bs].astype(np.int64), label[n_bs:].astype(np.int64)
+    st_comp, ue_comp = label[:n_bs], label[n_bs:]  # int64 already
     return _Components(
         st_comp,
         ue_comp,
