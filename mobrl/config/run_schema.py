@@ -140,6 +140,10 @@ class ImitateConf:
     #: with such an expert: the price it plans with of each UE's service lost against every
     #: station on the air (null: none; docs/energy.md, "A service floor")
     floor: Optional[float] = None
+    #: processes that play the labelled episodes (the expert's, then each round's) while the
+    #: fits stay in the trial's process: the same labels and policy as on 1, in less time
+    #: where cores are free; beside Ray's count of the trial's CPUs (docs/training.md)
+    workers: int = 1
 
 
 @dataclass

@@ -20,11 +20,16 @@ On a mobile-env layout with env=ma and a slot observation (`env.obs=topk` or `to
 (`run.resources.num_learners=0`), and syncs the weights to the env runners; RL training then
 goes on as usual. Episodes use seeds 1,000,000+ (those of `mobrl train`), never evaluation's.
 docs/performance.md measures the same loop per layout and observation.
+
+With `run.imitate.workers` > 1 the episodes of each step (the expert's, then each round's)
+are played on that many processes (`labelled_episodes`) and the fits stay here: the same
+labels, rows and weights as on one process, bit for bit, since every episode has its seed
+and the policy plays a copy of the same layers on one torch thread.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -173,6 +178,91 @@ class GreedyActor:
         return {a: int(c) for a, c in zip(observation, self.actions(x))}
 
 
+def plain_copy(logits: Any) -> Any:
+    """A copy of a logits callable that another process loads without RLlib: a torch
+    `Sequential` as it is, or `ModuleLogits`' actor encoder and `pi` head as one `Sequential`
+    of their layers when they are linear layers and activations in a row (RLlib's default
+    MLPs; the same operations in the same order, so the same logits bit for bit). None for
+    any other network."""
+    import copy
+
+    import torch
+
+    if isinstance(logits, torch.nn.Sequential):
+        return copy.deepcopy(logits).eval()
+    if not isinstance(logits, ModuleLogits) or logits.actor is None:
+        return None
+    layers = []
+    for part in (logits.actor, logits.module.pi):
+        for layer in part.modules():
+            if next(layer.children(), None) is not None:
+                continue  # a container: its layers come next, in their order
+            if not isinstance(layer, torch.nn.Linear) and (
+                type(layer).__module__ != torch.nn.modules.activation.__name__
+            ):
+                return None
+            layers.append(copy.deepcopy(layer))
+    return torch.nn.Sequential(*layers).eval()
+
+
+#: the collector a labelling process keeps between episodes: (its settings, it)
+_WORKER_COLLECTOR: list[Any] = [None, None]
+
+
+def _labelled_in_worker(settings: tuple, seed: int, net: Any) -> Labelled:
+    """One labelled episode in a labelling process (`labelled_episodes`): the expert plays
+    when `net` is None, else the policy of `net` (a `plain_copy`) on one torch thread."""
+    if _WORKER_COLLECTOR[0] != settings:
+        _WORKER_COLLECTOR[:] = [settings, collector(*settings)]
+    learner = None
+    if net is not None:
+        import torch
+
+        torch.set_num_threads(1)
+        learner = GreedyActor(net)
+    return _WORKER_COLLECTOR[1].episode(seed, learner=learner)
+
+
+@contextmanager
+def labelled_episodes(
+    settings: tuple, workers: int = 1
+) -> Iterator[Callable[[list[int], Any, Callable[[], None]], list[Labelled]]]:
+    """`play(seeds, net, done)`: the labelled episodes of `seeds` in their order, the expert
+    playing (`net` None) or the greedy policy of the logits callable `net`, calling `done`
+    after each. `settings` are `collector`'s arguments. On `workers` > 1 processes
+    (`mobrl.core.workers`, started at the first episode and kept for the block) when the
+    policy has a `plain_copy`; otherwise in this process."""
+    here = collector(*settings)
+
+    def local(seeds: list[int], net: Any, done: Callable[[], None]) -> list[Labelled]:
+        out = []
+        for seed in seeds:
+            learner = None if net is None else GreedyActor(net)
+            out.append(here.episode(seed, learner=learner))
+            done()
+        return out
+
+    if workers <= 1:
+        yield local
+        return
+    from mobrl.core.workers import process_pool
+
+    with process_pool(workers) as pool:
+
+        def play(seeds: list[int], net: Any, done: Callable[[], None]) -> list[Labelled]:
+            copied = None if net is None else plain_copy(net)
+            if net is not None and copied is None:
+                return local(seeds, net, done)
+            futures = [pool.submit(_labelled_in_worker, settings, s, copied) for s in seeds]
+            out = []
+            for future in futures:
+                out.append(future.result())
+                done()
+            return out
+
+        yield play
+
+
 @contextmanager
 def one_torch_thread() -> Iterator[None]:
     """Torch on one thread for the block: a fit's minibatches of 256 through a small MLP gain
@@ -201,6 +291,7 @@ def dagger(
     horizon: int | None = None,
     weight: float | None = None,
     floor: float | None = None,
+    workers: int = 1,
 ) -> dict[str, Any]:
     """DAgger into `net` (a logits callable with `parameters`, e.g. `ModuleLogits`) on the
     env of `env_config` (a slot observation; played on the fast engine), with torch on one
@@ -210,23 +301,24 @@ def dagger(
     few in a thousand of a later round's (docs/zoo.md). A row whose label is a planning
     expert's move ahead of the step's search (`Labelled.ahead`, fewer still) weighs `ahead`;
     `horizon` sets such an expert's steps ahead (`HORIZON`; None: its own), `weight` and `floor`
-    the λ and the price of lost service a cell expert plans with (None: the layout's λ, 0)."""
+    the λ and the price of lost service a cell expert plans with (None: the layout's λ, 0).
+    `workers` > 1: the episodes are played on that many processes (`labelled_episodes`)."""
     from mobrl.core.console import make_console, progress
     from mobrl.scenarios.kinds.mobile import MobileSpec
 
     k = int(MobileSpec.of(env_config).topk or 0)  # cell agents have no slots
-    collect = collector(env_config, k, expert, horizon, weight, floor)
+    settings = (env_config, k, expert, horizon, weight, floor)
     seed = TRAIN_SEED
-    data: list[Labelled] = []
-    with progress(make_console()) as bar:
+    with progress(make_console()) as bar, labelled_episodes(settings, workers) as play:
         total = episodes * (rounds + 1)
         task = bar.add_task(f"imitation: {total} episodes labelled by {expert}", total=total)
-        for _ in range(episodes):
-            data.append(collect.episode(seed))
-            seed += 1
+
+        def done() -> None:
             bar.advance(task)
+
+        data: list[Labelled] = play(list(range(seed, seed + episodes)), None, done)
+        seed += episodes
         history = []
-        actor = GreedyActor(net)
         train_acc = 0.0
         for it in range(rounds + 1):
             n = updates * (3 if it == rounds else 1)
@@ -235,11 +327,8 @@ def dagger(
             train_acc = fit(net, x, y, n, seed=it, weight=np.where(planned, ahead, weight))
             if it == rounds:
                 break
-            played = []
-            for _ in range(episodes):
-                played.append(collect.episode(seed, learner=actor))
-                seed += 1
-                bar.advance(task)
+            played = play(list(range(seed, seed + episodes)), net, done)
+            seed += episodes
             data += played
             _, labels, acts, revised, planned = map(np.concatenate, zip(*played))
             found = accuracy(acts, labels, revised, planned)
@@ -291,6 +380,7 @@ def pretrain(
                     horizon=settings.get("horizon"),
                     weight=settings.get("weight"),
                     floor=settings.get("floor"),
+                    workers=int(settings.get("workers", 1)),
                 )
         return out
 

@@ -121,6 +121,11 @@ def _check_imitate_values(cfg: Any, settings: Any, plans: bool) -> None:
     for key in ("episodes", "updates"):
         if int(settings[key]) < 1:
             raise UserError(f"run.imitate.{key} must be >= 1, got {settings[key]}.")
+    if int(settings.get("workers", 1)) < 1:
+        raise UserError(
+            f"run.imitate.workers (processes that play the labelled episodes) must be >= 1, "
+            f"got {settings.workers}. Use run.imitate.workers=1 (this process alone)."
+        )
     if not float(settings.get("revisions", 1.0)) >= 1:
         raise UserError(
             f"run.imitate.revisions (a revised move's weight in a fit) must be >= 1, got "

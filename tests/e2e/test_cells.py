@@ -208,14 +208,14 @@ def test_an_energy_weight_sweep_draws_its_front(tmp_path: Path) -> None:
 
 def test_cells_in_turns_imitate_train_and_evaluate(tmp_path: Path) -> None:
     """env.decide=in_turns through real RLlib: imitation labels every turn (DAgger: the policy
-    plays a round, its requests through the guard), PPO trains on turn-based episodes, and
+    plays a round, its requests through the guard; the episodes on 2 processes), PPO trains on turn-based episodes, and
     the checkpoint, restored in a fresh process, plays its turns against the rules at once:
     each one's return is N times its objective summed over the network's steps."""
     run_dir = tmp_path / "run"
     train_smoke(
         run_dir, "scenario=uma19_energy", "env=cells", "env.decide=in_turns",
         "run.imitate.expert=energy_greedy", "run.imitate.episodes=1", "run.imitate.rounds=1",
-        "run.imitate.updates=20",
+        "run.imitate.updates=20", "run.imitate.workers=2",
     )  # fmt: skip
     manifest = json.loads((run_dir / "manifest.json").read_text())
     assert manifest["env_config"]["decide"] == "in_turns"

@@ -74,6 +74,7 @@ def test_gain_features_are_topk_gains_last_columns() -> None:
         (["algo=dqn"], "Use algo=ppo"),
         (["run.resources.num_learners=1"], "run.resources.num_learners=0"),
         (["run.imitate.episodes=0"], "run.imitate.episodes must be >= 1"),
+        (["run.imitate.workers=0"], r"run.imitate.workers \(processes that play the labelled"),
         (["run.imitate.revisions=0.5"], r"run.imitate.revisions \(a revised move's weight"),
         (["run.imitate.ahead=0"], r"run.imitate.ahead \(the weight of a move planned ahead"),
         (["run.imitate.ahead=10"], "expert oracle does not plan. Use run.imitate.expert=oracle_h"),
@@ -185,6 +186,56 @@ def test_module_logits_are_the_modules_action_logits_with_gradients_on_the_actor
     got.sum().backward()
     assert module.pi.net.mlp[0].weight.grad is not None
     assert all(p.grad is None for p in module.encoder.critic_encoder.parameters())
+
+
+def test_labelled_episodes_on_two_processes_are_the_ones_played_here() -> None:
+    """`run.imitate.workers`: episodes played on 2 processes, the expert's and a PPO module's
+    (its `plain_copy`, which gives its logits bit for bit), are the episodes played here, row
+    for row (cells of `uma19_energy` under a planning expert with a service floor)."""
+    import functools
+
+    import gymnasium as gym
+    import torch
+    from ray.rllib.algorithms.ppo.torch.default_ppo_torch_rl_module import (
+        DefaultPPOTorchRLModule,
+    )
+    from ray.rllib.core.rl_module.rl_module import RLModuleSpec
+
+    from mobrl.envs.cells import cell_agent
+    from mobrl.evaluation.rollout import episode_env
+    from mobrl.training.imitation import ModuleLogits, labelled_episodes, plain_copy
+
+    config = env_config_from(validate_command_line(["scenario=uma19_energy", "env=cells"]))
+    env = episode_env(config, 0)
+    agent = cell_agent(0)
+    space, actions = env.observation_spaces[agent], env.action_spaces[agent]
+    env.close()
+    torch.manual_seed(0)
+    module = RLModuleSpec(
+        module_class=DefaultPPOTorchRLModule,
+        observation_space=gym.spaces.Box(-np.inf, np.inf, space.shape, np.float32),
+        action_space=actions,
+        model_config={"fcnet_hiddens": [16, 16], "vf_share_layers": False},
+    ).build()
+    logits = ModuleLogits(module)
+    x = torch.randn(64, space.shape[0])
+    with torch.no_grad():
+        assert torch.equal(plain_copy(logits)(x), logits(x))
+    settings = (config, 0, "energy_greedy", None, None, 1.0)
+    played = {}
+    for workers in (1, 2):
+        counted: list[int] = []
+        done = functools.partial(counted.append, 1)
+        with labelled_episodes(settings, workers) as play:
+            expert = play([7], None, done)
+            policy = play([8], logits, done)
+        assert len(counted) == 2
+        played[workers] = expert + policy
+    for here, there in zip(played[1], played[2]):
+        for a, b in zip(here, there):
+            np.testing.assert_array_equal(a, b)
+    # the policy played its own requests, not the expert's
+    assert not np.array_equal(played[1][1].played, played[1][1].y)
 
 
 def test_one_torch_thread_gives_the_threads_back_even_on_error() -> None:
