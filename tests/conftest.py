@@ -96,15 +96,6 @@ def pytest_configure(config: pytest.Config) -> None:
     os.environ["RAY_TMPDIR"] = tempfile.mkdtemp(prefix=f"mobrl-ray-{worker}-", dir="/tmp")
 
 
-def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
-    """`-n auto` (pyproject's addopts): one process more than the cores this process may use.
-    An end-to-end test waits on its `mobrl` processes and Ray's (start-ups, actors, timeouts)
-    for part of its time, so a process per core leaves the cores idle then: on 2 cores the
-    failure matrix of `test_env_failures.py` kept them 87 % busy on two processes and 95 % on
-    three, and ended 12 % sooner."""
-    return len(os.sched_getaffinity(0)) + 1
-
-
 def pytest_unconfigure(config: pytest.Config) -> None:
     import shutil
 
