@@ -205,15 +205,16 @@ def plain_copy(logits: Any) -> Any:
     return torch.nn.Sequential(*layers).eval()
 
 
-#: the collector a labelling process keeps between episodes: (its settings, it)
+#: the collector a labelling process keeps between episodes: (the block's token, it)
 _WORKER_COLLECTOR: list[Any] = [None, None]
 
 
-def _labelled_in_worker(settings: tuple, seed: int, net: Any) -> Labelled:
+def _labelled_in_worker(token: str, settings: tuple, seed: int, net: Any) -> Labelled:
     """One labelled episode in a labelling process (`labelled_episodes`): the expert plays
-    when `net` is None, else the policy of `net` (a `plain_copy`) on one torch thread."""
-    if _WORKER_COLLECTOR[0] != settings:
-        _WORKER_COLLECTOR[:] = [settings, collector(*settings)]
+    when `net` is None, else the policy of `net` (a `plain_copy`) on one torch thread. The
+    collector of `settings` is made once per block (`token`)."""
+    if _WORKER_COLLECTOR[0] != token:
+        _WORKER_COLLECTOR[:] = [token, collector(*settings)]
     learner = None
     if net is not None:
         import torch
@@ -245,15 +246,18 @@ def labelled_episodes(
     if workers <= 1:
         yield local
         return
+    import uuid
+
     from mobrl.core.workers import process_pool
 
+    token = uuid.uuid4().hex
     with process_pool(workers) as pool:
 
         def play(seeds: list[int], net: Any, done: Callable[[], None]) -> list[Labelled]:
             copied = None if net is None else plain_copy(net)
             if net is not None and copied is None:
                 return local(seeds, net, done)
-            futures = [pool.submit(_labelled_in_worker, settings, s, copied) for s in seeds]
+            futures = [pool.submit(_labelled_in_worker, token, settings, s, copied) for s in seeds]
             out = []
             for future in futures:
                 out.append(future.result())
