@@ -271,9 +271,16 @@ ANY_LAYOUT = "any_layout"
 BORROWED_PRESETS = {"mappo": "ppo"}
 
 
+#: the layouts (name -> file) the ConfigStore last registered: a composition whose layouts are
+#: the same (the same working directory's ./scenarios/) registers nothing again
+_REGISTERED: dict[str, Any] = {}
+
+
 def register_schema() -> None:
     """Register the schema with Hydra's ConfigStore so `conf/config.yaml` can extend it, and
-    every layout file (built-in and ./scenarios/*.yaml) as an option of the scenario group."""
+    every layout file (built-in and ./scenarios/*.yaml) as an option of the scenario group.
+    Once per process for the same layouts: the store outlives Hydra's global state, and a
+    registration costs about as much as the composition it serves."""
     from pathlib import Path
 
     from hydra.core.config_store import ConfigStore
@@ -281,12 +288,14 @@ def register_schema() -> None:
 
     from mobrl import scenarios
 
+    layouts = scenarios.discover()
+    cs = ConfigStore.instance()
+    if _REGISTERED.get("layouts") == layouts and _REGISTERED.get("store") is cs:
+        return
     if not OmegaConf.has_resolver("mobrl_stem"):
         # a layout scenario is named after its file, also when scenario.path points elsewhere
         OmegaConf.register_new_resolver("mobrl_stem", lambda path: Path(str(path)).stem)
-    cs = ConfigStore.instance()
     cs.store(name="mobrl_schema", node=MobrlConfig)
-    layouts = scenarios.discover()
     for name, path in layouts.items():
         node = {
             "name": "${mobrl_stem:${.path}}",
@@ -297,6 +306,7 @@ def register_schema() -> None:
         }
         cs.store(group="scenario", name=name, node=node)
     _register_preset_aliases(cs, set(layouts))
+    _REGISTERED.update(layouts=layouts, store=cs)
 
 
 def _register_preset_aliases(cs: Any, layouts: set[str]) -> None:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import copy
 import sys
 from contextlib import contextmanager
+from functools import cache
 
 import gymnasium as gym
 import numpy as np
@@ -204,6 +206,15 @@ def _per_ue_actions(policy, env, observation):
     ]
 
 
+@cache
+def _env_config(layout: str, overrides: tuple[str, ...]) -> dict:
+    """A layout's env config under `overrides`, composed once for all the rules that play it."""
+    from mobrl.envs.factory import env_config_from
+    from mobrl.training.checks import validate_command_line
+
+    return env_config_from(validate_command_line([f"scenario={layout}", *overrides]))
+
+
 @pytest.mark.parametrize(
     "layout", ["small", "medium", "large", "dense_urban", "highway", "umi_dense"]
 )
@@ -214,18 +225,14 @@ def test_array_rules_act_as_their_per_ue_definitions_on_every_step(layout: str, 
     """Each rule's `station_actions` (one step's arrays) gives the actions of its `ue_action`
     for every UE: both engines, ma with mobile-env's and topk's actions, and central (a layout
     with a radio section: the fast engine only, stock mobile-env does not model it)."""
-    from mobrl.envs.factory import env_config_from
-    from mobrl.training.checks import validate_command_line
-
     cases = [
-        (["env=ma"], "fast"), (["env=ma"], "stock"), (["env=ma", "env.obs=topk"], "fast"),
-        (["env=central"], "fast"),
+        (("env=ma",), "fast"), (("env=ma",), "stock"), (("env=ma", "env.obs=topk"), "fast"),
+        (("env=central",), "fast"),
     ]  # fmt: skip
     for overrides, engine in cases:
         if engine == "stock" and layout == "umi_dense":
             continue
-        config = env_config_from(validate_command_line([f"scenario={layout}", *overrides]))
-        env = make_env({**config, "engine": engine})
+        env = make_env({**copy.deepcopy(_env_config(layout, overrides)), "engine": engine})
         policy = BASELINES[name]()
         policy.reset(3)
         obs, _ = env.reset(seed=3)
