@@ -87,22 +87,29 @@ class UESlotEnvRunner(LeanEnvRunner):
         batch has at least that many env steps its rounding is kept (as it always was), where
         it has fewer (a layout with more UEs than the batch has env steps, e.g. `city` with
         `run=smoke`) the share is rounded to whole steps of each env copy instead, so the
-        sample stays the batch's size rather than n_ues env steps per copy."""
+        sample stays the batch's size rather than n_ues env steps per copy.
+
+        An algorithm whose automatic fragment is its own (DQN's and SAC's: their n-step
+        horizon, in steps of each env) samples that many steps of every slot, which is that
+        many env steps of every copy, as RLlib's multi-agent runner samples each env."""
+        from ray.rllib.algorithms.algorithm_config import AlgorithmConfig
+
+        own = type(self.config).get_rollout_fragment_length
+        if own is not AlgorithmConfig.get_rollout_fragment_length:
+            return own(self.config, self.worker_index) * self.num_envs
         n_ues, copies = self.env.unwrapped.n_ues, self.env.unwrapped.copies
         batch, runners = self.config.total_train_batch_size, self.config.num_env_runners or 1
         if self.config.count_steps_by == "agent_steps":
             batch //= n_ues  # the batch counts rows (`algos.rows_per_batch_step`)
         if batch >= runners * self.num_envs:  # RLlib's fragment: at least one step per slot
-            # RLlib's own rounding, applied to the batch in env steps (DQN and SAC's
-            # automatic fragment is their n-step horizon instead)
+            # RLlib's own rounding, applied to the batch in env steps
             env_steps_config = SimpleNamespace(
                 rollout_fragment_length="auto",
                 total_train_batch_size=batch,
                 num_envs_per_env_runner=self.config.num_envs_per_env_runner,
                 num_env_runners=self.config.num_env_runners,
-                n_step=getattr(self.config, "n_step", 1),
             )
-            fragment = type(self.config).get_rollout_fragment_length(
+            fragment = AlgorithmConfig.get_rollout_fragment_length(
                 env_steps_config, self.worker_index
             )
             return fragment * self.num_envs * n_ues

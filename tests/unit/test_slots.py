@@ -163,3 +163,42 @@ def test_a_fragment_is_the_runners_share_of_the_batch_in_env_steps(
     )
     slot_steps = UESlotEnvRunner._fragment_slot_steps(runner)  # type: ignore[arg-type]
     assert slot_steps == env_steps * ues
+
+
+@pytest.mark.parametrize(
+    ("algo", "n_step", "ues", "copies", "env_steps"),
+    [
+        ("dqn", 1, 5, 4, 4),  # dqn/small/ma: one step of each of 4 copies
+        ("dqn", 1, 30, 1, 1),  # large, one copy: 30 UE steps, not 30 env steps
+        ("dqn", (2, 5), 5, 8, 40),  # dqn/cartpole's n-step on small: its horizon, 5 steps
+        ("sac", 1, 5, 1, 1),  # sac/small/ma: every env step
+        ("sac", 1, 30, 2, 2),
+    ],
+)
+def test_an_off_policy_fragment_is_its_n_step_horizon_of_every_copy(
+    algo: str, n_step: int | tuple[int, int], ues: int, copies: int, env_steps: int
+) -> None:
+    """DQN and SAC sample their automatic fragment (their n-step horizon, in steps of each
+    env) between two training steps: through UE slots that many steps of every slot, so the
+    env steps between updates are those of RLlib's multi-agent runner on the same copies,
+    whatever the layout's number of UEs."""
+    from types import SimpleNamespace
+
+    from ray.rllib.algorithms.dqn import DQNConfig
+    from ray.rllib.algorithms.sac import SACConfig
+
+    from mobrl.envs.slot_runner import UESlotEnvRunner
+
+    config = (
+        (DQNConfig() if algo == "dqn" else SACConfig())
+        .training(n_step=n_step)
+        .env_runners(num_env_runners=0, num_envs_per_env_runner=copies * ues)
+    )
+    runner = SimpleNamespace(
+        config=config,
+        num_envs=copies * ues,
+        worker_index=0,
+        env=SimpleNamespace(unwrapped=SimpleNamespace(n_ues=ues, copies=copies)),
+    )
+    slot_steps = UESlotEnvRunner._fragment_slot_steps(runner)  # type: ignore[arg-type]
+    assert slot_steps == env_steps * ues
