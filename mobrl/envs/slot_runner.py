@@ -6,6 +6,7 @@ import math
 from types import SimpleNamespace
 from typing import Any
 
+from ray.rllib.algorithms.algorithm_config import AlgorithmConfig
 from ray.rllib.core import DEFAULT_AGENT_ID, DEFAULT_MODULE_ID
 from ray.rllib.utils.metrics import (
     EPISODE_AGENT_RETURN_MEAN,
@@ -92,8 +93,6 @@ class UESlotEnvRunner(LeanEnvRunner):
         An algorithm whose automatic fragment is its own (DQN's and SAC's: their n-step
         horizon, in steps of each env) samples that many steps of every slot, which is that
         many env steps of every copy, as RLlib's multi-agent runner samples each env."""
-        from ray.rllib.algorithms.algorithm_config import AlgorithmConfig
-
         own = type(self.config).get_rollout_fragment_length
         if own is not AlgorithmConfig.get_rollout_fragment_length:
             return own(self.config, self.worker_index) * self.num_envs
