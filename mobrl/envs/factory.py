@@ -27,13 +27,14 @@ def env_config_from(cfg: Any, render_mode: str | None = None) -> dict[str, Any]:
     env_config = env_config_of(cfg, render_mode)
     policies, sampler = cfg.env.get("policies"), cfg.env.get("sampler", "auto")
     if (cfg.get("algo") or {}).get("critic"):
-        sampler = together(env_config, sampler, cfg.algo.name)
+        check_pooled_critic(env_config, cfg.algo.name)
     return _with_agents(env_config, policies, sampler, cfg.run.seed, cfg.run.ue_metrics)
 
 
-def together(env_config: dict[str, Any], requested: str, algo: str) -> str:
-    """The sampler of an algorithm whose critic pools the agents of each env step (algo=mappo):
-    RLlib's multi-agent runner, which keeps them together; one line where it cannot apply."""
+def check_pooled_critic(env_config: dict[str, Any], algo: str) -> None:
+    """An algorithm whose critic pools the agents of each env step (algo=mappo) needs several:
+    one line where the env has one. Both samplers keep a step's agents together (RLlib's
+    multi-agent runner in one episode, UE slots by their copy's episode id)."""
     from mobrl.core.errors import UserError
 
     if env_config.get("mode") not in MULTI_AGENT_MODES:
@@ -42,12 +43,6 @@ def together(env_config: dict[str, Any], requested: str, algo: str) -> str:
             f"algo={algo}'s critic pools the agents of each step; scenario={name} has one "
             "agent. Use a multi-agent env (env=ma, env=cells, ...) or algo=ppo."
         )
-    if requested == "ue_slots":
-        raise UserError(
-            f"algo={algo}'s critic sees the agents of each step together; env.sampler=ue_slots "
-            "samples each UE apart. Use env.sampler=auto or multi_agent."
-        )
-    return "multi_agent"
 
 
 def _with_agents(

@@ -62,21 +62,25 @@ def _connector_names(pipeline: Any) -> set[str]:
 
 
 class _Ongoing:
-    """Each vector slot's episode between two fragments: its id, its steps so far, whether
-    the env resets it at the next step (next-step autoreset), and its return and start time
-    (for the episode metrics)."""
+    """Each vector slot's episode between two fragments: its id (`id_of(base, slot, nth)`,
+    `base` drawn once for this loop's run and `nth` the slot's episodes before this one), its
+    steps so far, whether the env resets it at the next step (next-step autoreset), and its
+    return and start time (for the episode metrics)."""
 
-    def __init__(self, obs: np.ndarray):
+    def __init__(self, obs: np.ndarray, id_of: Any):
         n = len(obs)
         self.obs = obs
-        self.ids = [uuid.uuid4().hex for _ in range(n)]
+        self.base, self.id_of = uuid.uuid4().hex, id_of
+        self.nth = np.zeros(n, dtype=np.int64)
+        self.ids = [id_of(self.base, slot, 0) for slot in range(n)]
         self.t = np.zeros(n, dtype=np.int64)
         self.resets = np.zeros(n, dtype=bool)
         self.ret = np.zeros(n)
         self.started = np.full(n, time.perf_counter())
 
     def restart(self, slot: int) -> None:
-        self.ids[slot] = uuid.uuid4().hex
+        self.nth[slot] += 1
+        self.ids[slot] = self.id_of(self.base, slot, int(self.nth[slot]))
         self.t[slot] = 0
         self.ret[slot] = 0.0
         self.started[slot] = time.perf_counter()
@@ -228,9 +232,14 @@ class LeanEnvRunner(SingleAgentEnvRunner):
     def _reset_lean(self) -> _Ongoing:
         obs, _ = self._try_env_reset(seed=self._seed if self._needs_initial_reset else None)
         self._needs_initial_reset = False
-        self._ongoing_lean = _Ongoing(np.asarray(obs))
+        self._ongoing_lean = _Ongoing(np.asarray(obs), self._episode_id)
         self._recorders = [self._new_recorder(i) for i in range(len(obs))]
         return self._ongoing_lean
+
+    def _episode_id(self, base: str, slot: int, nth: int) -> str:
+        """The id of `slot`'s `nth` episode in the loop's run `base`: a uuid of its own, as
+        RLlib's runner gives each episode."""
+        return uuid.uuid4().hex
 
     def _new_recorder(self, slot: int) -> Any:
         """mobrl's episode recorder of a slot's new episode, where the config records episode

@@ -32,7 +32,7 @@ from ray.rllib.utils.metrics import (
 from mobrl.core.metrics import EPISODE_RETURNS
 from mobrl.envs.callbacks import log_episode_summary
 from mobrl.envs.lean_runner import LeanEnvRunner
-from mobrl.envs.slots import copy_seed
+from mobrl.envs.slots import copy_seed, slot_episode_id
 
 
 class UESlotEnvRunner(LeanEnvRunner):
@@ -45,7 +45,9 @@ class UESlotEnvRunner(LeanEnvRunner):
       mean what they mean for RLlib's multi-agent runner: one sample of an automatic
       rollout fragment covers `train_batch_size / num_env_runners` env steps;
     - episode metrics are those of whole env copies, as RLlib's multi-agent runner reports
-      them: the return sums the copy's UEs, `agent_episode_returns_mean/ue_N` holds each UE's.
+      them: the return sums the copy's UEs, `agent_episode_returns_mean/ue_N` holds each UE's;
+    - a slot's episode id names its copy's episode, so a learner can find the UEs of one env
+      step together (algo=mappo's team, `slots.team_of`).
     """
 
     #: each env copy's episode return is logged here, whichever loop samples
@@ -68,6 +70,13 @@ class UESlotEnvRunner(LeanEnvRunner):
             slots = self.env.unwrapped
             run_seed = int(self.config.env_config.get("seed") or 0)
             slots.reseed([copy_seed(run_seed, self.worker_index, c) for c in range(slots.copies)])
+
+    def _episode_id(self, base: str, slot: int, nth: int) -> str:
+        """A slot's episode id names its copy's episode (the copy's UEs share it: the team an
+        agent step belongs to, `slots.team_of`) and its UE. A copy's slots reset together,
+        so its `nth` episode is the same for each of them."""
+        copy, ue = divmod(slot, self.env.unwrapped.n_ues)
+        return slot_episode_id(f"{base}.{copy}.{nth}", ue)
 
     def sample(
         self, *, num_timesteps: int | None = None, num_episodes: int | None = None, **kwargs: Any

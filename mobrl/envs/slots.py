@@ -28,6 +28,23 @@ from mobrl.envs.wrappers import share_rewards
 TRAIN_SEED_BASE = 1_000_000
 
 
+#: between a UE slot's episode id and its UE: what precedes it names the copy's episode,
+#: which every UE of the copy shares (`team_of`)
+TEAM_SEP = "/"
+
+
+def slot_episode_id(copy_episode: str, ue: int) -> str:
+    """The episode id of UE `ue`'s slot in the copy episode `copy_episode`."""
+    return f"{copy_episode}{TEAM_SEP}{ue}"
+
+
+def team_of(episode_id: str) -> str | None:
+    """The copy episode of a UE slot's episode id: the UEs of one copy that step together
+    (their episodes start, step and end together), or None for an id of another runner."""
+    head, sep, _ = str(episode_id).rpartition(TEAM_SEP)
+    return head if sep else None
+
+
 def uses_slots(env_config: dict[str, Any]) -> bool:
     """Whether RLlib samples this env as UE slots (`env.sampler` resolved to `ue_slots`)."""
     return env_config.get("sampler") == "ue_slots"

@@ -17,8 +17,11 @@ Built from RLlib's public extension points only:
 
 A team larger than `algo.critic.team` is a uniform random subset of that size, drawn once per
 env step: its mean code estimates the whole team's without bias, and a batch's memory stays
-at rows × team × observation size. The team needs the agents of a step together: algo=mappo
-samples with RLlib's multi-agent runner (`env.sampler=multi_agent`), not as UE slots.
+at rows × team × observation size. The team needs the agents of a step together. RLlib's
+multi-agent runner keeps them in one episode; mobrl's UE slots (`mobrl.envs.slots`) sample
+each UE as a single-agent episode whose id names its env copy's episode, and the slots of a
+copy step together, so the piece finds a team there too (`env.sampler=auto` samples UE slots
+wherever they apply, as for algo=ppo).
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ from ray.rllib.core.models.base import CRITIC, ENCODER_OUT
 from ray.rllib.env.multi_agent_episode import MultiAgentEpisode
 
 from mobrl.core.errors import UserError, closest_first
+from mobrl.envs.slots import team_of
 
 if TYPE_CHECKING:
     from omegaconf import DictConfig
@@ -78,8 +82,10 @@ class TeamObservations(ConnectorV2):
         shared_data: dict | None = None,
         **kwargs: Any,
     ) -> Any:
-        if TEAM in batch or not episodes or not isinstance(episodes[0], MultiAgentEpisode):
+        if TEAM in batch or not episodes:
             return batch
+        if not isinstance(episodes[0], MultiAgentEpisode):
+            return self._slot_teams(batch, episodes, kwargs.get("metrics"))
         plans = [self._episode(episode) for episode in episodes]
         width = max((len(t) for plan in plans for t in plan[1].values()), default=1)
         by_id = {episode.id_: plan for episode, plan in zip(episodes, plans, strict=True)}
@@ -93,9 +99,51 @@ class TeamObservations(ConnectorV2):
             self.add_n_batch_items(batch, TEAM, team, len(sa_episode), sa_episode)
             self.add_n_batch_items(batch, TEAM_MASK, mask, len(sa_episode), sa_episode)
             members, rows_seen = members + mask.sum(), rows_seen + len(mask)
-        metrics = kwargs.get("metrics")
-        if metrics is not None and rows_seen:  # the learner's: how many the critic saw
-            metrics.log_value((ALL_MODULES, "team_size_mean"), members / rows_seen, window=1)
+        _log_team_size(kwargs.get("metrics"), members, rows_seen)
+        return batch
+
+    def _slot_teams(self, batch: dict[str, Any], episodes: list[Any], metrics: Any) -> Any:
+        """UE slots (`mobrl.envs.slots`): each slot's episode is one UE's, and its id names
+        its copy's episode (`team_of`). The slots of a copy start, step and end together, so
+        the pieces of one copy episode in the batch with the same start and length are the
+        team, row by row: row t of every member is the same env step."""
+        groups: dict[tuple[str, int, int], list[Any]] = defaultdict(list)
+        for episode in episodes:
+            team = team_of(episode.id_)
+            if team is None:
+                raise ValueError(
+                    f"algo=mappo's critic needs the UEs of each env step together; episode "
+                    f"{episode.id_} was not sampled as a UE slot of mobrl's env runner. Use "
+                    "env.sampler=multi_agent."
+                )
+            groups[(team, episode.t_started, len(episode))].append(episode)
+        teams: dict[tuple[str, int], np.ndarray] = {}
+        for members in groups.values():
+            observed = np.stack(
+                [_rows(m.get_observations(slice(0, len(m)))) for m in members], axis=1
+            )  # rows × members × observation
+            if observed.shape[1] > self.team:
+                picks = np.stack(
+                    [
+                        self._rng.choice(observed.shape[1], self.team, replace=False)
+                        for _ in range(len(observed))
+                    ]
+                )
+                observed = np.take_along_axis(observed, picks[:, :, None], axis=1)
+            for member in members:
+                teams[(member.id_, member.t_started)] = observed
+        width = max(team.shape[1] for team in teams.values())
+        rows_seen = members_seen = 0
+        for sa_episode in self.single_agent_episode_iterator(episodes):
+            team = teams[(sa_episode.id_, sa_episode.t_started)]
+            mask = np.ones(team.shape[:2], dtype=np.float32)
+            if team.shape[1] < width:  # zero-padded, as `_padded` pads agents' teams
+                team = np.pad(team, ((0, 0), (0, width - team.shape[1]), (0, 0)))
+                mask = np.pad(mask, ((0, 0), (0, width - mask.shape[1])))
+            self.add_n_batch_items(batch, TEAM, team, len(sa_episode), sa_episode)
+            self.add_n_batch_items(batch, TEAM_MASK, mask, len(sa_episode), sa_episode)
+            members_seen, rows_seen = members_seen + mask.sum(), rows_seen + len(mask)
+        _log_team_size(metrics, members_seen, rows_seen)
         return batch
 
     def _episode(
@@ -122,6 +170,18 @@ class TeamObservations(ConnectorV2):
         return rows, teams
 
 
+def _rows(observations: Any) -> np.ndarray:
+    """Observations as float32 rows (one flat observation each)."""
+    observations = np.asarray(observations, dtype=np.float32)
+    return observations.reshape(len(observations), -1)
+
+
+def _log_team_size(metrics: Any, members: float, rows: int) -> None:
+    """The learner's metric: the mean number of agents the critic saw per row."""
+    if metrics is not None and rows:
+        metrics.log_value((ALL_MODULES, "team_size_mean"), members / rows, window=1)
+
+
 def _agent_rows(episode: MultiAgentEpisode, agent: Any, sa_episode: Any) -> list[tuple[int, int]]:
     """(env step in the chunk, row of the agent's observations) for each observation of
     `agent` in this chunk of `episode`, from RLlib's env-to-agent step mapping (the agent's
@@ -146,7 +206,7 @@ def _padded(
     width: int,
 ) -> tuple[np.ndarray, np.ndarray]:
     """One agent's rows of teams, zero-padded to `width`, and their masks."""
-    own = np.asarray(own, dtype=np.float32).reshape(len(own), -1)
+    own = _rows(own)
     team = np.zeros((len(own), width, own.shape[1]), dtype=np.float32)
     mask = np.zeros((len(own), width), dtype=np.float32)
     for row in range(len(own)):

@@ -96,7 +96,7 @@ def test_each_row_sees_the_agents_of_its_env_step() -> None:
 def test_a_team_above_the_cap_is_one_subset_per_env_step() -> None:
     """small (5 UEs) with a cap of 3: every row's team has 3 members, all of that env step,
     and the agents of one env step share the same subset."""
-    episodes = _episodes(["scenario=small"], 60, 1)
+    episodes = _episodes(["scenario=small", "env.sampler=multi_agent"], 60, 1)
     truth = [_rllib_teams(episode) for episode in episodes]
     batch = _run(TeamObservations(team=3, seed=1), episodes)
     for episode, (at_step, steps_of) in zip(episodes, truth, strict=True):
@@ -111,10 +111,112 @@ def test_a_team_above_the_cap_is_one_subset_per_env_step() -> None:
                 assert shared.setdefault(env_t, members) == members
 
 
+def _slot_episodes(
+    overrides: list[str], steps: int, fragments: int
+) -> tuple[list[Any], list[np.ndarray], int]:
+    """UE-slot episodes of `fragments` samples of `steps` slot steps (algo=mappo samples UE
+    slots where they apply), the vector env's observation after its reset and each step (slot
+    `copy * n_ues + ue` is UE `ue` of copy `copy`), and n_ues."""
+    from mobrl.envs.slot_runner import UESlotEnvRunner
+
+    _, config = _config(overrides)
+    runner = config.env_runner_cls(config=config)
+    assert isinstance(runner, UESlotEnvRunner) and runner.lean_reason is None
+    env = runner.env.unwrapped
+    seen: list[np.ndarray] = []
+    reset, step = env.reset, env.step
+
+    def reset_recorded(**kwargs: Any) -> Any:
+        out = reset(**kwargs)
+        seen.append(out[0].copy())
+        return out
+
+    def step_recorded(actions: Any) -> Any:
+        out = step(actions)
+        seen.append(out[0].copy())
+        return out
+
+    env.reset, env.step = reset_recorded, step_recorded
+    episodes = []
+    for _ in range(fragments):
+        episodes += runner.sample(num_timesteps=steps)
+    runner.stop()
+    return episodes, seen, env.n_ues
+
+
+def _vector_rows(episode: Any, seen: list[np.ndarray], n_ues: int) -> tuple[int, int]:
+    """The copy of a slot's episode piece and the vector step its first observation came
+    from, found by the piece's observations alone (its slot from the id's copy and UE)."""
+    from mobrl.envs.slots import TEAM_SEP
+
+    head, ue = episode.id_.rsplit(TEAM_SEP, 1)  # PPO's learner appends "_<i>" to each id
+    copy = int(head.split(".")[-2])
+    slot = copy * n_ues + int(ue.split("_")[0])
+    own = np.asarray(episode.get_observations(slice(0, len(episode))), dtype=np.float32)
+    starts = [
+        k
+        for k in range(len(seen) - len(own) + 1)
+        if all(np.array_equal(seen[k + r][slot], own[r]) for r in range(len(own)))
+    ]
+    assert len(starts) == 1, (episode.id_, starts)
+    return copy, starts[0]
+
+
+def test_ue_slots_give_each_row_the_ues_of_its_copy_at_its_env_step() -> None:
+    """algo=mappo on `small` samples UE slots (mobrl's lean runner; two env copies), and every
+    row of every slot's episode (pieces cut across fragments, the bootstrap observation included) gets the
+    observations of its env copy's UEs at that vector step, as the vector env returned them."""
+    episodes, seen, n_ues = _slot_episodes(
+        ["scenario=small", "run.resources.num_envs_per_env_runner=2"], 1200, 2
+    )
+    assert any(episode.t_started > 0 for episode in episodes)  # a continued piece
+    assert {_vector_rows(episode, seen, n_ues)[0] for episode in episodes} == {0, 1}
+    batch = _run(TeamObservations(team=1000), episodes)
+    rows = 0
+    for episode in episodes:
+        copy, start = _vector_rows(episode, seen, n_ues)
+        (team,), (mask,) = batch[TEAM][(episode.id_,)], batch[TEAM_MASK][(episode.id_,)]
+        assert team.shape[:2] == (len(episode), n_ues) and (mask == 1.0).all()
+        for row in range(len(episode)):
+            copy_obs = seen[start + row][copy * n_ues : (copy + 1) * n_ues]
+            assert _same_set(team[row], list(copy_obs))
+            rows += 1
+    assert rows >= 2400 + len(episodes)
+
+
+def test_ue_slots_above_the_cap_share_one_subset_per_env_step() -> None:
+    """small's 5 UEs with a cap of 3: each row's team is 3 of its copy's UEs at that step,
+    the same 3 for every UE of the copy."""
+    episodes, seen, n_ues = _slot_episodes(
+        ["scenario=small", "run.resources.num_envs_per_env_runner=2"], 300, 1
+    )
+    batch = _run(TeamObservations(team=3, seed=1), episodes)
+    shared: dict[tuple[int, int], set] = {}
+    for episode in episodes:
+        copy, start = _vector_rows(episode, seen, n_ues)
+        (team,) = batch[TEAM][(episode.id_,)]
+        assert team.shape[1] == 3
+        for row in range(len(episode)):
+            members = set(map(bytes, team[row]))
+            copy_obs = seen[start + row][copy * n_ues : (copy + 1) * n_ues]
+            assert members <= set(map(bytes, copy_obs))
+            assert shared.setdefault((copy, start + row), members) == members
+
+
+def test_episodes_of_another_sampler_are_refused_by_name() -> None:
+    """A single-agent episode that is no UE slot's would leave the critic without its team:
+    the piece says so rather than train a critic that sees each agent alone."""
+    from ray.rllib.env.single_agent_episode import SingleAgentEpisode
+
+    episode = SingleAgentEpisode(observations=[np.zeros(3, np.float32)], len_lookback_buffer=0)
+    with pytest.raises(ValueError, match="env.sampler=multi_agent"):
+        TeamObservations()(rl_module=None, batch={}, episodes=[episode], shared_data={})
+
+
 def _module() -> Any:
     """The learner's module of `small`'s shared policy (not the env runners' inference-only
     one)."""
-    _, config = _config(["scenario=small"])
+    _, config = _config(["scenario=small", "env.sampler=multi_agent"])
     runner = MultiAgentEnvRunner(config=config)
     spec = config.get_multi_rl_module_spec(spaces=runner.get_spaces(), inference_only=False)
     runner.stop()
@@ -168,7 +270,6 @@ def test_the_actor_is_ppos_and_env_runners_carry_no_critic() -> None:
     ("overrides", "words"),
     [
         (["scenario=small", "env=central"], "has one agent"),
-        (["scenario=small", "env.sampler=ue_slots"], "env.sampler=auto or multi_agent"),
         (["scenario=small", "algo.critic.team=0"], "algo.critic.team=0"),
         (["scenario=small", "algo.critic.hiddens=[]"], "algo.critic.hiddens"),
     ],
