@@ -37,7 +37,7 @@ from mobrl.envs.slots import copy_seed, slot_episode_id
 
 class UESlotEnvRunner(LeanEnvRunner):
     """mobrl's lean env runner (`lean_runner`: arrays, no per-step episode objects) over a
-    `UESlotVectorEnv`, with three changes:
+    `UESlotVectorEnv`, with four changes:
 
     - each env runner seeds its env copies differently (`copy_seed`);
     - env steps count steps of an env copy, not of a slot (a small-layout step is 5 slot
