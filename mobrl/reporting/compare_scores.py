@@ -179,10 +179,31 @@ def score(trial: Trial) -> Scored:
     column = keys.EVAL_RETURN_MEAN if evaluated else keys.RETURN_MEAN
     rows, steps = _points(frame, column)
     raw = _column(frame, column)[rows]
+    floor, floor_value = _gym_floor(where, threshold, values)
     return Scored(
         algorithm, _task(trial), seed, trial, steps, seconds[rows], raw,
-        raw / threshold, "return 0", 0.0, "solved", threshold,
+        (raw - floor_value) / (threshold - floor_value), floor, floor_value, "solved", threshold,
     )  # fmt: skip
+
+
+def _gym_floor(where: str, threshold: float, values: dict[str, float]) -> tuple[str, float]:
+    """A Gymnasium task's 0: return 0 where the solved return is above it (CartPole: 475);
+    where it is not (Acrobot: -100, from -500), the random policy's return on the
+    evaluation's seeds, as Atari's scores are normalised."""
+    if threshold > 0:
+        return "return 0", 0.0
+    if "random" not in values:
+        raise UserError(
+            f"{where}: its task is solved at a return of {threshold:g}, so return 0 is no "
+            "floor to normalise from; train with random among run.eval.baselines (the "
+            "default) and run.eval.every_env_steps=N (run=compare)."
+        )
+    if not threshold - values["random"] > 1e-12:
+        raise UserError(
+            f"{where}: the random policy returns {values['random']:g} on its evaluation seeds, "
+            f"at or above the solved return {threshold:g}, so there is no room to normalise by."
+        )
+    return "random", values["random"]
 
 
 def _setting(trial: Trial, key: str) -> str:

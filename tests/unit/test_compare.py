@@ -70,6 +70,22 @@ def test_gymnasium_tasks_score_the_return_over_the_solved_threshold() -> None:
     np.testing.assert_allclose(s.score, [95 / 475, 0.5])  # CartPole-v1 is solved at 475
 
 
+def test_a_task_solved_below_return_0_scores_from_the_random_policys_return() -> None:
+    """Acrobot-v1 is solved at -100 from returns as low as -500: its 0 is the random
+    policy's return on the evaluation's seeds (-480 here), so -100 scores 1 and -290 0.5."""
+    gym = {"scenario.kind": "gym", "scenario.id": "Acrobot-v1", "scenario.name": "acrobot"}
+    run = _trial("dqn", 0, [-480.0, -290.0, -100.0], baselines={"random": -480.0}, **gym)
+    run.progress[keys.EVAL_RETURN_MEAN] = run.progress[keys.EVAL_SCORE]
+    s = score(run)
+    normalised_by = (s.floor, s.floor_value, s.ceiling, s.ceiling_value)
+    assert normalised_by == ("random", -480.0, "solved", -100.0)
+    np.testing.assert_allclose(s.score, [0.0, 0.5, 1.0])
+    without = _trial("dqn", 0, [-290.0], baselines={}, **gym)
+    without.progress[keys.EVAL_RETURN_MEAN] = without.progress[keys.EVAL_SCORE]
+    with pytest.raises(UserError, match="solved at a return of -100, .*random among run.eval"):
+        score(without)
+
+
 def test_a_run_without_anything_to_normalise_by_is_refused() -> None:
     with pytest.raises(UserError, match="run.eval.baselines"):
         score(_trial("ppo", 0, [0.5], baselines={"greedy": 0.5}))
