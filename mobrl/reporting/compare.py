@@ -224,8 +224,9 @@ def write(result: dict[str, Any], out: Path) -> list[Path]:
         f"{len(result['tasks'])} tasks, each scored at the {budget} every run of its task "
         "reached, on its evaluation's held-out seeds: 0 is the floor (greedy, or the "
         "strongest rule played; a Gymnasium task's return 0, or the random policy's where "
-        "it is solved below 0), 1 the best reference (a Gymnasium task's solved return). Intervals: 95 % stratified bootstrap "
-        f"({result['reps']} resamples, runs resampled within each task).",
+        "it is solved below 0), 1 the best reference (a Gymnasium task's solved return). "
+        f"Intervals: 95 % stratified bootstrap ({result['reps']} resamples, runs resampled "
+        "within each task).",
     ]
     for title, key in (
         ("Aggregate scores", "aggregates"),
