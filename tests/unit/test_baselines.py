@@ -157,17 +157,17 @@ def _per_ue_slots(policy, core, actions: dict, k: int) -> dict:
 
 @contextmanager
 def _link_states_of_one_step():
-    """A UE's `ue_link_state` and the network's `link_state` computed once while the state
-    holds still: a per-UE definition reads other UEs' links too (greedy_fill's fill links
-    read every UE's, capped reads the network's), the same values once per UE of the step.
-    Every mobrl module that reads one of them reads the held values, then the function
-    again."""
-    from mobrl.evaluation.baselines import base
+    """A UE's `ue_link_state`, the network's `link_state` and greedy_fill's fill links
+    computed once while the state holds still: a per-UE definition reads other UEs' links too
+    (greedy_fill's fill links read every UE's, capped reads the network's), the same values
+    once per UE of the step. Every mobrl module that reads one of them reads the held values,
+    then the function again."""
+    from mobrl.evaluation.baselines import base, fill
     from mobrl.network import service
 
     held: dict = {}
     patched = []
-    for original in (base.ue_link_state, service.link_state):
+    for original in (base.ue_link_state, service.link_state, fill._fill_ues):
 
         def once(*args, _original=original, **kwargs):
             key = (_original, *map(id, args), *sorted(kwargs.items()))
@@ -175,15 +175,32 @@ def _link_states_of_one_step():
                 held[key] = _original(*args, **kwargs)
             return held[key]
 
-        for name, module in list(sys.modules.items()):
-            if name.startswith("mobrl.") and getattr(module, original.__name__, None) is original:
-                setattr(module, original.__name__, once)
-                patched.append((module, original))
+        for module in _readers(original):
+            setattr(module, original.__name__, once)
+            patched.append((module, original))
     try:
         yield
     finally:
         for module, original in patched:
             setattr(module, original.__name__, original)
+
+
+_READERS: dict = {}
+
+
+def _readers(function) -> list:
+    """The mobrl modules that hold `function` under its name, found again when modules were
+    imported since (every step enters `_link_states_of_one_step`: a scan of all modules per
+    step would cost more than the step)."""
+    loaded = len(sys.modules)
+    if _READERS.get(function, (None,))[0] != loaded:
+        found = [
+            module
+            for name, module in list(sys.modules.items())
+            if name.startswith("mobrl.") and getattr(module, function.__name__, None) is function
+        ]
+        _READERS[function] = (loaded, found)
+    return _READERS[function][1]
 
 
 def _per_ue(policy, env, observation):
