@@ -111,6 +111,10 @@ class EnvConf:
     #: env=hierarchical: what the network agent learns from, `objective` (the period's) or
     #: `difference` (against a copy of the period at the layout's λ; cells held fixed)
     network_reward: str = "objective"
+    #: env=cells env.decide=in_turns: the price the gain a cell observes in its turn puts on
+    #: a UE's service lost against every station on the air (0: none; the reference's
+    #: `run.imitate.floor`); see mobrl.envs.cell_turns
+    gain_floor: float = 0.0
     #: layouts with `power:`: λ, the objective's weight of energy against service (null: the
     #: layout's `power.weight`); see docs/energy.md
     energy_weight: Optional[float] = None

@@ -16,7 +16,9 @@ one neighbourhood after another:
   neighbour has decided) and the predicted change of the network's objective over the next
   two steps were it to leave the air, the cells decided before it as they asked and the
   others on the air (`SleepPlan.gain`, the prediction `energy_oracle` searches with, on the
-  signed log scale of UE turns);
+  signed log scale of UE turns); with `env.gain_floor` F > 0 the prediction also charges F
+  times the service its UEs would lose against every station on the air, as the reference
+  planning with a service floor (`run.imitate.floor`) scores it;
 - after the last group the step is played with every cell's request, through the guard as
   at once, and the step's rewards arrive (a cell's reward reaches its next observation, as
   RLlib's multi-agent episodes carry rewards of agents that are not acting).
@@ -71,8 +73,10 @@ class CellTurnsEnv(CellsEnv):
     the last env step only recorded a turn. With `in_turns` off (set before `reset`) it is
     `CellsEnv` itself, observations without the turn's columns."""
 
-    def __init__(self, core: Any, **settings: Any) -> None:
+    def __init__(self, core: Any, gain_floor: float = 0.0, **settings: Any) -> None:
         super().__init__(core, **settings)
+        #: the price the observed gain puts on a UE's lost service (`env.gain_floor`)
+        self.gain_floor = float(gain_floor)
         k = self.neighbours
         size = observation_size(k) + turn_width(k)
         low = np.full(size, -1.0, dtype=np.float32)
@@ -112,7 +116,7 @@ class CellTurnsEnv(CellsEnv):
         self.requests = self.keep_states()
         self.decided = np.zeros(len(self._rows), dtype=bool)
         sleep = self.core.power_model().deepest_within(1) or 1
-        self._plan = SleepPlan(self.core, sleep)
+        self._plan = SleepPlan(self.core, sleep, floor=self.gain_floor)
         return self._observe_turn()
 
     def _observe_turn(self) -> dict[str, np.ndarray]:

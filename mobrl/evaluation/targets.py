@@ -246,6 +246,16 @@ def _keep_scenario(cfg: Any, own: dict[str, Any], overrides: list[str]) -> None:
 _SAME_SETTING = {"env.mode": "env"}
 
 
+def _same_value(given: Any, carried: str) -> bool:
+    """Whether an override's value is the policy's setting (numbers by value: 1 is 1.0)."""
+    if str(given) == carried:
+        return True
+    try:
+        return not isinstance(given, bool) and float(given) == float(carried)
+    except (TypeError, ValueError):
+        return False
+
+
 def _carry_settings(trained: dict[str, Any], overrides: list[str], label: str) -> list[str]:
     """`overrides` with the policy's settings in front (those the user did not give), and its
     own scenario unless they name one (not the config's default layout); a given setting that
@@ -261,7 +271,7 @@ def _carry_settings(trained: dict[str, Any], overrides: list[str], label: str) -
             continue
         given.add(key)
         value = None if ov.is_delete() else ov.value()
-        if str(value) != settings[key]:
+        if not _same_value(value, settings[key]):
             carried = " ".join(f"{k}={v}" for k, v in settings.items())
             raise UserError(
                 f"{label} was trained with {key}={settings[key]}, not {ov.input_line}: drop "

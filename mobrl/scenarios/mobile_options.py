@@ -118,6 +118,25 @@ def check_turn_obs(view: Any, decide: str, mode: str = "ma") -> str:
     return view
 
 
+def check_gain_floor(value: Any, decide: str, mode: str) -> float:
+    """`env.gain_floor` as a number ≥ 0, above 0 only for cells deciding in turns, or a
+    one-line error."""
+    from mobrl.core.errors import UserError
+
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
+        raise UserError(
+            f"env.gain_floor={value} is not a number ≥ 0: the price the gain a cell observes "
+            "in its turn puts on a UE's lost service (0: none). Use env.gain_floor=1."
+        )
+    if value > 0 and (mode != "cells" or decide != "in_turns"):
+        raise UserError(
+            f"env.gain_floor={value} prices the gain cells observe in their turns, but "
+            f"env={mode} env.decide={decide} plays no cell turns. Use env=cells "
+            "env.decide=in_turns, or drop env.gain_floor."
+        )
+    return float(value)
+
+
 def check_reward(reward: str, mode: str = "ma") -> str:
     """A known `env.reward` that applies to `env.mode`, or a one-line error."""
     from mobrl.core.errors import UserError, unknown_choice

@@ -58,10 +58,13 @@ def test_groups_hold_no_two_neighbours_and_start_from_the_least_loaded() -> None
     assert 2 < len(groups) < 19  # turns, but not one cell at a time
 
 
-def test_a_turn_sees_the_requests_before_it_and_its_predicted_gain() -> None:
+@pytest.mark.parametrize("floor", [0.0, 2.0])
+def test_a_turn_sees_the_requests_before_it_and_its_predicted_gain(floor: float) -> None:
+    """The gain is the reference's prediction: with env.gain_floor F, the one it plans with
+    at a service floor F (`run.imitate.floor`)."""
     from mobrl.network.power_predict import StepPredictor
 
-    env = episode_env(_config("env.decide=in_turns"), 4)
+    env = episode_env(_config("env.decide=in_turns", f"env.gain_floor={floor}"), 4)
     obs, _ = env.reset(seed=4)
     turns = cell_turns_env(env)
     for _ in range(30):  # into the day, where some cells ask to sleep
@@ -76,8 +79,9 @@ def test_a_turn_sees_the_requests_before_it_and_its_predicted_gain() -> None:
     sleep = turns.core.power_model().deepest_within(1) or 1
     state, _ = turns.core.cell_states()
     slow = (state > 0) & (turns.core.power_model().wake_steps[state] > 0)
-    predict = StepPredictor(turns.core)
-    seen_request = 0
+    predict = StepPredictor(turns.core, floor=floor)
+    plain = StepPredictor(turns.core)
+    seen_request, floor_moved = 0, 0
     for agent, row in obs.items():
         b = cell_index(agent)
         assert row.shape == (size,) and b in turns.group.tolist()
@@ -97,7 +101,11 @@ def test_a_turn_sees_the_requests_before_it_and_its_predicted_gain() -> None:
         off[b] = False
         gain = predict.two_steps(off & ~slow, off, sleep) - predict.two_steps(on & ~slow, on, sleep)
         assert row[-1] == pytest.approx(np.sign(gain) * np.log1p(abs(gain) / GAIN_SCALE))
+        unpriced = plain.two_steps(off & ~slow, off, sleep) - plain.two_steps(on & ~slow, on, sleep)
+        floor_moved += not np.isclose(gain, unpriced, rtol=0, atol=1e-12)
     assert seen_request > 0
+    # the floor prices what some of these sleeps would take from UEs
+    assert (floor_moved > 0) == (floor > 0)
 
 
 def test_requests_in_turns_play_the_episode_at_once_and_rules_play_at_once() -> None:
@@ -163,6 +171,9 @@ def test_labels_in_turns_are_the_reference_given_the_requests_before() -> None:
         (["env=hierarchical", "env.decide=in_turns"], "env.decide=in_turns"),
         (["env=cells", "env.decide=in_turns", "env.turn_rounds=2"], "env.turn_rounds=2"),
         (["env=cells", "env.decide=in_turns", "env.turn_obs=greedy_ahead"], "env.turn_obs"),
+        (["env=cells", "env.gain_floor=1"], "env.gain_floor=1"),
+        (["env=ma", "env.gain_floor=1"], "env.gain_floor=1"),
+        (["env=cells", "env.decide=in_turns", "env.gain_floor=-1"], "env.gain_floor=-1"),
     ],
 )
 def test_turn_keys_that_do_not_apply_to_cells_are_refused(overrides, named) -> None:

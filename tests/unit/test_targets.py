@@ -144,3 +144,25 @@ def test_a_users_layout_file_is_played_with_the_policys_settings(
 def test_overrides_that_name_no_layout_play_the_policys_own() -> None:
     env = target_for(Path("zoo:medium"), ["engine=stock"], "best").env_config
     assert (env["scenario"], env["engine"], env["obs"]) == ("medium", "stock", "topk_gain")
+
+
+def test_a_cell_policy_carries_the_floor_its_turns_observed(tmp_path: Path) -> None:
+    """What a cell observes in its turn (env.decide, env.gain_floor) goes with it to another
+    energy layout; a user repeating the floor as 2 or 2.0 is fine, another floor is not."""
+    from mobrl.envs.factory import env_config_from
+    from mobrl.training.checks import validate_command_line
+
+    own = env_config_from(
+        validate_command_line(
+            ["scenario=uma19_energy", "env=cells", "env.decide=in_turns", "env.gain_floor=2"]
+        )
+    )
+    run = _checkpoint(tmp_path / "run", own)
+    for given in ([], ["env.gain_floor=2"], ["env.gain_floor=2.0"]):
+        env = target_for(run, ["scenario=umi_dense_energy", *given], "best").env_config
+        assert (env["scenario"], env["decide"], env["gain_floor"]) == (
+            "umi_dense_energy", "in_turns", 2.0
+        )  # fmt: skip
+    with pytest.raises(UserError) as err:
+        target_for(run, ["scenario=umi_dense_energy", "env.gain_floor=0"], "best")
+    assert "was trained with env.gain_floor=2.0, not env.gain_floor=0" in str(err.value)

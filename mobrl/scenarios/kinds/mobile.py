@@ -27,6 +27,7 @@ from mobrl.scenarios.mobile_options import (
     check_cell_policy,
     check_cells,
     check_decide,
+    check_gain_floor,
     check_guard,
     check_neighbours,
     check_network_reward,
@@ -103,6 +104,9 @@ class MobileSpec:
     cell_policy: str | None = None
     #: `env.network_reward`: env=hierarchical, what the network agent learns from
     network_reward: str = "objective"
+    #: `env.gain_floor`: env=cells in turns, the price the observed gain puts on a UE's
+    #: lost service (mobrl.envs.cell_turns)
+    gain_floor: float = 0.0
 
     @classmethod
     def from_config(cls, cfg: Any) -> MobileSpec:
@@ -134,6 +138,7 @@ class MobileSpec:
                     cfg.env.get("network_reward", "objective"), fixed
                 ),
                 decide=decide,
+                gain_floor=check_gain_floor(cfg.env.get("gain_floor", 0.0), decide, mode),
             )
         obs = check_obs(cfg.env.get("obs", cls.obs), mode)
         topk = check_topk(cfg.env.get("topk")) if obs in TOPK_OBSERVATIONS else None
@@ -144,6 +149,7 @@ class MobileSpec:
         decide = check_decide(cfg.env.get("decide", cls.decide), mode, obs)
         rounds = check_turn_rounds(cfg.env.get("turn_rounds", cls.turn_rounds), decide, mode)
         view = check_turn_obs(cfg.env.get("turn_obs", cls.turn_obs), decide, mode)
+        check_gain_floor(cfg.env.get("gain_floor", 0.0), decide, mode)
         return cls(layout, mode, engine, obs, topk, team_reward, reward, decide, rounds, view)
 
     @classmethod
@@ -166,6 +172,7 @@ class MobileSpec:
             ue_policy=env_config.get("ue_policy") or cls.ue_policy,
             cell_policy=env_config.get("cell_policy"),
             network_reward=env_config.get("network_reward") or cls.network_reward,
+            gain_floor=float(env_config.get("gain_floor") or cls.gain_floor),
         )
 
     def cell_settings(self) -> dict[str, Any]:
@@ -187,6 +194,8 @@ class MobileSpec:
             if self.mode == "cells":
                 if self.decide != MobileSpec.decide:
                     out["decide"] = self.decide
+                if self.gain_floor != MobileSpec.gain_floor:
+                    out["gain_floor"] = self.gain_floor
                 return out
             fixed = {"cell_policy": self.cell_policy} if self.cell_policy else {}
             if self.network_reward != MobileSpec.network_reward:
@@ -269,6 +278,8 @@ class MobileKind(ScenarioKind):
                 settings["env.period"] = str(spec.period)
             if spec.decide != MobileSpec.decide:
                 settings["env.decide"] = spec.decide
+            if spec.gain_floor != MobileSpec.gain_floor:
+                settings["env.gain_floor"] = str(spec.gain_floor)
             return settings
         settings = {"env": spec.mode, "env.obs": spec.obs}
         if spec.obs in TOPK_OBSERVATIONS:
@@ -484,7 +495,9 @@ def _cell_env(spec: MobileSpec, core: Any, rllib: bool) -> Any:
         from mobrl.envs.hierarchy import HierarchicalEnv
     settings = spec.cell_settings()
     if spec.mode == "cells":
-        return (CellTurnsEnv if spec.decide == "in_turns" else CellsEnv)(core, **settings)
+        if spec.decide == "in_turns":
+            return CellTurnsEnv(core, gain_floor=spec.gain_floor, **settings)
+        return CellsEnv(core, **settings)
     return HierarchicalEnv(
         core,
         period=spec.period,
