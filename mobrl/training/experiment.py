@@ -91,6 +91,7 @@ def fit_with_tune(
 
     from mobrl.training.diskspace import DiskGuard
     from mobrl.training.progress import INTERRUPTED, ProgressCallback, trial_name
+    from mobrl.training.tune_start import Started, one_at_a_time
 
     ckpt = cfg.run.checkpoint
     checkpoint_config = tune.CheckpointConfig(
@@ -121,12 +122,14 @@ def fit_with_tune(
                 ProgressCallback(cfg.tune.metric, str(run.env_failures_dir)),
                 DiskGuard(storage, storage / name, cfg.run.checkpoint.min_free_mb),
                 *trackers.callbacks(cfg, run.path, locations, in_driver=False),
+                Started(),
             ],
             verbose=0,
         ),
     )
     INTERRUPTED.clear()
-    return tuner.fit()
+    with one_at_a_time():
+        return tuner.fit()
 
 
 @contextmanager

@@ -39,6 +39,9 @@ def test_joblib_jobs_run_side_by_side_on_one_shared_ray(tmp_path: Path) -> None:
         seeds.add(manifest["seed"])
         addresses.add(manifest["ray_address"])
         assert not json.loads((job / "summary.json").read_text())["failed"]
+        # its own trial alone: jobs starting together on one Ray stage apart (tune_start)
+        (trial,) = [p for p in (job / "tune").iterdir() if p.is_dir()]
+        assert json.loads((trial / "params.json").read_text())["seed"] == manifest["seed"]
     assert seeds == {0, 1, 2}
     assert len(addresses) == 1  # one Ray for all jobs
     assert ray_process_count() == before  # and it was stopped after the last job
