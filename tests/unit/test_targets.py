@@ -166,3 +166,11 @@ def test_a_cell_policy_carries_the_floor_its_turns_observed(tmp_path: Path) -> N
     with pytest.raises(UserError) as err:
         target_for(run, ["scenario=umi_dense_energy", "env.gain_floor=0"], "best")
     assert "was trained with env.gain_floor=2.0, not env.gain_floor=0" in str(err.value)
+    # nor may a policy trained on the plain gain (zoo:uma19_energy_turns) be fed a priced one
+    with pytest.raises(UserError) as err:
+        target_for(
+            Path("zoo:uma19_energy_turns"),
+            ["scenario=umi_dense_energy", "env.gain_floor=1"],
+            "best",
+        )
+    assert "was trained with env.gain_floor=0.0, not env.gain_floor=1" in str(err.value)

@@ -278,7 +278,7 @@ class MobileKind(ScenarioKind):
                 settings["env.period"] = str(spec.period)
             if spec.decide != MobileSpec.decide:
                 settings["env.decide"] = spec.decide
-            if spec.gain_floor != MobileSpec.gain_floor:
+            if spec.decide == "in_turns":  # what its turns observed, 0 included
                 settings["env.gain_floor"] = str(spec.gain_floor)
             return settings
         settings = {"env": spec.mode, "env.obs": spec.obs}
