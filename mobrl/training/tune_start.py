@@ -21,6 +21,11 @@ from typing import IO, Any
 
 from ray.tune import Callback
 
+try:
+    import fcntl
+except ImportError:  # no flock here: runs start as Tune starts them
+    fcntl = None  # type: ignore[assignment]
+
 #: the machine's lock, holding the time the last run holding it let go
 LOCK = Path(tempfile.gettempdir()) / "mobrl-tune-start.lock"
 
@@ -28,13 +33,14 @@ LOCK = Path(tempfile.gettempdir()) / "mobrl-tune-start.lock"
 _held: list[IO[str]] = []
 
 
-def _let_go() -> None:
-    """Write the time and release the lock, if this process holds it."""
-    import fcntl
-
-    if not _held:
+def _let_go(lock: IO[str] | None = None) -> None:
+    """Write the time and release `lock` if it is still held (None: the one this process
+    holds, if any)."""
+    if lock is None and _held:
+        lock = _held[0]
+    if lock is None or lock not in _held:
         return
-    lock = _held.pop()
+    _held.remove(lock)
     lock.seek(0)
     lock.truncate()
     lock.write(repr(time.time()))
@@ -47,11 +53,13 @@ def _let_go() -> None:
 def one_at_a_time() -> Iterator[None]:
     """Hold the machine's lock from a second after the last start until Tune has named this
     run's staging folder (`Started`), or until the block ends."""
-    try:
-        import fcntl
-
-        lock = open(LOCK, "a+")  # noqa: SIM115 (held past this block, closed by _let_go)
-    except (ImportError, OSError):  # no flock here, or another user's lock file: as before
+    lock = None
+    if fcntl is not None:
+        try:
+            lock = open(LOCK, "a+")  # noqa: SIM115 (held past this block, closed by _let_go)
+        except OSError:  # another user's lock file: as before
+            lock = None
+    if lock is None:
         yield
         return
     fcntl.flock(lock, fcntl.LOCK_EX)
@@ -67,7 +75,7 @@ def one_at_a_time() -> Iterator[None]:
     try:
         yield
     finally:
-        _let_go()
+        _let_go(lock)  # unless `Started` let it go
 
 
 class Started(Callback):
