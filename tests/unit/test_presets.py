@@ -55,6 +55,25 @@ def test_user_layout_gets_the_any_layout_preset(tmp_path, monkeypatch) -> None:
     assert compose(["scenario=campus", "env=central"]).preset.name == f"ppo/{ANY_LAYOUT}/central"
 
 
+@pytest.mark.parametrize(
+    ("algo", "scenario", "expected"),
+    [
+        ("appo", "uma19", f"appo/{ANY_LAYOUT}/ma"),
+        ("impala", "umi_dense", f"impala/{ANY_LAYOUT}/ma"),
+        ("appo", "large", "appo/large/ma"),  # a layout's own file first
+        ("sac", "large", "sac/large/ma"),
+    ],
+)
+def test_other_algorithms_take_their_layout_or_any_layout_preset(
+    algo: str, scenario: str, expected: str
+) -> None:
+    cfg = compose([f"scenario={scenario}", f"algo={algo}"])
+    data = yaml.safe_load(_preset_file(expected).read_text())
+    assert cfg.preset.name == expected
+    assert cfg.algo.training.lr == data["algo"]["training"]["lr"]
+    assert dict(cfg.run.resources) | data["run"]["resources"] == dict(cfg.run.resources)
+
+
 def test_overrides_and_smoke_budget_win_over_the_preset() -> None:
     cfg = compose(["scenario=small", "algo.training.lr=0.123", "run.batch.num_epochs=7"])
     assert cfg.algo.training.lr == 0.123 and cfg.run.batch.num_epochs == 7
