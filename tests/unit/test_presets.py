@@ -62,6 +62,8 @@ def test_user_layout_gets_the_any_layout_preset(tmp_path, monkeypatch) -> None:
         ("impala", "umi_dense", f"impala/{ANY_LAYOUT}/ma"),
         ("appo", "large", "appo/large/ma"),  # a layout's own file first
         ("sac", "large", "sac/large/ma"),
+        ("dqn", "uma19", f"dqn/{ANY_LAYOUT}/ma"),
+        ("sac", "uma19", f"sac/{ANY_LAYOUT}/ma"),
     ],
 )
 def test_other_algorithms_take_their_layout_or_any_layout_preset(
