@@ -76,6 +76,7 @@ CASES = [
     ("negative iterations", "train run.stop.iterations=-1", "must be positive"),
     ("zero minibatch", "train run.batch.minibatch_size=0", "must be positive"),
     ("negative lr", "train algo.training.lr=-1", "must be positive"),
+    ("negative sac lr", "train algo=sac algo.training.actor_lr=-1", "actor_lr=-1"),
     ("lr not a number", "train run=smoke algo.training.lr=abc", "lr"),
     ("gamma above 1", "train algo.training.gamma=1.5", "must lie in"),
     ("minibatch above batch", "train run=smoke run.batch.minibatch_size=5000", "larger than"),
