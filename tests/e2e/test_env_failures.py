@@ -23,6 +23,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from mobrl.training.envwatch import RESTART_WINDOW_S
 from tests.conftest import run_mobrl
 
 pytestmark = pytest.mark.slow
@@ -299,7 +300,10 @@ def test_a_simulator_gone_for_good_ends_the_run_when_restarts_run_out(
         "run.fault.restart_delay_s=0.5",
     )
     _checked(done, run_dir, f"external env at {address}", "cannot make its env")
-    assert seconds < 60  # the runner that cannot reconnect is not waited for
+    # the runner that cannot reconnect is not waited for: waiting would take the restart
+    # window on top of Ray's start (the run took 30-65 s, by the machine's load)
+    assert "no env runner came back" not in done.stderr
+    assert seconds < RESTART_WINDOW_S
 
 
 #: a user's mobile-env channel that fails at its process's 30,000th path loss (the small
