@@ -145,7 +145,7 @@ def _reaches_its_expectation(preset: str, tmp_path: Path) -> None:
     args = expect["command"].split()
     assert args[:2] == ["mobrl", "train"], expect["command"]
     # a bound for a run that hangs: appo/cartpole, 150 s alone, took 655 s beside dqn/cartpole
-    # in the suite on a slower machine (an asynchronous learner starved of its core)
+    # in the suite on a slower machine
     result = run_mobrl(*args[1:], f"hydra.run.dir={run_dir}", timeout=1500)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     config = yaml.safe_load((run_dir / "config.yaml").read_text())
