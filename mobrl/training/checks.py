@@ -90,6 +90,16 @@ def preflight(cfg: DictConfig) -> None:
             f"algo={algo} cannot handle the {space} action space of {kind.where(cfg)}. "
             f"Use algo={' / algo='.join(able) or '?'}{kind.other_mode(cfg)}."
         )
+    intermittent, instead = kind.intermittent_agents(cfg)
+    if ALGORITHMS[algo].replay and intermittent:
+        # measured on uma19_energy: DQN's first iteration of 200 env steps took 37-275 s, most
+        # of it in the buffer's sampling, and the second did not end within 6-10 minutes
+        able = [name for name, a in ALGORITHMS.items() if not a.replay]
+        raise UserError(
+            f"algo={algo} cannot train {intermittent}: RLlib's multi-agent replay buffer stalls "
+            "where agents act only every few env steps. "
+            f"Use algo={' / algo='.join(able)}{f', or {instead}' if instead else ''}."
+        )
 
 
 def check_settings(cfg: DictConfig, build: bool = True) -> None:

@@ -91,6 +91,11 @@ CASES = [
     ("algo cannot act", "train scenario=small env=central algo=dqn", "dqn"),
     ("algo cannot act continuous", "train scenario=gym scenario.id=Pendulum-v1 algo=dqn", "box"),
     (
+        "replay on intermittent agents",
+        "train scenario=uma19_energy env=hierarchical algo=sac",
+        "algo=sac cannot train env=hierarchical",
+    ),
+    (
         "preset of another algo",
         "train scenario=cartpole algo=dqn preset=ppo/cartpole",
         "tuned for algo=ppo",

@@ -1,6 +1,6 @@
-"""Off-policy algorithms on UEs as agents, through real RLlib: DQN on UEs sampled by RLlib's
-multi-agent runner stores them in its multi-agent buffer, SAC learns over UE slots, and each
-run's checkpoint plays in a fresh process."""
+"""Off-policy algorithms on UEs and cells as agents, through real RLlib: DQN on UEs sampled by
+RLlib's multi-agent runner stores them in its multi-agent buffer, SAC learns over UE slots,
+each run's checkpoint plays in a fresh process, and DQN learns one policy for every cell."""
 
 from __future__ import annotations
 
@@ -42,6 +42,25 @@ def test_off_policy_trains_on_ues_and_its_checkpoint_plays(
     losses = [c for c in progress.columns if c.startswith("learners/") and "loss" in c]
     assert losses and progress[losses].iloc[-1].notna().any(), losses
     assert_plays_beside_greedy(run_dir, tmp_path / "eval")
+
+
+def test_dqn_trains_cell_agents_from_the_multi_agent_buffer(tmp_path: Path) -> None:
+    """env=cells: one agent per station, each choosing its station's next state (Discrete)
+    at every step, the 57 cells sharing one policy; DQN stores them in its multi-agent
+    buffer and learns in the first iteration."""
+    run_dir = tmp_path / "run"
+    result = run_mobrl(
+        "train", "scenario=uma19_energy", "env=cells", "algo=dqn", "run=smoke",
+        "run.stop.iterations=1", "run.checkpoint.frequency=0", "run.checkpoint.at_end=false",
+        f"hydra.run.dir={run_dir}",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    (trial,) = [p for p in (run_dir / "tune").iterdir() if p.is_dir()]
+    params = json.loads((trial / "params.json").read_text())
+    assert params["replay_buffer_config"]["type"] == "MultiAgentPrioritizedEpisodeReplayBuffer"
+    assert list(params["policies"]) == ["shared"]
+    progress = pd.read_csv(trial / "progress.csv")
+    assert progress["learners/shared/qf_loss"].notna().all()
 
 
 def test_a_seed_fixes_what_dqn_replays(tmp_path: Path) -> None:

@@ -12,6 +12,7 @@ import mobrl.scenarios.kinds as kinds
 from mobrl.config import compose
 from mobrl.core.errors import UserError
 from mobrl.envs.factory import agent_ids, env_config_from, make_env
+from mobrl.scenarios.kinds.base import action_kind
 from mobrl.training.checks import check_config
 
 
@@ -130,3 +131,24 @@ def test_the_mobile_spec_round_trips_and_moves_to_another_layout() -> None:
     assert moved == direct  # as if trained there: agents, mapping, sampler redone
     assert MobileSpec.of(moved) == spec.on_layout("dense_urban") != spec
     assert len(agent_ids(moved)) == 40 and moved["sampler"] == "multi_agent"
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        ["scenario=small", "env=ma"],
+        ["scenario=small", "env=central"],
+        ["scenario=uma19_energy", "env=cells"],
+        ["scenario=uma19_energy", "env=hierarchical"],
+    ],
+)
+def test_the_action_space_a_kind_states_is_the_one_its_env_has(overrides: list[str]) -> None:
+    """What the algorithm check reads (`action_space`) is what training builds: every agent's
+    space in each mobile-env mode (the check refused DQN and SAC on discrete cell agents when
+    it took every mode but `ma` for central)."""
+    cfg = compose(overrides)
+    env = make_env(env_config_from(cfg), rllib=True)
+    agents = getattr(env, "possible_agents", None)
+    spaces = [env.action_spaces[a] for a in agents] if agents else [env.action_space]
+    stated = kinds.kind_of(cfg).action_space(cfg)
+    assert {action_kind(space) for space in spaces} == {stated}

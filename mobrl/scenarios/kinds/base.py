@@ -71,6 +71,12 @@ class ScenarioKind:
         """The agent ids of a multi-agent env (empty: single agent)."""
         return []
 
+    def intermittent_agents(self, cfg: Any) -> tuple[str, str]:
+        """The setting under which some agents act only every few env steps (RLlib's
+        hierarchical pattern) and the one to use instead where every agent acts at every step,
+        in words; empty if every agent acts at every step."""
+        return "", ""
+
     def default_policy_mapping(self, env_config: dict[str, Any]) -> str | None:
         """`env.policies` when it is not set (multi-agent kinds)."""
         return self.default_policies

@@ -346,7 +346,9 @@ class MobileKind(ScenarioKind):
         return UEEnv(core, team_reward=spec.team_reward)
 
     def action_space(self, cfg: Any) -> str:
-        return "discrete" if cfg.env.mode == "ma" else "multidiscrete"
+        # one central agent picks a station for every UE; each UE, cell or network agent one
+        # action of a few
+        return "multidiscrete" if cfg.env.mode == "central" else "discrete"
 
     def agents(self, env_config: dict[str, Any]) -> list[str]:
         from mobrl.envs.wrappers import agent_id
@@ -420,6 +422,11 @@ class MobileKind(ScenarioKind):
 
     def other_mode(self, cfg: Any) -> str:
         return " or env=ma" if cfg.env.mode == "central" else ""
+
+    def intermittent_agents(self, cfg: Any) -> tuple[str, str]:
+        if cfg.env.mode == "hierarchical":  # the network agent decides every env.period steps
+            return "env=hierarchical", "env=cells for the cell agents alone"
+        return "", ""
 
 
 def _size(layout: str | dict[str, Any]) -> tuple[int, int]:
