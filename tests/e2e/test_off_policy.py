@@ -46,7 +46,7 @@ def test_off_policy_trains_on_ues_and_its_checkpoint_plays(
 
 def test_dqn_trains_cell_agents_from_the_multi_agent_buffer(tmp_path: Path) -> None:
     """env=cells: one agent per station, each choosing its station's next state (Discrete)
-    at every step, the 57 cells sharing one policy; DQN stores them in its multi-agent
+    at every step, the 19 cells sharing one policy; DQN stores them in its multi-agent
     buffer and learns in the first iteration."""
     run_dir = tmp_path / "run"
     result = run_mobrl(
