@@ -36,6 +36,9 @@ class AlgoInfo:
     #: the algorithm whose presets it reads too (hyperparameters that mean the same;
     #: config.schema.BORROWED_PRESETS, which the preset choice reads)
     tuned_as: str | None = None
+    #: its RLModule is RLlib's default actor-critic (an actor encoder and a `pi` head, as
+    #: PPO's), which `run.imitate` fits before RL (`mobrl.training.imitation`)
+    policy_head: bool = False
 
 
 ALGORITHMS: dict[str, AlgoInfo] = {
@@ -43,22 +46,26 @@ ALGORITHMS: dict[str, AlgoInfo] = {
         "ray.rllib.algorithms.ppo:PPOConfig",
         frozenset({"discrete", "multidiscrete", "box"}),
         rows_per_slot_batch=True,
+        policy_head=True,
     ),
     "mappo": AlgoInfo(
         "ray.rllib.algorithms.ppo:PPOConfig",
         frozenset({"discrete", "multidiscrete", "box"}),
         team_critic=True,
         tuned_as=BORROWED_PRESETS["mappo"],
+        policy_head=True,
     ),
     "appo": AlgoInfo(
         "ray.rllib.algorithms.appo:APPOConfig",
         frozenset({"discrete", "multidiscrete", "box"}),
         min_env_runners=1,
+        policy_head=True,
     ),
     "impala": AlgoInfo(
         "ray.rllib.algorithms.impala:IMPALAConfig",
         frozenset({"discrete", "multidiscrete", "box"}),
         min_env_runners=1,
+        policy_head=True,
     ),
     "dqn": AlgoInfo("ray.rllib.algorithms.dqn:DQNConfig", frozenset({"discrete"}), replay=True),
     "sac": AlgoInfo(

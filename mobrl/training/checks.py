@@ -226,8 +226,9 @@ def _check_run(cfg: DictConfig, build: bool = True) -> None:
     check_logger(cfg)  # logger=mlflow|wandb: its package is installed
     from mobrl.training.imitation import check_imitate
 
-    # run.imitate: where it applies, with an algorithm whose actor is PPO's (ppo, mappo)
-    check_imitate(cfg, "ppo" in (cfg.algo.name, ALGORITHMS[cfg.algo.name].tuned_as))
+    # run.imitate: where it applies, with an algorithm whose actor is PPO's (ppo, mappo,
+    # appo, impala)
+    check_imitate(cfg, ALGORITHMS[cfg.algo.name].policy_head)
 
 
 #: settings that must be positive when set (null: the algorithm's default or no criterion)

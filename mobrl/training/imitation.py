@@ -356,6 +356,14 @@ def round_line(found: dict[str, Any], rounds: int, episodes: int) -> str:
     return line
 
 
+def start_targets(module: Any) -> None:
+    """A module with target networks (RLlib's `TargetNetworkAPI`: APPO's keeps the policy its
+    updates are measured against) gets targets equal to its networks as they are now: the
+    imitated policy, not the one it was built with."""
+    for main, target in getattr(module, "get_target_network_pairs", list)():
+        target.load_state_dict(main.state_dict())
+
+
 def pretrain(
     *, algorithm: Any, settings: dict[str, Any], env_config: dict[str, Any], **kwargs: Any
 ) -> None:
@@ -386,6 +394,7 @@ def pretrain(
                     floor=settings.get("floor"),
                     workers=int(settings.get("workers", 1)),
                 )
+            start_targets(module)
         return out
 
     found = algorithm.learner_group.foreach_learner(imitate)

@@ -6,9 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 
-def check_imitate(cfg: Any, ppo_actor: bool) -> None:
+def check_imitate(cfg: Any, policy_head: bool) -> None:
     """`run.imitate` applies (a mobile-env layout, env=ma, a slot observation, a known
-    expert, one local learner, an algorithm with PPO's policy head: `ppo_actor`), or a
+    expert, one local learner, an algorithm with PPO's policy head: `policy_head`), or a
     one-line error naming the fix. Nothing to check while `run.imitate.expert` is null."""
     from mobrl.core.errors import UserError, unknown_choice
 
@@ -52,10 +52,13 @@ def check_imitate(cfg: Any, ppo_actor: bool) -> None:
         raise unknown_choice(
             "run.imitate.expert", str(settings.expert), able, "Use run.imitate.expert=oracle."
         )
-    if not ppo_actor:
+    if not policy_head:
+        from mobrl.training.algos import ALGORITHMS
+
+        able = " / ".join(f"algo={n}" for n, a in ALGORITHMS.items() if a.policy_head)
         raise UserError(
-            f"run.imitate fits PPO's policy head; algo={cfg.algo.name} has none to fit. Use "
-            f"algo=ppo (or mappo), {off}."
+            f"run.imitate fits an actor-critic's policy head; algo={cfg.algo.name} has none to "
+            f"fit. Use {able}, {off}."
         )
     if cfg.run.resources.num_learners != 0:
         raise UserError(

@@ -87,6 +87,11 @@ CASES = [
     ("imitate without slots", "train run.imitate.expert=oracle", "use env.obs=topk_gain"),
     ("imitate central", "train env=central run.imitate.expert=oracle", "use env=ma"),
     ("imitate unknown expert", "train env.obs=topk run.imitate.expert=orcle", "'oracle'"),
+    (
+        "imitate without a policy head",
+        "train env.obs=topk algo=dqn run.imitate.expert=oracle",
+        "Use algo=ppo / algo=mappo / algo=appo / algo=impala",
+    ),
     ("unknown policies", "train env.policies=bogus", "env.policies"),
     ("algo cannot act", "train scenario=small env=central algo=dqn", "dqn"),
     ("algo cannot act continuous", "train scenario=gym scenario.id=Pendulum-v1 algo=dqn", "box"),

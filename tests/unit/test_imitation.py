@@ -188,6 +188,43 @@ def test_module_logits_are_the_modules_action_logits_with_gradients_on_the_actor
     assert all(p.grad is None for p in module.encoder.critic_encoder.parameters())
 
 
+def test_appo_imitates_through_its_policy_head_and_its_targets_start_from_the_imitation() -> None:
+    """APPO's module is PPO's actor-critic with target networks: `ModuleLogits` fits its
+    actor and `pi` head, and `start_targets` leaves the targets equal to the fitted networks
+    (the policy APPO's first updates are measured against)."""
+    import gymnasium as gym
+    import torch
+    from ray.rllib.algorithms.appo import APPOConfig
+    from ray.rllib.core.columns import Columns
+    from ray.rllib.core.rl_module.apis import TargetNetworkAPI
+    from ray.rllib.core.rl_module.rl_module import RLModuleSpec
+
+    from mobrl.training.imitation import ModuleLogits, start_targets
+
+    def target_logits() -> torch.Tensor:
+        (out,) = module.forward_target({Columns.OBS: x}).values()
+        return out
+
+    torch.manual_seed(0)
+    module = RLModuleSpec(
+        module_class=APPOConfig().get_default_rl_module_spec().module_class,
+        observation_space=gym.spaces.Box(-1.0, 1.0, (7,), np.float32),
+        action_space=gym.spaces.Discrete(4),
+        model_config={"fcnet_hiddens": [16, 16], "vf_share_layers": False},
+    ).build()
+    assert isinstance(module, TargetNetworkAPI)
+    module.make_target_networks()
+    logits = ModuleLogits(module)
+    assert logits.actor is not None
+    x = torch.randn(5, 7)
+    with torch.no_grad():
+        for p in logits.parameters():
+            p.add_(torch.randn_like(p))  # a fit moved the actor
+    assert not torch.allclose(target_logits(), logits(x))
+    start_targets(module)
+    torch.testing.assert_close(target_logits(), logits(x))
+
+
 def test_labelled_episodes_on_two_processes_are_the_ones_played_here() -> None:
     """`run.imitate.workers`: episodes played on 2 processes, the expert's and a PPO module's
     (its `plain_copy`, which gives its logits bit for bit), are the episodes played here, row
