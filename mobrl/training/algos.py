@@ -77,6 +77,11 @@ MULTI_AGENT_BUFFERS = {
     "EpisodeReplayBuffer": "MultiAgentEpisodeReplayBuffer",
     "PrioritizedEpisodeReplayBuffer": "MultiAgentPrioritizedEpisodeReplayBuffer",
 }
+#: RLlib's multi-agent prioritized buffer gives each policy sum trees of 2 * 2**ceil(log2
+#: capacity) agent steps but evicts by env steps: agents that share a policy fill them past
+#: that (an IndexError, "pop from an empty deque", after about 6,900 env steps with the 19
+#: cells of uma19_energy at capacity 50,000). Such agents replay from the uniform buffer.
+SHARED_POLICY_BUFFER = "MultiAgentEpisodeReplayBuffer"
 
 
 def env_runners(cfg: Any) -> int:
@@ -357,15 +362,33 @@ def _policies(algo: AlgorithmConfig, env_config: dict, slots: bool) -> None:
 def _replay(algo: AlgorithmConfig, cfg: DictConfig, env_config: dict, slots: bool) -> None:
     """An off-policy algorithm on a multi-agent env sampled as such (not as UE slots) stores
     multi-agent episodes: RLlib's default single-agent buffer becomes its multi-agent
-    counterpart (a buffer type given in algo.training is kept if it is multi-agent already)."""
+    counterpart (a buffer type given in algo.training is kept if it is multi-agent already).
+    Where agents share a policy, the prioritized one becomes the uniform one
+    (`SHARED_POLICY_BUFFER`), and asking for the multi-agent prioritized buffer by name is a
+    one-line error."""
+    from collections import Counter
+
     from mobrl.envs.factory import policy_setup
 
-    if not ALGORITHMS[cfg.algo.name].replay or slots or policy_setup(env_config)[0] is None:
+    if not ALGORITHMS[cfg.algo.name].replay or slots:
         return
+    policies, mapping = policy_setup(env_config)
     buffer = dict(algo.replay_buffer_config)
     kind = buffer.get("type")
-    if isinstance(kind, str) and kind in MULTI_AGENT_BUFFERS:
-        buffer["type"] = MULTI_AGENT_BUFFERS[kind]
+    if policies is None or not isinstance(kind, str):
+        return
+    shared = max(Counter(mapping.mapping.values()).values()) > 1
+    prioritized = MULTI_AGENT_BUFFERS["PrioritizedEpisodeReplayBuffer"]
+    if kind == prioritized and shared:
+        raise UserError(
+            f"algo.training.replay_buffer_config.type={kind} overflows where agents share a "
+            "policy (RLlib's prioritized trees hold 2 * 2**ceil(log2 capacity) agent steps "
+            f"per policy but evict by env steps). Use type={SHARED_POLICY_BUFFER}, or one "
+            "policy per agent (env.policies)."
+        )
+    if kind in MULTI_AGENT_BUFFERS:
+        kind = MULTI_AGENT_BUFFERS[kind]
+        buffer["type"] = SHARED_POLICY_BUFFER if kind == prioritized and shared else kind
         algo.training(replay_buffer_config=buffer)
 
 
