@@ -228,7 +228,7 @@ def _check_run(cfg: DictConfig, build: bool = True) -> None:
 
     # run.imitate: where it applies, with an algorithm whose actor is PPO's (ppo, mappo,
     # appo, impala)
-    check_imitate(cfg, ALGORITHMS[cfg.algo.name].policy_head)
+    check_imitate(cfg, [name for name, info in ALGORITHMS.items() if info.policy_head])
 
 
 #: settings that must be positive when set (null: the algorithm's default or no criterion)

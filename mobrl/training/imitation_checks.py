@@ -6,9 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 
-def check_imitate(cfg: Any, policy_head: bool) -> None:
+def check_imitate(cfg: Any, able: list[str]) -> None:
     """`run.imitate` applies (a mobile-env layout, env=ma, a slot observation, a known
-    expert, one local learner, an algorithm with PPO's policy head: `policy_head`), or a
+    expert, one local learner, an algorithm with PPO's policy head: one of `able`), or a
     one-line error naming the fix. Nothing to check while `run.imitate.expert` is null."""
     from mobrl.core.errors import UserError, unknown_choice
 
@@ -52,13 +52,11 @@ def check_imitate(cfg: Any, policy_head: bool) -> None:
         raise unknown_choice(
             "run.imitate.expert", str(settings.expert), able, "Use run.imitate.expert=oracle."
         )
-    if not policy_head:
-        from mobrl.training.algos import ALGORITHMS
-
-        able = " / ".join(f"algo={n}" for n, a in ALGORITHMS.items() if a.policy_head)
+    if cfg.algo.name not in able:
+        algos = " / ".join(f"algo={name}" for name in able)
         raise UserError(
             f"run.imitate fits an actor-critic's policy head; algo={cfg.algo.name} has none to "
-            f"fit. Use {able}, {off}."
+            f"fit. Use {algos}, {off}."
         )
     if cfg.run.resources.num_learners != 0:
         raise UserError(
