@@ -23,6 +23,10 @@ NEEDS = {
     ("env", "hierarchical"): ["scenario=uma19_energy"],
     # ranks by the objective, which weighs the layout's energy
     ("preset", "ppo/uma19_energy/cells_imitate"): ["scenario=uma19_energy", "env=cells"],
+    ("preset", "appo/uma19_energy/cells_imitate"): ["scenario=uma19_energy", "env=cells"],
+    ("preset", "impala/uma19_energy/cells_imitate"): ["scenario=uma19_energy", "env=cells"],
+    ("preset", "dqn/uma19_energy/cells"): ["scenario=uma19_energy", "env=cells"],
+    ("preset", "sac/uma19_energy/cells"): ["scenario=uma19_energy", "env=cells"],
     ("preset", "ppo/uma19_energy/cells_turns"): ["scenario=uma19_energy", "env=cells"],
     ("preset", "ppo/city_energy/cells_imitate"): ["scenario=city_energy", "env=cells"],
     ("preset", "ppo/uma19_energy/hierarchical_network"): [
