@@ -53,6 +53,9 @@ def test_dqn_trains_cell_agents_from_the_multi_agent_buffer(tmp_path: Path) -> N
     result = run_mobrl(
         "train", "scenario=uma19_energy", "env=cells", "algo=dqn", "run=smoke",
         "run.stop.iterations=1", "run.checkpoint.frequency=0", "run.checkpoint.at_end=false",
+        # the algorithm's own settings, learning from the first smoke iteration's 200 env
+        # steps (the preset dqn/uma19_energy/cells waits for 1,000 and updates every env step)
+        "~preset",
         f"hydra.run.dir={run_dir}",
     )  # fmt: skip
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
