@@ -226,8 +226,7 @@ def _check_run(cfg: DictConfig, build: bool = True) -> None:
     check_logger(cfg)  # logger=mlflow|wandb: its package is installed
     from mobrl.training.imitation import check_imitate
 
-    # run.imitate: where it applies, with an algorithm whose actor is PPO's (ppo, mappo,
-    # appo, impala)
+    # run.imitate: where it applies, with an algorithm whose policy head it can fit
     check_imitate(cfg, [name for name, info in ALGORITHMS.items() if info.policy_head])
 
 
