@@ -68,10 +68,13 @@ def test_work_continued_counts_from_what_was_done_before(monkeypatch) -> None:
     assert lines[-1] == "40 episodes: 40/40 (100%), 0:30 so far"
 
 
-def test_the_time_left_counts_each_kind_of_item_at_its_own_cost() -> None:
+def test_the_time_left_counts_each_kind_of_item_at_its_own_cost(monkeypatch) -> None:
     """Two rules at 2 s an episode and a reference at 60 s, on 2 workers (so 2 episode-seconds
     a second): 10 episodes each. By hand, after the rules' 20 and 2 of the reference's: 40 +
-    120 = 160 s of work done in 80 s, 8 reference episodes of 60 s left: 480 s of work, 240 s."""
+    120 = 160 s of work done in 80 s, 8 reference episodes of 60 s left: 480 s of work, 240 s.
+    The clock starts at 0 (`_clocked`): the machine's own, hours after boot, would round the
+    wall time of `started + 80` (240 s would come out 239.99999999999963)."""
+    _clocked(monkeypatch, 1.0)
     pace = mconsole.Pace(["greedy", "a3", "oracle"], [10, 10, 10])
     assert pace.text(now=pace.started + 5) == ""  # nothing timed: nothing said
     for _ in range(10):
@@ -108,7 +111,8 @@ def test_a_log_says_the_time_left_the_work_tells(monkeypatch) -> None:
     ]
 
 
-def test_many_untimed_kinds_are_counted_past_three() -> None:
+def test_many_untimed_kinds_are_counted_past_three(monkeypatch) -> None:
+    _clocked(monkeypatch, 1.0)
     pace = mconsole.Pace([f"greedy on layout_{i}" for i in range(6)], [1] * 6)
     pace.done(0, 1.0)
     assert pace.text(now=pace.started + 1) == (
