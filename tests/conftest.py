@@ -85,6 +85,17 @@ FAST_TIER = "tests/unit/"
 _session: pytest.Session | None = None
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--presets",
+        metavar="PATTERN",
+        default=None,
+        help="also train every preset with an expected level whose name matches PATTERN "
+        "(fnmatch, e.g. 'dqn/*' or '*/uma19_energy/*'; 'all': every one) with its own command "
+        "and check that it reaches it (tests/e2e/test_preset_expectations.py)",
+    )
+
+
 def pytest_configure(config: pytest.Config) -> None:
     """Ray's files (sessions, sockets, the address a local `ray start` leaves) in a temp dir
     of this process's own, which every `mobrl` process a test runs inherits: the tests of

@@ -12,6 +12,11 @@ Tolerances:
   measured them (ppo/small/ma: 8,000 of 8,000); float rounding on another CPU can move a stop
   threshold's crossing by an iteration (ppo/small/ma: 1,000 env steps, 12.5 %).
 
+The other presets with a level (large layouts, the energy layout: minutes to a quarter of an
+hour each, hours in all) are trained on request: `python -m pytest
+tests/e2e/test_preset_expectations.py --presets 'PATTERN'` (fnmatch over the presets' names,
+`all` for every one) trains those it matches and holds each to the same checks.
+
 Presets with an evaluation metric are checked on the run's own evaluation during training
 (the preset's `run.eval`: 20 seeds from 100000, paired with its baselines, at the last
 iteration), which `source` names beside `mobrl evaluate`'s 100 held-out seeds: a second
@@ -21,6 +26,7 @@ evaluation would cost more than the training.
 from __future__ import annotations
 
 import json
+from fnmatch import fnmatch
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -91,6 +97,47 @@ def test_the_cheap_presets_are_the_ones_meant() -> None:
 TRAINED = CHEAP + OTHER_ALGORITHMS
 
 
+def chosen(pattern: str | None) -> list[str]:
+    """The presets `--presets PATTERN` trains beyond `TRAINED`: those with a level whose name
+    matches (`all`: every one)."""
+    if pattern is None:
+        return []
+    if pattern == "all":
+        pattern = "*"
+    matched = [p for p in group_options("preset") if fnmatch(p, pattern)]
+    if not matched:
+        raise pytest.UsageError(
+            f"--presets {pattern!r} matches no preset; their names are ALGO/SCENARIO[/ENV], "
+            "e.g. 'dqn/*' (mobrl train --help lists them)"
+        )
+    with_level = [p for p in matched if _expect(p)["value"] is not None]
+    if not with_level:
+        raise pytest.UsageError(
+            f"--presets {pattern!r} matches only presets with no level measured "
+            f"({', '.join(matched)}): there is nothing to check"
+        )
+    return [p for p in with_level if p not in TRAINED]
+
+
+def test_the_presets_option_chooses_by_pattern() -> None:
+    assert chosen(None) == []
+    assert chosen("dqn/*") == ["dqn/any_layout/ma", "dqn/large/ma", "dqn/uma19_energy/cells"]
+    assert "ppo/uma19_energy/cells_imitate" in chosen("*/uma19_energy/*")
+    everything = chosen("all")
+    assert not set(everything) & set(TRAINED)
+    assert "ppo/large/ma" not in everything  # no level measured yet
+    for pattern, says in [("sac/nowhere/*", "matches no preset"), ("ppo/highway/ma", "no level")]:
+        with pytest.raises(pytest.UsageError, match=says):
+            chosen(pattern)
+
+
+def test_chosen_preset_reaches_its_expectation(preset: str | None, tmp_path: Path) -> None:
+    """The presets `--presets PATTERN` names (none by default: skipped)."""
+    if preset is None:
+        pytest.skip("the presets beyond the cheap ones train with --presets PATTERN")
+    _reaches_its_expectation(preset, tmp_path)
+
+
 def _of(algo: str) -> list[str]:
     return [p for p in TRAINED if p.split("/")[0] == algo]
 
@@ -118,6 +165,8 @@ class _AlgorithmPresets:
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if metafunc.function.__name__ == "test_chosen_preset_reaches_its_expectation":
+        metafunc.parametrize("preset", chosen(metafunc.config.getoption("--presets")) or [None])
     cls = metafunc.cls
     if cls is not None and issubclass(cls, _AlgorithmPresets):
         metafunc.parametrize("preset", _of(cls.algo))
