@@ -222,10 +222,10 @@ def _first_reaching(
     assert config["run"]["eval"]["metric"] in (None, expect["metric"]), config["run"]["eval"]
     last = rows[-1]
     evaluation = last["evaluation"]
-    level = evaluation["gap"][expect["vs"]]["mean"] if expect["vs"] else evaluation["score"]
+    level = evaluation["gap"][expect["vs"]]["mean"] if expect.get("vs") else evaluation["score"]
     if level < expect["value"]:
         return None
-    if expect["closed"] is not None and evaluation.get("closed", -1.0) < expect["closed"]:
+    if expect.get("closed") is not None and evaluation.get("closed", -1.0) < expect["closed"]:
         return None
     return last
 
@@ -239,7 +239,7 @@ def _levels(row: dict, expect: dict[str, Any]) -> str:
     if expect["metric"] == keys.RETURN_MEAN:
         return f"training return {_training_return(row):.2f}"
     evaluation = row.get("evaluation", {})
-    gap = evaluation.get("gap", {}).get(expect["vs"] or "", {}).get("mean")
-    return f"score {evaluation.get('score')}, gap to {expect['vs']} {gap}, closed " + str(
+    gap = evaluation.get("gap", {}).get(expect.get("vs") or "", {}).get("mean")
+    return f"score {evaluation.get('score')}, gap to {expect.get('vs')} {gap}, closed " + str(
         evaluation.get("closed")
     )
