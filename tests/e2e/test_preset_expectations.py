@@ -108,7 +108,7 @@ def chosen(pattern: str | None) -> list[str]:
     if not matched:
         raise pytest.UsageError(
             f"--presets {pattern!r} matches no preset; their names are ALGO/SCENARIO[/ENV], "
-            "e.g. 'dqn/*' (mobrl train --help lists them)"
+            "e.g. 'dqn/*' (docs/presets.md lists them)"
         )
     with_level = [p for p in matched if _expect(p)["value"] is not None]
     if not with_level:
