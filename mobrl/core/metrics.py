@@ -65,6 +65,10 @@ EVAL_CLOSED = "evaluation/closed"
 EVAL_TIME_TOTAL = "evaluation/time_total_s"
 #: wall time of imitating a reference before RL (`run.imitate`; not in time_total_s)
 IMITATION_TIME = "imitation/time_s"
+#: how often the imitated policy's own moves agreed with the expert's in DAgger's last round
+#: (all moves, and the expert's toggles; the mean over the imitated modules)
+IMITATION_AGREES = "imitation/agrees"
+IMITATION_AGREES_TOGGLES = "imitation/agrees_toggles"
 
 
 def result_value(result: dict, key: str) -> object:

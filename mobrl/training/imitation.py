@@ -397,7 +397,8 @@ def pretrain(
             start_targets(module)
         return out
 
-    found = algorithm.learner_group.foreach_learner(imitate)
+    # each learner's results (RLlib's `CallResult`s: `get` gives the value or raises its error)
+    found = [called.get() for called in algorithm.learner_group.foreach_learner(imitate)]
     algorithm.env_runner_group.sync_weights(
         from_worker_or_learner_group=algorithm.learner_group, inference_only=True
     )
@@ -412,11 +413,23 @@ def pretrain(
 
 def imitation_result(*, algorithm: Any, result: dict, **kwargs: Any) -> None:
     """RLlib `on_train_result` callback: every result carries the imitation's wall time, so
-    that result files tell the whole training time (absent on a resumed run, which does not
-    imitate again)."""
+    that result files tell the whole training time, and how often the policy agreed with its
+    expert in the last DAgger round, which a trial under Tune prints only to its own logs
+    (absent on a resumed run, which does not imitate again)."""
     done = getattr(algorithm, "imitation", None)
     if done:
-        from mobrl.core.metrics import IMITATION_TIME
+        from mobrl.core import metrics as keys
 
-        section, key = IMITATION_TIME.split("/")
-        result[section] = {key: float(done["time_s"])}
+        found = {keys.IMITATION_TIME: float(done["time_s"])}
+        last = [
+            fit["history"][-1]
+            for learner in done["learners"]
+            for fit in learner.values()
+            if fit["history"]
+        ]
+        if last:
+            found[keys.IMITATION_AGREES] = float(np.mean([r["all"] for r in last]))
+            found[keys.IMITATION_AGREES_TOGGLES] = float(np.mean([r["toggles"] for r in last]))
+        for name, value in found.items():
+            section, key = name.split("/")
+            result.setdefault(section, {})[key] = value

@@ -46,6 +46,9 @@ def test_imitating_the_oracle_beats_greedy_where_smoke_ppo_does_not(tmp_path: Pa
     rows = [json.loads(line) for line in results.read_text().splitlines()]
     imitation_s = rows[0]["imitation"]["time_s"]
     assert imitation_s > 0 and all(r["imitation"]["time_s"] == imitation_s for r in rows)
+    # the last DAgger round's agreement, in every result (the trial's own lines go to its logs)
+    agrees = rows[0]["imitation"]["agrees"]
+    assert 0.8 < agrees <= 1 and all(r["imitation"]["agrees"] == agrees for r in rows), agrees
     assert all(0 <= r["evaluation"]["closed"] for r in rows)  # greedy and oracle evaluated
     exported = run_mobrl(
         "zoo", "export", "--checkpoint", str(imitated), "--name", "imitated",
