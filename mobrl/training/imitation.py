@@ -408,28 +408,30 @@ def pretrain(
         )
     # what training results report (`imitation_result`): the iterations' time_total_s starts
     # after this, so the time a policy took to reach a level is this plus theirs
-    algorithm.imitation = {"time_s": time.perf_counter() - started, "learners": found}
+    algorithm.imitation = imitation_summary(time.perf_counter() - started, found)
+
+
+def imitation_summary(seconds: float, learners: list[dict[str, Any]]) -> dict[str, float]:
+    """What every training result carries of the imitation (`imitation_result`): its wall
+    time and, from each imitated module's last DAgger round (`dagger`'s history, per learner),
+    the mean agreement with the expert, which a trial under Tune prints only to its own logs."""
+    from mobrl.core import metrics as keys
+
+    found = {keys.IMITATION_TIME: float(seconds)}
+    last = [
+        fit["history"][-1] for learner in learners for fit in learner.values() if fit["history"]
+    ]
+    if last:
+        found[keys.IMITATION_AGREES] = float(np.mean([r["all"] for r in last]))
+        found[keys.IMITATION_AGREES_TOGGLES] = float(np.mean([r["toggles"] for r in last]))
+    return found
 
 
 def imitation_result(*, algorithm: Any, result: dict, **kwargs: Any) -> None:
-    """RLlib `on_train_result` callback: every result carries the imitation's wall time, so
-    that result files tell the whole training time, and how often the policy agreed with its
-    expert in the last DAgger round, which a trial under Tune prints only to its own logs
-    (absent on a resumed run, which does not imitate again)."""
-    done = getattr(algorithm, "imitation", None)
-    if done:
-        from mobrl.core import metrics as keys
-
-        found = {keys.IMITATION_TIME: float(done["time_s"])}
-        last = [
-            fit["history"][-1]
-            for learner in done["learners"]
-            for fit in learner.values()
-            if fit["history"]
-        ]
-        if last:
-            found[keys.IMITATION_AGREES] = float(np.mean([r["all"] for r in last]))
-            found[keys.IMITATION_AGREES_TOGGLES] = float(np.mean([r["toggles"] for r in last]))
-        for name, value in found.items():
-            section, key = name.split("/")
-            result.setdefault(section, {})[key] = value
+    """RLlib `on_train_result` callback: every result carries the imitation's summary
+    (`imitation_summary`: its wall time, so that result files tell the whole training time,
+    and the policy's agreement with its expert; absent on a resumed run, which does not
+    imitate again)."""
+    for name, value in (getattr(algorithm, "imitation", None) or {}).items():
+        section, key = name.split("/")
+        result.setdefault(section, {})[key] = value

@@ -314,18 +314,18 @@ def test_every_result_carries_the_imitation_time_and_the_last_rounds_agreement()
     from types import SimpleNamespace
 
     from mobrl.core import metrics as keys
-    from mobrl.training.imitation import imitation_result
+    from mobrl.training.imitation import imitation_result, imitation_summary
 
     rounds = [{"round": 0, "all": 0.5, "toggles": 0.1}, {"round": 1, "all": 0.9, "toggles": 0.7}]
     learners = [{"cells": {"history": rounds[:1]}, "network": {"history": rounds}}]
-    algorithm = SimpleNamespace(imitation={"time_s": 12.5, "learners": learners})
+    algorithm = SimpleNamespace(imitation=imitation_summary(12.5, learners))
     result: dict = {}
     imitation_result(algorithm=algorithm, result=result)
     assert keys.result_value(result, keys.IMITATION_TIME) == 12.5
     assert keys.result_value(result, keys.IMITATION_AGREES) == pytest.approx((0.5 + 0.9) / 2)
     assert keys.result_value(result, keys.IMITATION_AGREES_TOGGLES) == pytest.approx(0.4)
     # no rounds (run.imitate.rounds=0): the time alone; a resumed run: nothing
-    algorithm.imitation["learners"] = [{"cells": {"history": []}}]
+    algorithm.imitation = imitation_summary(12.5, [{"cells": {"history": []}}])
     result = {}
     imitation_result(algorithm=algorithm, result=result)
     assert result == {"imitation": {"time_s": 12.5}}
